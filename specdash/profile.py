@@ -1,0 +1,460 @@
+"""Profiles (how to launch a server) and suites (what to send it), as validated TOML.
+
+A profile is a TOML file::
+
+    # where the values came from
+    name = "llama31-8b-eagle3"
+    description = "…"
+    [server]             # launcher = "sglang" | "sim", model_path, tp_size, mem_fraction_static, host, port,
+                         # context_length, enable_metrics, api_key, python, sglang_version, extra_args = [...]
+    [speculative]        # algorithm, draft_model_path, num_steps, eagle_topk, num_draft_tokens, extra_args
+    [env]                # NCCL_* / SGLANG_* variables for the server process
+    [sim]                # scenario, seed, time_scale, sglang_version (simulator only)
+
+Files are read with :mod:`tomllib` and written with :mod:`tomlkit` (comments kept).
+Validation is strict: an unknown key is an error naming the file, the key and the
+nearest valid key.  Paths may use ``${ENV_VAR}`` and ``~``; ``sim:NAME`` paths name
+the simulator's built-in virtual models.
+
+Lookup of a name (CONTRACTS.md "Layout"): an existing path; the user's directory
+``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``; the checkout's ``profiles/``;
+the presets shipped inside the package (``specdash/_profiles``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+
+class ProfileError(Exception):
+    """A profile or suite cannot be used: the message says what, where and how to fix it."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+_ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_path(value: str | None, *, where: str = "") -> str | None:
+    """Expand ``${VAR}`` and ``~`` in a path; ``sim:`` paths are returned unchanged.
+
+    Raises:
+        ProfileError: a referenced variable is not set.
+    """
+    if value is None or value.startswith("sim:"):
+        return value
+
+    def sub(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in os.environ:
+            raise ProfileError(f"{where}: ${{{name}}} is used but not set in the environment; export {name}=…")
+        return os.environ[name]
+
+    return os.path.expanduser(_ENV_RE.sub(sub, value))
+
+
+class ServerSection(_Strict):
+    """``[server]``: how the server is started."""
+
+    launcher: Literal["sglang", "sim"] = Field("sglang", description="'sglang' (real) or 'sim' (built-in simulator)")
+    model_path: str = Field(description="target model directory (or sim:NAME for the simulator)")
+    tp_size: int = Field(1, ge=1, description="--tp-size")
+    mem_fraction_static: float | None = Field(None, gt=0, le=1, description="--mem-fraction-static")
+    host: str = Field("127.0.0.1", description="--host")
+    port: int = Field(30000, ge=0, le=65535, description="--port (0 = pick a free port)")
+    context_length: int | None = Field(None, ge=1, description="--context-length")
+    enable_metrics: bool = Field(True, description="--enable-metrics (specdash needs /metrics)")
+    api_key: str | None = Field(None, description="--api-key; may be ${ENV_VAR}; never written to run files")
+    python: str | None = Field(None, description="interpreter for sglang.launch_server (default python3)")
+    sglang_version: str | None = Field(None, description="pin the SGLang version judgements use")
+    extra_args: list[str] = Field(default_factory=list, description="further SGLang flags, as argv words")
+
+
+class SpeculativeSection(_Strict):
+    """``[speculative]``: the speculative-decoding flags."""
+
+    algorithm: str | None = Field(None, description="EAGLE3, EAGLE, NEXTN, STANDALONE, NGRAM, … or 'none'")
+    draft_model_path: str | None = None
+    num_steps: int | None = Field(None, ge=0)
+    eagle_topk: int | None = Field(None, ge=0)
+    num_draft_tokens: int | None = Field(None, ge=0)
+    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("algorithm")
+    @classmethod
+    def _none_is_off(cls, v: str | None) -> str | None:
+        return None if v is None or v.strip().lower() in ("", "none", "off") else v.strip().upper()
+
+
+class SimSection(_Strict):
+    """``[sim]``: simulator settings (``launcher = "sim"`` only)."""
+
+    scenario: str = Field("healthy", description="scenario name (specdash/sim/scenarios) or a TOML path")
+    seed: int = 0
+    time_scale: float = Field(1.0, gt=0, description=">1 runs faster than real time")
+    sglang_version: str | None = Field(None, description="SGLang version the simulator emulates")
+
+    def scenario_ref(self, profile: Profile) -> str:
+        """The scenario as the simulator's ``--sim-scenario`` expects it (paths made absolute)."""
+        ref = self.scenario
+        if ref.endswith(".toml") and profile.path is not None:
+            p = Path(expand_path(ref, where=f"{profile.path}: sim.scenario"))
+            if not p.is_absolute():
+                p = profile.path.parent / p
+            return str(p)
+        return ref
+
+
+class Profile(_Strict):
+    """A launch profile (see the module docstring for the file format)."""
+
+    name: str
+    description: str = ""
+    server: ServerSection
+    speculative: SpeculativeSection | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    sim: SimSection = Field(default_factory=SimSection)
+
+    _path: Path | None = PrivateAttr(default=None)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_strings(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): (str(int(x)) if isinstance(x, bool) else str(x)) for k, x in v.items()}
+        return v
+
+    @property
+    def path(self) -> Path | None:
+        """The file this profile was read from, if any."""
+        return self._path
+
+    @property
+    def spec_enabled(self) -> bool:
+        """True when the profile turns speculation on."""
+        return self.speculative is not None and self.speculative.algorithm is not None
+
+    def judged_version(self, cli: str | None = None, server: str | None = None) -> tuple[str, str]:
+        """The SGLang version judgements use, with its source (CONTRACTS.md order)."""
+        from specdash.sglang.versions import resolve_version
+
+        pin = self.server.sglang_version
+        if self.server.launcher == "sim":
+            pin = pin or self.sim.sglang_version
+        return resolve_version(cli=cli, profile=pin, server=server, installed=self.server.launcher == "sglang")
+
+    def expanded(self) -> Profile:
+        """A copy with ``${VAR}``/``~`` expanded in paths and the API key.
+
+        Raises:
+            ProfileError: a variable is not set.
+        """
+        where = str(self._path or self.name)
+        data = self.model_dump()
+        data["server"]["model_path"] = expand_path(data["server"]["model_path"], where=f"{where}: server.model_path")
+        if data["server"].get("api_key"):
+            data["server"]["api_key"] = expand_path(data["server"]["api_key"], where=f"{where}: server.api_key")
+        if data.get("speculative") and data["speculative"].get("draft_model_path"):
+            data["speculative"]["draft_model_path"] = expand_path(
+                data["speculative"]["draft_model_path"], where=f"{where}: speculative.draft_model_path"
+            )
+        out = Profile.model_validate(data)
+        out._path = self._path
+        return out
+
+
+# --- suites ------------------------------------------------------------------------------------
+
+
+class SuiteSection(_Strict):
+    """``[suite]``: how the prompts are sent (CONTRACTS.md "Suites")."""
+
+    name: str
+    description: str = ""
+    max_tokens: int = Field(1024, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    repeats: int = Field(1, ge=1)
+    warmup: int = Field(1, ge=0, description="warm-up requests, excluded from results")
+    concurrency: int = Field(1, ge=1)
+    ignore_eos: bool = True
+    api: Literal["generate", "chat"] = "generate"
+    prompts_file: str | None = Field(None, description="JSONL file of {text, category}, relative to the suite")
+
+
+class Prompt(_Strict):
+    """One prompt of a suite."""
+
+    text: str = Field(min_length=1)
+    category: str | None = None
+    id: str | None = None
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class Suite(_Strict):
+    """A prompt suite: ``[suite]`` plus ``[[prompts]]`` (and/or a JSONL ``prompts_file``)."""
+
+    suite: SuiteSection
+    prompts: list[Prompt] = Field(default_factory=list)
+    _path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def name(self) -> str:
+        """The suite's name."""
+        return self.suite.name
+
+    @property
+    def path(self) -> Path | None:
+        """The file this suite was read from."""
+        return self._path
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def _valid_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The field names valid at ``loc`` (a pydantic error location) of ``model``."""
+    cur: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fld = getattr(cur, "model_fields", {}).get(part)
+        if fld is None:
+            return []
+        ann = fld.annotation
+        for cand in getattr(ann, "__args__", ()) or (ann,):
+            if isinstance(cand, type) and issubclass(cand, BaseModel):
+                cur = cand
+                break
+        else:
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                cur = ann
+            else:
+                return []
+    return list(getattr(cur, "model_fields", {}))
+
+
+def _format_validation(exc: ValidationError, model: type[BaseModel], path: Path | str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        dotted = ".".join(str(p) for p in loc)
+        if err["type"] == "extra_forbidden":
+            valid = _valid_keys(model, loc)
+            near = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            lines.append(f"{path}: unknown key {dotted!r}{hint} (valid here: {', '.join(valid)})")
+        elif err["type"] == "missing":
+            lines.append(f"{path}: missing required key {dotted!r}")
+        else:
+            lines.append(f"{path}: {dotted}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
+    """Validate a profile dict.
+
+    Raises:
+        ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys.
+    """
+    try:
+        prof = Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(_format_validation(exc, Profile, path)) from None
+    prof._path = Path(path) if not str(path).startswith("<") else None
+    return prof
+
+
+def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
+    """Validate a suite dict and load its ``prompts_file`` (JSONL) if any.
+
+    Raises:
+        ProfileError: invalid keys or values, unreadable/invalid JSONL, no prompts.
+    """
+    import json
+
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileError(_format_validation(exc, Suite, path)) from None
+    real = Path(path) if not str(path).startswith("<") else None
+    suite._path = real
+    if suite.suite.prompts_file:
+        pf = Path(expand_path(suite.suite.prompts_file, where=f"{path}: suite.prompts_file"))
+        if not pf.is_absolute() and real is not None:
+            pf = real.parent / pf
+        try:
+            lines = pf.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ProfileError(f"{path}: prompts_file {pf}: {exc.strerror}") from None
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                suite.prompts.append(Prompt.model_validate(obj if isinstance(obj, dict) else {"text": obj}))
+            except (ValueError, ValidationError) as exc:
+                raise ProfileError(f"{pf}:{n}: not a prompt object {{\"text\": …, \"category\": …}}: {exc}") from None
+    if not suite.prompts:
+        raise ProfileError(f"{path}: the suite has no prompts; add [[prompts]] entries or suite.prompts_file")
+    return suite
+
+
+# --- lookup ------------------------------------------------------------------------------------
+
+
+def user_profile_dir() -> Path:
+    """``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "specdash" / "profiles"
+
+
+def preset_dirs() -> list[Path]:
+    """Where presets are searched, in order: the user's directory, the checkout's
+    ``profiles/`` (editable installs), the package's bundled copy."""
+    pkg = Path(__file__).resolve().parent
+    dirs = [user_profile_dir(), pkg.parent / "profiles", pkg / "_profiles"]
+    seen, out = set(), []
+    for d in dirs:
+        if d not in seen:
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def _find(name: str, sub: str, kind: str) -> Path:
+    p = Path(os.path.expanduser(name))
+    if p.suffix == ".toml" or os.sep in name:
+        if p.is_file():
+            return p
+        raise ProfileError(f"{kind} file {name!r} does not exist")
+    for d in preset_dirs():
+        cand = (d / sub / f"{name}.toml") if sub else (d / f"{name}.toml")
+        if cand.is_file():
+            return cand
+    known = sorted(n for n, _ in (list_suites() if sub else list_profiles()))
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    raise ProfileError(
+        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}; "
+        f"`specdash profile list` shows them)"
+    )
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Read and validate a profile by name or path (see module docstring for the search order).
+
+    Raises:
+        ProfileError: not found, invalid TOML, invalid keys or values.
+    """
+    path = _find(name_or_path, "", "profile")
+    return parse_profile(_read_toml(path), path)
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """Read and validate a suite by name (``profiles/suites/NAME.toml``) or path.
+
+    Raises:
+        ProfileError: not found or invalid.
+    """
+    path = _find(name_or_path, "suites", "suite")
+    return parse_suite(_read_toml(path), path)
+
+
+def _list(sub: str) -> list[tuple[str, Path]]:
+    out: dict[str, Path] = {}
+    for d in preset_dirs():
+        base = d / sub if sub else d
+        if base.is_dir():
+            for f in sorted(base.glob("*.toml")):
+                out.setdefault(f.stem, f)
+    return sorted(out.items())
+
+
+def list_profiles() -> list[tuple[str, Path]]:
+    """All profiles found (name, path); user profiles shadow presets of the same name."""
+    return _list("")
+
+
+def list_suites() -> list[tuple[str, Path]]:
+    """All suites found (name, path)."""
+    return _list("suites")
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None = None) -> str:
+    """Serialise a profile with tomlkit.
+
+    With ``base_text`` (the source profile's file), that document is updated in place so
+    its comments survive; otherwise a fresh document is written with ``header`` as a
+    leading comment block.
+    """
+    import tomlkit
+
+    data = profile.model_dump(exclude_none=True, exclude_defaults=False)
+    if not data.get("env"):
+        data.pop("env", None)
+    if profile.server.launcher != "sim":
+        data.pop("sim", None)
+    if base_text is not None:
+        doc = tomlkit.parse(base_text)
+        _merge(doc, data)
+        for key in list(doc.keys()):
+            if key not in data:
+                del doc[key]
+    else:
+        doc = tomlkit.document()
+        for line in header.strip().splitlines():
+            doc.add(tomlkit.comment(line.lstrip("# ").rstrip()))
+        if header.strip():
+            doc.add(tomlkit.nl())
+        for k, v in data.items():
+            doc[k] = v
+    return tomlkit.dumps(doc)
+
+
+def _merge(doc, data: dict) -> None:
+    for k, v in data.items():
+        if isinstance(v, dict) and k in doc and hasattr(doc[k], "keys"):
+            _merge(doc[k], v)
+            for sub in list(doc[k].keys()):
+                if sub not in v:
+                    del doc[k][sub]
+        else:
+            doc[k] = v
+
+
+def write_new_file(path: Path, text: str, *, force: bool = False) -> Path:
+    """Write ``text`` to ``path``, refusing to overwrite unless ``force``.
+
+    Raises:
+        ProfileError: the file exists and ``force`` is False.
+    """
+    path = Path(path)
+    if path.exists() and not force:
+        raise ProfileError(f"{path} already exists; choose another name/--out, or pass --force to overwrite")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,278 @@
+"""What changes between SGLang releases, in one table.
+
+Every version-dependent fact specdash relies on lives here (DESIGN.md: "one source of
+truth per fact"): the speculative ``meta_info`` key names, which draft-checkpoint key
+forms the EAGLE3 loader maps, which launch flags exist, and a few behaviours that
+changed.  The preflight doctor, the post-launch verification, the launcher and the
+simulator all consult this module, so a correction lands once.
+
+Sources are given per entry: ``../shared/sglang/FACTS.md`` (read from the 0.5.23 and
+0.5.10 wheels), the recordings of a real 0.5.14 server (``../shared/sglang/golden/``),
+and SGLang pull requests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+#: The newest release specdash knows (CONTRACTS.md "Reference versions").
+DEFAULT_VERSION = "0.5.23"
+#: The release recorded on real hardware (``../shared/sglang/golden/``).
+REAL_SERVER_VERSION = "0.5.14"
+
+_VERSION_RE = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.+-]?(.*))?$")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class SGLangVersion:
+    """A parsed SGLang release number (``major.minor.patch``; suffixes such as
+    ``rc1`` / ``.post1`` are kept in ``suffix`` and sort before the final release
+    only for ``rc``/``a``/``b``/``dev``).
+
+    Raises:
+        ValueError: from :func:`parse_version` when the text is not a version.
+    """
+
+    major: int
+    minor: int
+    patch: int
+    suffix: str = ""
+
+    def _key(self) -> tuple:
+        pre = bool(re.match(r"^(rc|a|b|dev)", self.suffix))
+        return (self.major, self.minor, self.patch, 0 if pre else 1, self.suffix)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, SGLangVersion):
+            other = parse_version(str(other))
+        return self._key() < other._key()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = parse_version(other)
+        return isinstance(other, SGLangVersion) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __str__(self) -> str:
+        base = f"{self.major}.{self.minor}.{self.patch}"
+        return f"{base}{self.suffix}" if self.suffix else base
+
+
+def parse_version(text: str | SGLangVersion) -> SGLangVersion:
+    """Parse ``"0.5.14"``, ``"0.5.2rc2"``, ``"v0.5.23"`` into :class:`SGLangVersion`.
+
+    Raises:
+        ValueError: the text does not start with a dotted release number.
+    """
+    if isinstance(text, SGLangVersion):
+        return text
+    m = _VERSION_RE.match(str(text))
+    if not m:
+        raise ValueError(f"not an SGLang version: {text!r} (expected e.g. 0.5.14)")
+    major, minor, patch, rest = m.groups()
+    return SGLangVersion(int(major), int(minor or 0), int(patch or 0), rest or "")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A fact that holds from ``since`` (inclusive) until ``until`` (exclusive).
+
+    ``None`` bounds are open.  ``source`` says where the fact was read.
+    """
+
+    name: str
+    description: str
+    source: str
+    since: str | None = None
+    until: str | None = None
+
+    def holds(self, version: str | SGLangVersion) -> bool:
+        """True when this fact applies to ``version``."""
+        v = parse_version(version)
+        if self.since is not None and v < parse_version(self.since):
+            return False
+        if self.until is not None and not v < parse_version(self.until):
+            return False
+        return True
+
+
+#: The version table.  Keep entries short and sourced.
+FEATURES: dict[str, Feature] = {
+    f.name: f
+    for f in [
+        Feature(
+            "draft_layers0_keys",
+            "The EAGLE3 draft loader also maps speculators-style `layers.0.*` tensor names "
+            "(older releases map only `midlayer.*` and silently drop `layers.0.*`).",
+            "SGLang PR #24663 (May 2026); seen loading on a real 0.5.14 server (golden draft_layers0); "
+            "the mission brief: 'layers.0.* before 0.5.12, which wanted midlayer.*'",
+            since="0.5.12",
+        ),
+        Feature(
+            "meta_new_spec_keys",
+            "meta_info carries spec_num_correct_drafts / spec_num_proposed_drafts / "
+            "spec_correct_drafts_histogram.",
+            "FACTS.md §2, §12; real 0.5.14 sends both old and new names (golden generate_nonstream.json)",
+            since="0.5.14",
+        ),
+        Feature(
+            "meta_old_spec_keys",
+            "meta_info carries spec_accept_token_num / spec_draft_token_num / spec_accept_histogram "
+            "(0.5.10) or the spec_accepted_drafts / spec_proposed_drafts aliases (0.5.14).",
+            "FACTS.md §12; golden 0.5.14 recordings",
+            until="0.5.22",
+        ),
+        Feature(
+            "cuda_graph_max_bs_flag",
+            "`--cuda-graph-max-bs` exists (later split into `--cuda-graph-max-bs-decode/-prefill`; "
+            "on releases without it argparse rejects it as ambiguous, exit code 2).",
+            "FACTS.md §9, §12 (present in 0.5.10, absent in 0.5.23); absent from a real 0.5.14 "
+            "server's resolved args (golden server_info.json has cuda_graph_max_bs_decode only)",
+            until="0.5.14",
+        ),
+        Feature(
+            "cuda_graph_max_bs_decode_flag",
+            "`--cuda-graph-max-bs-decode` / `--cuda-graph-max-bs-prefill` exist.",
+            "FACTS.md §9; golden 0.5.14 command line",
+            since="0.5.14",
+        ),
+        Feature(
+            "spec_v2_env",
+            "Spec v2 (overlap) is opt-in through SGLANG_ENABLE_SPEC_V2=1 and then supports only "
+            "chain drafting (topk 1); without it overlap scheduling is disabled for EAGLE.",
+            "FACTS.md §9, §12; public case C12 (sglang#14077, PR #20210)",
+            until="0.5.22",
+        ),
+        Feature(
+            "server_info_endpoint",
+            "`/server_info` exists; `/get_server_info` is a deprecated alias that logs a warning.",
+            "FACTS.md §1, §12 (already so in 0.5.10)",
+            since="0.5.10",
+        ),
+    ]
+}
+
+
+def has_feature(name: str, version: str | SGLangVersion) -> bool:
+    """True when feature ``name`` (a key of :data:`FEATURES`) holds for ``version``.
+
+    Raises:
+        KeyError: unknown feature name.
+    """
+    return FEATURES[name].holds(version)
+
+
+# --- meta_info speculative keys (FACTS.md §2 and §12; CONTRACTS.md) ---------------------------
+#: For each quantity, the key names in order of preference (newest first).
+SPEC_META_KEYS: dict[str, tuple[str, ...]] = {
+    "verify_ct": ("spec_verify_ct",),
+    "correct_drafts": ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num"),
+    "proposed_drafts": ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num"),
+    "histogram": ("spec_correct_drafts_histogram", "spec_accept_histogram"),
+    "accept_length": ("spec_accept_length",),
+    "accept_rate": ("spec_accept_rate",),
+}
+
+
+def read_spec_meta(meta: dict, quantity: str):
+    """Return ``meta[key]`` for the first key of ``SPEC_META_KEYS[quantity]`` present, else None."""
+    for key in SPEC_META_KEYS[quantity]:
+        if key in meta and meta[key] is not None:
+            return meta[key]
+    return None
+
+
+# --- EAGLE3 draft weight names (FACTS.md §8 `load_weights`) -----------------------------------
+#: Parameter names of SGLang's ``LlamaForCausalLMEagle3`` after its own renames, as a
+#: checkpoint should provide them (``midlayer`` form).  Used by the doctor's
+#: WEIGHT_KEYS / MISSING_WEIGHT rules and the simulator.
+EAGLE3_LAYER_PARTS = (
+    "self_attn.q_proj.weight",
+    "self_attn.k_proj.weight",
+    "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight",
+    "mlp.gate_proj.weight",
+    "mlp.up_proj.weight",
+    "mlp.down_proj.weight",
+    "input_layernorm.weight",
+    "post_attention_layernorm.weight",
+    "hidden_norm.weight",
+)
+EAGLE3_TOP_LEVEL = ("fc.weight", "norm.weight", "lm_head.weight", "embed_tokens.weight")
+#: Names the loader consumes without them being parameters.
+EAGLE3_BUFFERS = ("d2t", "t2d")
+_OPTIONAL_TOP = re.compile(
+    r"^(fc\.bias|input_norm\.weight|fc_norm\.\d+\.weight|aux_norm_(low|mid|high)\.weight|"
+    r"embed_tokens\.weight|lm_head\.bias)$"
+)
+
+
+def eagle3_param_for_key(name: str, version: str | SGLangVersion) -> str | None:
+    """Map a draft-checkpoint tensor name to the SGLang parameter it loads into.
+
+    Follows ``LlamaForCausalLMEagle3.load_weights`` (FACTS.md §8): ``midlayer.`` is the
+    layer prefix every release maps; ``layers.0.`` is mapped only where
+    :data:`FEATURES` ``draft_layers0_keys`` holds; ``aux_norm_low/mid/high`` become
+    ``fc_norm.0/1/2``; ``d2t`` is consumed as the hot-token map and ``t2d`` is skipped
+    on purpose.  Returns the canonical ``midlayer.*`` / top-level name, or ``None``
+    when the loader would silently drop the tensor.
+    """
+    if name in EAGLE3_BUFFERS:
+        return name
+    if name.startswith("model."):
+        name = name[len("model."):]
+    m = re.match(r"^(midlayer|layers\.(\d+))\.(.+)$", name)
+    if m:
+        prefix, idx, rest = m.group(1), m.group(2), m.group(3)
+        if prefix.startswith("layers"):
+            if idx != "0" or not has_feature("draft_layers0_keys", version):
+                return None
+        return f"midlayer.{rest}" if rest in EAGLE3_LAYER_PARTS else None
+    aux = re.match(r"^aux_norm_(low|mid|high)\.weight$", name)
+    if aux:
+        return f"fc_norm.{['low', 'mid', 'high'].index(aux.group(1))}.weight"
+    if name in EAGLE3_TOP_LEVEL or _OPTIONAL_TOP.match(name):
+        return name
+    return None
+
+
+def resolve_version(
+    *,
+    cli: str | None = None,
+    profile: str | None = None,
+    server: str | None = None,
+    installed: bool = True,
+) -> tuple[str, str]:
+    """Choose the SGLang version a judgement uses, in CONTRACTS.md's order.
+
+    ``--sglang-version`` on the command line, then ``[server] sglang_version`` in the
+    profile, then ``/server_info.version`` of an attached server, then the installed
+    ``sglang`` package (read from its distribution metadata, without importing it),
+    else :data:`DEFAULT_VERSION`.
+
+    Returns:
+        ``(version, source)`` with source one of ``cli|profile|server|installed|assumed``.
+    """
+    for value, source in ((cli, "cli"), (profile, "profile"), (server, "server")):
+        if value:
+            return str(parse_version(value)), source
+    if installed:
+        v = installed_sglang_version()
+        if v:
+            return v, "installed"
+    return DEFAULT_VERSION, "assumed"
+
+
+def installed_sglang_version() -> str | None:
+    """The installed ``sglang`` distribution's version, or None (never imports sglang)."""
+    from importlib import metadata
+
+    try:
+        return str(parse_version(metadata.version("sglang")))
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
