@@ -1,0 +1,255 @@
+"""``specdash --bench``: headless runs, A/B comparisons, tables and JSON (CONTRACTS.md).
+
+Progress goes to stderr (one updating line on a terminal, plain lines otherwise); stdout
+holds only the table — or, with ``--json``, only the summary / comparison JSON.
+Exit codes: 0 success; 1 a run failed, preflight blocked it, or post-launch verification
+failed without ``--allow-unverified``; 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from specdash.bench.runner import PreflightBlocked, ProfileRun, RunFailed, RunOptions
+
+DEFAULT_SUITE = "seeds-five"
+
+
+class Progress:
+    """Human progress on stderr: an updating line on a TTY, plain lines otherwise."""
+
+    def __init__(self, stream=None, quiet: bool = False) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.quiet = quiet
+        self._last_len = 0
+
+    def __call__(self, msg: str) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            pad = max(0, self._last_len - len(msg))
+            self.stream.write("\r" + msg + " " * pad)
+            self._last_len = len(msg)
+            if not msg.startswith("[") or "/" not in msg.split("]")[1][:8]:
+                self.stream.write("\n")
+                self._last_len = 0
+        else:
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        """End an updating line."""
+        if self.tty and self._last_len:
+            self.stream.write("\n")
+            self._last_len = 0
+
+
+def _fmt(v, nd=1, unit="") -> str:
+    if v is None:
+        return "—"
+    return f"{v:.{nd}f}{unit}"
+
+
+def render_table(runs: list[dict]) -> str:
+    """The bench table: one row per run (p50s for latencies)."""
+    head = ["profile", "reqs", "out tok", "tok/s", "TTFT p50", "TPOT p50", "ITL p50", "accept len",
+            "accept rate", "server τ", "verify"]
+    rows = []
+    for r in runs:
+        eff = r.get("effective") or {}
+        rows.append([
+            r["profile"] + (" (sim)" if r.get("simulated") else ""),
+            str(r["requests"]),
+            str(r["output_tokens"]),
+            _fmt(r.get("output_tok_s")),
+            _fmt((r.get("ttft_ms") or {}).get("p50"), 1, " ms"),
+            _fmt((r.get("tpot_ms") or {}).get("p50"), 2, " ms"),
+            _fmt((r.get("itl_ms") or {}).get("p50"), 2, " ms"),
+            _fmt(r.get("accept_length"), 2),
+            _fmt(r.get("accept_rate"), 3),
+            _fmt(r.get("server_accept_length"), 2),
+            (r.get("verification") or {}).get("status", "—"),
+        ])
+        _ = eff
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    for r in runs:
+        eff = r.get("effective") or {}
+        if eff.get("speculative_algorithm"):
+            out.append(
+                f"{r['profile']}: {eff['speculative_algorithm']} steps {eff['speculative_num_steps']}, "
+                f"topk {eff['speculative_eagle_topk']}, draft tokens {eff['speculative_num_draft_tokens']} "
+                f"(read back from the server, SGLang {r.get('sglang_version')})"
+            )
+        else:
+            out.append(f"{r['profile']}: no speculation (SGLang {r.get('sglang_version')})")
+        for f in (r.get("verification") or {}).get("findings", []):
+            out.append(f"  {f['severity'].upper()} {f['code']}: {f['message']}")
+            if f.get("fix"):
+                out.append(f"    fix: {f['fix']}")
+        out.append(f"  run dir: {r.get('run_dir')}")
+    out.append("accept len = tokens per verify round incl. the bonus token (Σ completion / Σ verify rounds); "
+               "accept rate = accepted ÷ proposed drafts; server τ = Δgeneration_tokens / Δspec_verify_calls.")
+    return "\n".join(out)
+
+
+def render_comparison(cmp: dict) -> str:
+    """A short text block for an A/B comparison."""
+    lo, hi = cmp["ci95"] if cmp.get("ci95") else (None, None)
+    lines = [
+        f"A/B: {cmp['b']} over {cmp['a']}: speedup {_fmt(cmp.get('speedup'), 3)}× "
+        f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {cmp.get('pairs')} pairs): {cmp.get('verdict')}"
+    ]
+    base = cmp.get("baseline")
+    if base:
+        for side in ("a", "b"):
+            c = base[side]
+            blo, bhi = c["ci95"] if c.get("ci95") else (None, None)
+            lines.append(f"  {c['b']} vs baseline {base['name']}: {_fmt(c.get('speedup'), 3)}× "
+                         f"(95 % CI {_fmt(blo, 3)}–{_fmt(bhi, 3)}): {c.get('verdict')}")
+    for cat, row in (cmp.get("per_category") or {}).items():
+        lines.append(f"  [{cat}] speedup {_fmt(row.get('speedup'), 3)}× ({row.get('verdict')})")
+    return "\n".join(lines)
+
+
+def _options(args, progress) -> RunOptions:
+    return RunOptions(
+        out_dir=Path(args.out),
+        url=args.url,
+        api_key=args.api_key or os.environ.get("SGLANG_API_KEY"),
+        allow_unverified=args.allow_unverified,
+        force=args.force,
+        resume=Path(args.resume) if args.resume else None,
+        sglang_version=args.sglang_version,
+        repeats=args.repeats,
+        max_tokens=args.max_tokens,
+        concurrency=args.concurrency,
+        progress=progress,
+    )
+
+
+async def run_one(profile, suite, opts: RunOptions) -> tuple[dict, list[dict]]:
+    """Run one profile; return (RUN dict, its request records)."""
+    pr = ProfileRun(profile, suite, opts)
+    run = await pr.run()
+    return run, pr.stats.records
+
+
+async def run_ab(prof_a, prof_b, prof_r, suite, opts: RunOptions, rounds: int) -> tuple[list[dict], dict]:
+    """A/B (+ optional baseline): each side its own launch; launch order alternates by round
+    (A, B then B, A) so drift on a shared machine favours neither side (CONTRACTS.md "A/B")."""
+    from dataclasses import replace
+
+    from specdash.bench.compare import build_comparison
+    from specdash.bench.report import write_comparison
+    from specdash.bench.rundir import RunDir, utc_stamp
+
+    stamp = utc_stamp()
+    repeats = opts.repeats or suite.suite.repeats
+    recs: dict[str, list[dict]] = {"a": [], "b": [], "r": []}
+    runs: list[dict] = []
+    sides = {"a": prof_a, "b": prof_b}
+    for rnd in range(max(1, rounds)):
+        order = ["a", "b"] if rnd % 2 == 0 else ["b", "a"]
+        if prof_r is not None and rnd == 0:
+            order = ["r"] + order
+        for side in order:
+            prof = prof_r if side == "r" else sides[side]
+            o = replace(opts, repeat_offset=rnd * repeats, stamp=None, resume=None,
+                        extra_manifest={"ab": {"stamp": stamp, "side": side, "round": rnd}})
+            run, records = await run_one(prof, suite, o)
+            runs.append(run)
+            recs[side].extend(records)
+    if prof_r is not None and rounds > 1:
+        # the baseline ran once: pair it with every round by prompt only (repeat index modulo).
+        base = recs["r"]
+        recs["r"] = [dict(r, repeat=r["repeat"] + k * repeats) for k in range(rounds) for r in base]
+    cmp = build_comparison(
+        recs["a"], recs["b"], a_name=prof_a.name, b_name=prof_b.name,
+        baseline_records=recs["r"] if prof_r is not None else None,
+        baseline_name=prof_r.name if prof_r is not None else None,
+    )
+    cmp["runs"] = [r["run_dir"] for r in runs]
+    cdir = RunDir.create(opts.out_dir, "compare", stamp=stamp)
+    write_comparison(cdir.path, cmp)
+    cmp["compare_dir"] = str(cdir.path)
+    return runs, cmp
+
+
+def bench_main(args) -> int:
+    """Entry of ``specdash --bench`` (args from :func:`specdash.cli._main_parser`)."""
+    from specdash.profile import ProfileError, load_profile, load_suite
+    from specdash.sglang.process import install_signal_handlers, stop_leftovers_interactively
+
+    progress = Progress()
+    if not args.profile and not args.url:
+        print("specdash --bench: give --profile P (or --url URL to attach, or --demo)", file=sys.stderr)
+        return 2
+    if args.vs and args.url:
+        print("specdash --bench: --vs launches both sides; it cannot be combined with --url", file=sys.stderr)
+        return 2
+    try:
+        suite = load_suite(args.suite or DEFAULT_SUITE)
+        if args.profile:
+            prof_a = load_profile(args.profile)
+        else:
+            from specdash.profile import parse_profile
+
+            prof_a = parse_profile({"name": "attached", "server": {"model_path": "(attached)"}})
+        prof_b = load_profile(args.vs) if args.vs else None
+        prof_r = load_profile(args.baseline) if args.baseline else None
+    except ProfileError as exc:
+        print(f"specdash: {exc}", file=sys.stderr)
+        return 2
+    install_signal_handlers()
+    stop_leftovers_interactively(progress)
+    opts = _options(args, progress)
+    try:
+        if prof_b is not None or (prof_r is not None and not args.url):
+            prof_b = prof_b or prof_a
+            runs, cmp = asyncio.run(run_ab(prof_a, prof_b, prof_r, suite, opts, args.rounds))
+            payload = cmp
+        else:
+            run, _ = asyncio.run(run_one(prof_a, suite, opts))
+            runs, cmp, payload = [run], None, {"specdash_version": _version(), "runs": [run]}
+    except PreflightBlocked as exc:
+        progress.done()
+        print(exc.report.render(), file=sys.stderr)
+        print("specdash: preflight found errors; the server was not launched. Fix them, or pass --force "
+              "to launch anyway (post-launch verification will still judge the run).", file=sys.stderr)
+        return 1
+    except (RunFailed, ProfileError) as exc:
+        progress.done()
+        print(f"specdash: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        progress.done()
+        print("specdash: interrupted; servers stopped; partial results are in the run directory", file=sys.stderr)
+        return 1
+    progress.done()
+    if args.json:
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        print(render_table(runs))
+        if cmp is not None:
+            print(render_comparison(cmp))
+            print(f"comparison: {cmp.get('compare_dir')}/comparison.json")
+    failed = [r for r in runs if (r.get("verification") or {}).get("status") == "failed"]
+    if failed and not args.allow_unverified:
+        names = ", ".join(r["profile"] for r in failed)
+        print(f"specdash: post-launch verification FAILED for {names}; these numbers are not a valid measure "
+              "of speculation (see the findings). Pass --allow-unverified to accept them.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _version() -> str:
+    from specdash import __version__
+
+    return __version__

@@ -1,0 +1,132 @@
+"""A run directory: everything one profile's run produced, written as it arrives.
+
+Layout (CONTRACTS.md "Command line" and issue #2 §5)::
+
+    DIR/<UTC stamp>-<profile name>/
+        manifest.json         profile, effective argv/env (secrets redacted), SGLang version, GPUs, specdash version
+        requests.jsonl        one line per finished request, appended and flushed as it finishes
+        server.log            the server's stdout+stderr (launched runs)
+        metrics-before.txt    /metrics after warm-up, before the measured requests
+        metrics-after.txt     /metrics after the last measured request
+        summary.json          {"specdash_version", "runs": [RUN]}
+
+Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json``, which
+are replaced atomically (write to a temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from specdash import __version__
+
+
+def utc_stamp() -> str:
+    """``20261129T153012Z``-style UTC stamp used in directory names."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def safe_name(name: str) -> str:
+    """A profile name made safe for a directory name."""
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "run"
+
+
+def atomic_write_json(path: Path, obj) -> None:
+    """Write JSON to ``path`` via a temporary file + rename (never a half-written file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=2, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """One run directory (see module docstring).
+
+    Args:
+        path: the directory; created (with parents) if missing.  An existing directory
+            is reused only for ``--resume``: records are then appended.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._requests_fh = None
+
+    @classmethod
+    def create(cls, parent: str | Path, profile_name: str, *, stamp: str | None = None) -> RunDir:
+        """A new ``parent/<stamp>-<profile>/`` directory (a ``-2``, ``-3`` … suffix if taken)."""
+        base = Path(parent) / f"{stamp or utc_stamp()}-{safe_name(profile_name)}"
+        path, n = base, 1
+        while path.exists():
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+        return cls(path)
+
+    # -- files ---------------------------------------------------------------------------------
+    @property
+    def requests_path(self) -> Path:
+        """``requests.jsonl``."""
+        return self.path / "requests.jsonl"
+
+    @property
+    def server_log_path(self) -> Path:
+        """``server.log``."""
+        return self.path / "server.log"
+
+    def write_manifest(self, manifest: dict) -> None:
+        """Write ``manifest.json`` (atomically); ``specdash_version`` and ``written_at`` added."""
+        atomic_write_json(
+            self.path / "manifest.json",
+            {"specdash_version": __version__, "written_at": time.time()} | manifest,
+        )
+
+    def read_manifest(self) -> dict:
+        """``manifest.json`` as a dict ({} when absent)."""
+        p = self.path / "manifest.json"
+        return json.loads(p.read_text()) if p.is_file() else {}
+
+    def append_request(self, record: dict) -> None:
+        """Append one record to ``requests.jsonl`` and flush it to the OS at once."""
+        if self._requests_fh is None:
+            self._requests_fh = open(self.requests_path, "a", encoding="utf-8")
+        self._requests_fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+        self._requests_fh.flush()
+
+    def read_requests(self) -> list[dict]:
+        """All complete records of ``requests.jsonl`` (a torn last line is ignored)."""
+        if not self.requests_path.is_file():
+            return []
+        out = []
+        for line in self.requests_path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def write_text(self, name: str, text: str | None) -> None:
+        """Write a text file (e.g. ``metrics-before.txt``); a None text writes nothing."""
+        if text is None:
+            return
+        if (self.path / name).exists():
+            stem, dot, ext = name.rpartition(".")
+            n = 2
+            while (self.path / f"{stem}-{n}.{ext}").exists():
+                n += 1
+            name = f"{stem}-{n}.{ext}"
+        (self.path / name).write_text(text, encoding="utf-8")
+
+    def write_summary(self, runs: list[dict]) -> None:
+        """Write ``summary.json`` = ``{"specdash_version", "runs": runs}`` (atomically)."""
+        atomic_write_json(self.path / "summary.json", {"specdash_version": __version__, "runs": runs})
+
+    def close(self) -> None:
+        """Close the open ``requests.jsonl`` handle."""
+        if self._requests_fh is not None:
+            self._requests_fh.close()
+            self._requests_fh = None

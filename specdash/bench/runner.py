@@ -1,0 +1,365 @@
+"""One profile's measured run: preflight → launch (or attach) → warm up → suite → verify → stop.
+
+The same code path serves the built-in simulator and a real SGLang server (the profile's
+``launcher`` only changes the argv), the headless ``--bench`` mode, A/B runs, ``tune`` and
+the TUI's load driver.  Results are written to a :class:`~specdash.bench.rundir.RunDir`
+as they arrive; the RUN dict returned is CONTRACTS.md's ``summary.json`` entry.
+
+Run-scoped truth (DESIGN.md): acceptance and throughput come from this run's requests
+(``meta_info``) and from ``/metrics`` counter deltas taken after warm-up and after the
+last request — never from lifetime averages such as ``avg_spec_accept_length``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specdash.bench.rundir import RunDir
+from specdash.collect.stream import RunStats
+from specdash.profile import Profile, Suite
+
+#: Seconds to wait for a launched server's ``/health`` (real servers: 1–5 min; CUDA graphs, JIT).
+READY_TIMEOUT_S = float(os.environ.get("SPECDASH_READY_TIMEOUT", "900"))
+WARMUP_MAX_TOKENS = 32
+
+
+class RunFailed(Exception):
+    """The run could not complete (server did not start, all requests failed, …)."""
+
+
+class PreflightBlocked(Exception):
+    """Preflight found errors and ``force`` was not given; ``report`` holds the findings."""
+
+    def __init__(self, report) -> None:
+        super().__init__("preflight found errors")
+        self.report = report
+
+
+@dataclass
+class RunOptions:
+    """Options of one run (CLI flags map 1:1).
+
+    ``repeats``/``max_tokens``/``concurrency`` override the suite's when set;
+    ``segment`` tags records of a resumed run; ``repeat_offset`` shifts repeat indices
+    (A/B rounds); ``on_record`` is called with each finished record (live UIs);
+    ``progress`` receives human progress lines.
+    """
+
+    out_dir: Path = Path("runs")
+    url: str | None = None
+    api_key: str | None = None
+    allow_unverified: bool = False
+    force: bool = False
+    resume: Path | None = None
+    sglang_version: str | None = None
+    repeats: int | None = None
+    max_tokens: int | None = None
+    concurrency: int | None = None
+    repeat_offset: int = 0
+    stamp: str | None = None
+    on_record: Callable[[dict], None] | None = None
+    progress: Callable[[str], None] | None = None
+    preflight: bool = True
+    extra_manifest: dict = field(default_factory=dict)
+
+
+def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, int]]:
+    """(prompt_index, repeat) pairs in send order: repeat-major, prompts in suite order."""
+    return [(p, offset + r) for r, p in itertools.product(range(repeats), range(len(suite.prompts)))]
+
+
+def sampling_params(suite: Suite, max_tokens: int) -> dict:
+    """SGLang ``sampling_params`` for a suite (strict keys only: SGLang 0.5.23 rejects unknown ones)."""
+    return {"max_new_tokens": int(max_tokens), "temperature": float(suite.suite.temperature),
+            "ignore_eos": bool(suite.suite.ignore_eos)}
+
+
+def effective_from_server_info(info: dict | None) -> dict:
+    """The four speculative values read back from ``/server_info`` (None when unknown)."""
+    info = info or {}
+    algo = info.get("speculative_algorithm")
+    return {
+        "speculative_algorithm": algo if algo not in ("", "NONE", None) else None,
+        "speculative_num_steps": info.get("speculative_num_steps") if algo else None,
+        "speculative_eagle_topk": info.get("speculative_eagle_topk") if algo else None,
+        "speculative_num_draft_tokens": info.get("speculative_num_draft_tokens") if algo else None,
+    }
+
+
+async def send_suite(
+    client,
+    suite: Suite,
+    items: list[tuple[int, int]],
+    *,
+    concurrency: int,
+    max_tokens: int,
+    segment: int = 0,
+    on_record: Callable[[dict], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[dict]:
+    """Send ``items`` with at most ``concurrency`` requests in flight; return the records.
+
+    Each record is the client's ``GenerateResult.to_json()`` plus ``prompt_index``,
+    ``repeat``, ``category``, ``segment``.  ``on_record`` sees each as it finishes (the
+    run directory appends it there).  A failed request is recorded with ``ok: false``.
+    """
+    queue: asyncio.Queue = asyncio.Queue()
+    for it in items:
+        queue.put_nowait(it)
+    records: list[dict] = []
+    api = suite.suite.api
+
+    async def worker() -> None:
+        while not queue.empty():
+            if stop is not None and stop.is_set():
+                return
+            p_idx, rep = queue.get_nowait()
+            prompt = suite.prompts[p_idx]
+            n = prompt.max_tokens or max_tokens
+            rid = f"specdash-{uuid.uuid4().hex[:16]}"
+            if api == "chat":
+                res = await client.chat_stream(
+                    [{"role": "user", "content": prompt.text}], max_tokens=n,
+                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
+                )
+            else:
+                res = await client.generate_stream(prompt.text, sampling_params(suite, n), rid=rid)
+            rec = res.to_json()
+            rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
+            records.append(rec)
+            if on_record is not None:
+                on_record(rec)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    return records
+
+
+class ProfileRun:
+    """Run ``profile`` over ``suite`` once (see module docstring); :meth:`run` returns the RUN dict.
+
+    Raises (from :meth:`run`):
+        PreflightBlocked: preflight errors without ``force``.
+        RunFailed: the server did not come up, or no request succeeded.
+        ProfileError / CheckpointError: unusable profile.
+    """
+
+    def __init__(self, profile: Profile, suite: Suite, options: RunOptions) -> None:
+        self.profile = profile.expanded()
+        self.suite = suite
+        self.opt = options
+        self.server = None
+        self.rundir: RunDir | None = None
+        self.stats = RunStats()
+        self.preflight_report = None
+
+    def _say(self, msg: str) -> None:
+        if self.opt.progress:
+            self.opt.progress(msg)
+
+    # -- phases ---------------------------------------------------------------------------------
+    def run_preflight(self):
+        """Doctor findings for the profile; raises PreflightBlocked on errors unless forced."""
+        from specdash.eagle3.rules import run_doctor
+
+        report = run_doctor(self.profile, sglang_version=self.opt.sglang_version)
+        self.preflight_report = report
+        if report.has_errors and not self.opt.force:
+            raise PreflightBlocked(report)
+        return report
+
+    def _open_rundir(self) -> int:
+        """Create (or reopen for --resume) the run directory; return the segment number."""
+        if self.opt.resume:
+            self.rundir = RunDir(Path(self.opt.resume))
+            prior = self.rundir.read_requests()
+            self.stats.extend(prior)
+            return 1 + max((int(r.get("segment", 0)) for r in prior), default=-1)
+        self.rundir = RunDir.create(self.opt.out_dir, self.profile.name, stamp=self.opt.stamp)
+        return 0
+
+    def _launch(self):
+        from specdash.sglang.command import build_launch
+        from specdash.sglang.process import ServerProcess, free_port
+
+        port = self.profile.server.port
+        if port == 0:
+            port = free_port()
+        launch = build_launch(self.profile, version=self.opt.sglang_version, port=port)
+        self.launch = launch
+        self._say(f"[{self.profile.name}] launching: {launch.shell_line()}")
+        self.server = ServerProcess(launch.argv, env=launch.env, log_path=self.rundir.server_log_path,
+                                    run_dir=self.rundir.path, name=self.profile.name)
+        self.server.start()
+        return launch
+
+    async def run(self) -> dict:
+        """Execute the run; always stops a server it started (also on errors/cancellation)."""
+        if self.opt.preflight and not self.opt.url:
+            self.run_preflight()
+        segment = self._open_rundir()
+        try:
+            return await self._run(segment)
+        finally:
+            if self.server is not None:
+                self.server.stop()
+            self.rundir.close()
+
+    async def _run(self, segment: int) -> dict:
+        from specdash.sglang.client import SGLangClient
+
+        launch = None
+        url = self.opt.url
+        api_key = self.opt.api_key
+        t_ready = None
+        if url is None:
+            launch = self._launch()
+            url, api_key = launch.base_url, launch.api_key
+        manifest = self._manifest(launch, url)
+        self.rundir.write_manifest(manifest)
+        async with SGLangClient(url, api_key=api_key) as client:
+            if self.server is not None:
+                t0 = time.monotonic()
+                await self.server.wait_ready(client, READY_TIMEOUT_S)
+                t_ready = time.monotonic() - t0
+                self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
+            elif not await client.health():
+                raise RunFailed(f"{url}: /health did not answer 200 (is the server up?)")
+            info = await client.server_info()
+            manifest.update(self._server_manifest(info, t_ready))
+            self.rundir.write_manifest(manifest)
+            max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
+            concurrency = self.opt.concurrency or self.suite.suite.concurrency
+            await self._warmup(client, max_tokens)
+            await client.flush_cache()
+            metrics_before = await client.metrics_text()
+            self.rundir.write_text("metrics-before.txt", metrics_before)
+            items = self._remaining_items()
+            self._say(f"[{self.profile.name}] {len(items)} requests, concurrency {concurrency}, "
+                      f"max_tokens {max_tokens}, suite {self.suite.name}")
+            done = [0]
+
+            def on_record(rec: dict) -> None:
+                self.rundir.append_request(rec)
+                self.stats.add(rec)
+                done[0] += 1
+                tok_s = rec["completion_tokens"] / rec["e2e_s"] if rec.get("e2e_s") else 0.0
+                self._say(f"[{self.profile.name}] {done[0]}/{len(items)} prompt {rec['prompt_index']} "
+                          f"repeat {rec['repeat']}: {rec['completion_tokens']} tokens, {tok_s:.1f} tok/s"
+                          + ("" if rec.get("ok") else f" FAILED: {rec.get('error')}"))
+                if self.opt.on_record:
+                    self.opt.on_record(rec)
+
+            await send_suite(client, self.suite, items, concurrency=concurrency, max_tokens=max_tokens,
+                             segment=segment, on_record=on_record)
+            metrics_after = await client.metrics_text()
+            self.rundir.write_text("metrics-after.txt", metrics_after)
+            info_after = await client.server_info()
+        run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
+        self.rundir.write_summary([run])
+        if run["requests"] == 0:
+            raise RunFailed(f"[{self.profile.name}] no request succeeded; see {self.rundir.path}/requests.jsonl")
+        return run
+
+    async def _warmup(self, client, max_tokens: int) -> None:
+        n = self.suite.suite.warmup
+        if n <= 0:
+            return
+        self._say(f"[{self.profile.name}] warm-up: {n} request(s) (excluded from results)")
+        params = sampling_params(self.suite, min(WARMUP_MAX_TOKENS, max_tokens))
+        for i in range(n):
+            prompt = self.suite.prompts[i % len(self.suite.prompts)]
+            res = await client.generate_stream(prompt.text, params)
+            if not res.ok:
+                self._say(f"[{self.profile.name}] warm-up request failed: {res.error}")
+
+    def _remaining_items(self) -> list[tuple[int, int]]:
+        repeats = self.opt.repeats or self.suite.suite.repeats
+        items = work_items(self.suite, repeats, self.opt.repeat_offset)
+        done = {(r["prompt_index"], r["repeat"]) for r in self.stats.records if r.get("ok")}
+        return [it for it in items if it not in done]
+
+    # -- outputs --------------------------------------------------------------------------------
+    def _manifest(self, launch, url: str) -> dict:
+        from specdash.collect.gpu import gpu_snapshot
+
+        ver, src = self.profile.judged_version(cli=self.opt.sglang_version)
+        m = {
+            "profile": self.profile.name,
+            "profile_path": str(self.profile.path) if self.profile.path else None,
+            "profile_data": _redact_profile(self.profile),
+            "suite": self.suite.name,
+            "suite_path": str(self.suite.path) if self.suite.path else None,
+            "url": url,
+            "attached": launch is None,
+            "simulated": self.profile.server.launcher == "sim" and launch is not None,
+            "judged_sglang_version": ver,
+            "version_source": src,
+            "gpus": gpu_snapshot(),
+        } | self.opt.extra_manifest
+        if launch is not None:
+            m["argv"] = launch.redacted_argv()
+            m["env"] = launch.redacted_env()
+            m["asked"] = launch.spec.asked
+            m["expected_effective"] = launch.spec.effective()
+            m["adjustments"] = [a.__dict__ for a in launch.spec.adjustments]
+        if self.preflight_report is not None:
+            m["preflight"] = self.preflight_report.to_json()
+        return m
+
+    def _server_manifest(self, info: dict, t_ready: float | None) -> dict:
+        return {
+            "sglang_version": info.get("version"),
+            "server_simulated": bool(info.get("simulated")),
+            "effective": effective_from_server_info(info),
+            "time_to_ready_s": t_ready,
+            "launch_command": info.get("launch_command"),
+        }
+
+    def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> dict:
+        from specdash.eagle3.verify import verify_server
+        from specdash.sglang.metrics import parse_metrics, server_accept_length
+
+        s = self.stats.summary()
+        server_al = None
+        if metrics_before and metrics_after:
+            server_al = server_accept_length(parse_metrics(metrics_before), parse_metrics(metrics_after))
+        effective = effective_from_server_info(info)
+        if effective["speculative_algorithm"] is None:
+            for k in ("accept_length", "accept_rate", "accept_histogram"):
+                s[k] = None if not s.get(k) else s[k]
+        log_lines = self.server.log_lines() if self.server is not None else []
+        ver = self.verification = verify_server(
+            self.profile, info_after or info, log_lines, self.stats.records,
+        )
+        return {
+            "profile": self.profile.name,
+            "profile_path": str(self.profile.path) if self.profile.path else None,
+            "simulated": bool(info.get("simulated")) or self.profile.server.launcher == "sim",
+            "sglang_version": info.get("version"),
+            "effective": effective,
+            "suite": self.suite.name,
+            "concurrency": concurrency,
+            "max_tokens": max_tokens,
+            **s,
+            "server_accept_length": server_al,
+            "verification": {"status": ver.status, "findings": [f.to_json() for f in ver.findings]},
+            "run_dir": str(self.rundir.path),
+        }
+
+
+def _redact_profile(profile: Profile) -> dict:
+    from specdash.sglang.command import SECRET_ENV_MARKERS
+
+    data = profile.model_dump()
+    if data["server"].get("api_key"):
+        data["server"]["api_key"] = "***"
+    data["env"] = {k: ("***" if any(m in k.upper() for m in SECRET_ENV_MARKERS) else v)
+                   for k, v in data.get("env", {}).items()}
+    return data

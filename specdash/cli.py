@@ -1,0 +1,121 @@
+"""The one ``specdash`` entry point (CONTRACTS.md "Command line").
+
+``specdash``                      interactive dashboard (profile picker)
+``specdash --demo``               dashboard on the built-in simulator
+``specdash --bench --profile P``  headless: launch (or ``--url`` attach), warm up, run a suite, report
+``specdash profile import|show|list``, ``specdash doctor``, ``specdash draft fix|selftest``,
+``specdash tune``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``).
+
+Only :mod:`argparse` is imported here; every command imports what it needs when it runs,
+so ``--help`` and ``--version`` stay fast (no pydantic, Textual, scipy or torch).
+Exit codes: 0 success; 1 a run failed / an error finding / verification failed;
+2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specdash import __version__
+
+SUBCOMMANDS = ("profile", "doctor", "draft", "tune", "sim")
+DEMO_PROFILE = "demo-eagle3"
+DEMO_SUITE = "seeds-five"
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="specdash",
+        description="Terminal dashboard for live speculative-decoding (EAGLE-3) tuning on SGLang: "
+        "launch from profiles, verify EAGLE3 wiring, measure tok/s, TPOT, TTFT, accept length and "
+        "rate, A/B profiles, and get draft-token / step / top-k advice.",
+        epilog="Sub-commands: profile {import,show,list}, doctor, draft {fix,selftest}, tune, sim. "
+        "Run `specdash <sub-command> --help` for each.",
+    )
+    p.add_argument("--version", action="version", version=f"specdash {__version__}")
+    p.add_argument("--bench", action="store_true", help="headless run: print a table (or --json) and exit")
+    p.add_argument("--demo", action="store_true", help=f"use the simulator ({DEMO_PROFILE}, suite {DEMO_SUITE})")
+    p.add_argument("--profile", "-p", metavar="P", help="profile name or path")
+    p.add_argument("--vs", metavar="Q", help="A/B: also run profile Q and compare (speedup Q over P)")
+    p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R")
+    p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
+    p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
+    p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")
+    p.add_argument("--out", metavar="DIR", default="runs", help="parent directory of run directories (./runs)")
+    p.add_argument("--json", action="store_true", help="print only the summary (or comparison) JSON on stdout")
+    p.add_argument("--repeats", type=int, metavar="N", help="override the suite's repeats")
+    p.add_argument("--rounds", type=int, default=1, metavar="N",
+                   help="A/B launch rounds; the launch order alternates (A,B then B,A) across rounds")
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="report results even when post-launch verification failed")
+    p.add_argument("--force", action="store_true", help="launch despite preflight errors")
+    p.add_argument("--resume", metavar="RUNDIR", help="continue a partial run directory")
+    p.add_argument("--sglang-version", metavar="V", help="judge against this SGLang version")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="override the suite's max_tokens")
+    p.add_argument("--concurrency", type=int, metavar="N", help="override the suite's concurrency")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run; returns the process exit code (see module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _subcommand(argv[0], argv[1:])
+    args = _main_parser().parse_args(argv)
+    if args.demo and not args.profile and not args.url:
+        args.profile = DEMO_PROFILE
+    if args.bench:
+        from specdash.bench.cli import bench_main
+
+        return bench_main(args)
+    if not sys.stdout.isatty() and not _force_tui():
+        print(
+            "specdash: standard output is not a terminal, so the dashboard cannot be drawn.\n"
+            "Run headless instead, e.g.:  specdash --bench --demo   or   specdash --bench --profile P --json",
+            file=sys.stderr,
+        )
+        return 2
+    from specdash.tui.app import run_tui
+
+    return run_tui(args)
+
+
+def _force_tui() -> bool:
+    import os
+
+    return os.environ.get("SPECDASH_FORCE_TUI") == "1"
+
+
+def _subcommand(name: str, rest: list[str]) -> int:
+    if name == "sim":
+        from specdash.sim.__main__ import main as sim_main
+
+        return int(sim_main(rest) or 0)
+    if name == "profile":
+        from specdash.profile_cli import profile_main
+
+        return profile_main(rest)
+    if name == "doctor":
+        from specdash.eagle3 import commands
+
+        p = argparse.ArgumentParser(prog="specdash doctor", description="Preflight EAGLE3 checks of a profile.")
+        commands.add_doctor_arguments(p)
+        return commands.doctor_main(p.parse_args(rest))
+    if name == "draft":
+        from specdash.eagle3 import commands
+
+        p = argparse.ArgumentParser(prog="specdash draft", description="Inspect, fix and self-test draft heads.")
+        sub = p.add_subparsers(dest="draft_cmd", required=True)
+        commands.add_draft_arguments(sub)
+        args = p.parse_args(rest)
+        return commands.draft_fix_main(args) if args.draft_cmd == "fix" else commands.draft_selftest_main(args)
+    if name == "tune":
+        from specdash.bench.tune import tune_main
+
+        return tune_main(rest)
+    raise AssertionError(name)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

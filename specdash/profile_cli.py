@@ -1,0 +1,254 @@
+"""``specdash profile import|show|list`` (CONTRACTS.md "Command line").
+
+``import`` turns a pasted SGLang launch command (environment assignments in front) into a
+profile file; ``show`` prints the exact argv and env a profile runs, after SGLang's own
+normalisation (asked vs effective); ``list`` lists presets and user profiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from specdash.profile import (
+    Profile,
+    ProfileError,
+    list_profiles,
+    load_profile,
+    parse_profile,
+    profile_to_toml,
+    write_new_file,
+)
+from specdash.sglang.command import (
+    LaunchSpec,
+    ParsedCommand,
+    build_launch,
+    flags_to_argv,
+    parse_command_line,
+)
+
+#: Flags that map to profile fields; everything else goes to ``extra_args``.
+_SERVER_FIELDS = {
+    "--model-path": ("model_path", str),
+    "--tp-size": ("tp_size", int),
+    "--mem-fraction-static": ("mem_fraction_static", float),
+    "--host": ("host", str),
+    "--port": ("port", int),
+    "--context-length": ("context_length", int),
+    "--api-key": ("api_key", str),
+}
+_SPEC_FIELDS = {
+    "--speculative-algorithm": ("algorithm", str),
+    "--speculative-draft-model-path": ("draft_model_path", str),
+    "--speculative-num-steps": ("num_steps", int),
+    "--speculative-eagle-topk": ("eagle_topk", int),
+    "--speculative-num-draft-tokens": ("num_draft_tokens", int),
+}
+
+
+def profile_from_command(text: str, *, name: str | None = None) -> tuple[Profile, ParsedCommand]:
+    """Build a :class:`Profile` from a pasted ``sglang.launch_server`` / ``sglang serve`` line.
+
+    Environment assignments in front become ``[env]``; known flags become fields; other
+    ``--speculative-*`` flags go to ``[speculative] extra_args``, the rest to
+    ``[server] extra_args``; ``--enable-metrics`` is implied (specdash needs it).
+
+    Raises:
+        ProfileError: not an SGLang launch command, no ``--model-path``, or a bad value.
+    """
+    try:
+        cmd = parse_command_line(text)
+    except ValueError as exc:
+        raise ProfileError(f"profile import: {exc}") from None
+    prog = " ".join(cmd.program)
+    if "sglang" not in prog and "launch_server" not in prog:
+        raise ProfileError(
+            f"profile import: {prog!r} is not an SGLang launch command "
+            "(expected `python -m sglang.launch_server …` or `sglang serve …`)"
+        )
+    if "--model-path" not in cmd.flags:
+        raise ProfileError("profile import: the command has no --model-path")
+    server: dict = {"launcher": "sglang"}
+    spec: dict = {}
+    extra_server: dict = {}
+    extra_spec: dict = {}
+    for flag in cmd.order:
+        value = cmd.flags[flag]
+        try:
+            if flag in _SERVER_FIELDS:
+                key, typ = _SERVER_FIELDS[flag]
+                server[key] = typ(value)
+            elif flag in _SPEC_FIELDS:
+                key, typ = _SPEC_FIELDS[flag]
+                spec[key] = typ(value)
+            elif flag == "--enable-metrics":
+                continue
+            elif flag.startswith("--speculative-"):
+                extra_spec[flag] = value
+            else:
+                extra_server[flag] = value
+        except ValueError:
+            raise ProfileError(f"profile import: {flag} {value!r} is not a valid value") from None
+    if cmd.program and cmd.program[0].endswith(("python", "python3")) or re.search(r"python3?(\.\d+)?$", cmd.program[0]):
+        if cmd.program[0] not in ("python", "python3"):
+            server["python"] = cmd.program[0]
+    server["extra_args"] = flags_to_argv(extra_server)
+    data: dict = {
+        "name": name or default_name(server.get("model_path", "model"), spec.get("algorithm")),
+        "description": "imported from an SGLang launch command",
+        "server": server,
+        "env": dict(cmd.env),
+    }
+    if spec:
+        spec["extra_args"] = flags_to_argv(extra_spec)
+        data["speculative"] = spec
+    return parse_profile(data, "<imported command>"), cmd
+
+
+def default_name(model_path: str, algorithm: str | None) -> str:
+    """A file-friendly name from the model's last path part and the algorithm."""
+    base = Path(model_path.rstrip("/")).name or "model"
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", base).strip("-").lower()
+    return f"{slug}-{(algorithm or 'baseline').lower()}"
+
+
+def render_show(launch: LaunchSpec, profile: Profile) -> str:
+    """Human-readable ``profile show``: argv, env, asked vs effective speculative values."""
+    spec = launch.spec
+    lines = [f"profile   {profile.name}  ({profile.path or 'unsaved'})"]
+    ver, src = profile.judged_version()
+    lines.append(f"judged    SGLang {ver} ({src})")
+    lines.append("")
+    lines.append("env:")
+    for k, v in launch.redacted_env().items() or {}:
+        lines.append(f"  {k}={v}")
+    if not launch.env:
+        lines.append("  (none beyond the inherited environment)")
+    lines.append("argv:")
+    argv = launch.redacted_argv()
+    lines.append("  " + argv[0] + " " + " ".join(argv[1:3]))
+    i = 3
+    while i < len(argv):
+        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            lines.append(f"    {argv[i]} {argv[i + 1]}")
+            i += 2
+        else:
+            lines.append(f"    {argv[i]}")
+            i += 1
+    lines.append("")
+    if not spec.enabled and not spec.rejections:
+        lines.append("speculation: off")
+    else:
+        lines.append("speculative settings (asked → effective, after SGLang's normalisation):")
+        rows = [
+            ("algorithm", "speculative_algorithm", spec.algorithm),
+            ("num steps", "speculative_num_steps", spec.num_steps),
+            ("eagle topk", "speculative_eagle_topk", spec.eagle_topk),
+            ("num draft tokens", "speculative_num_draft_tokens", spec.num_draft_tokens),
+            ("max running requests", "max_running_requests", spec.max_running_requests),
+        ]
+        adjusted = {a.field: a for a in spec.adjustments}
+        for label, key, eff in rows:
+            asked = spec.asked.get(key)
+            mark = ""
+            if key in adjusted:
+                mark = f"   ← {adjusted[key].reason}"
+            lines.append(f"  {label:<22} {_fmt(asked):>8} → {_fmt(eff):<8}{mark}")
+        for adj in spec.adjustments:
+            if adj.log_line:
+                lines.append(f"  SGLang logs: {adj.log_line}")
+        for rej in spec.rejections:
+            lines.append(f"  REJECTED at start-up ({rej.exception}): {rej.message}")
+            if rej.fix:
+                lines.append(f"    fix: {rej.fix}")
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    return "(unset)" if v is None else str(v)
+
+
+def show_json(launch: LaunchSpec, profile: Profile) -> dict:
+    """``profile show --json``: argv, env (redacted), asked, effective, adjustments, rejections."""
+    spec = launch.spec
+    ver, src = profile.judged_version()
+    return {
+        "profile": profile.name,
+        "profile_path": str(profile.path) if profile.path else None,
+        "sglang_version": ver,
+        "version_source": src,
+        "argv": launch.redacted_argv(),
+        "env": launch.redacted_env(),
+        "asked": spec.asked,
+        "effective": spec.effective() | {"max_running_requests": spec.max_running_requests},
+        "adjustments": [
+            {"field": a.field, "asked": a.asked, "effective": a.effective, "reason": a.reason, "log_line": a.log_line}
+            for a in spec.adjustments
+        ],
+        "rejections": [{"message": r.message, "exception": r.exception, "fix": r.fix} for r in spec.rejections],
+    }
+
+
+def profile_main(argv: list[str]) -> int:
+    """Entry of ``specdash profile …``; returns the exit code."""
+    p = argparse.ArgumentParser(prog="specdash profile", description="Create, show and list launch profiles.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    imp = sub.add_parser("import", help="turn a pasted SGLang launch command into a profile file")
+    imp.add_argument("command", help='the command line, quoted: "NCCL_X=1 python -m sglang.launch_server …"')
+    imp.add_argument("--name", help="profile name (default: from the model and the algorithm)")
+    imp.add_argument("--out", help="file to write (default ./<name>.toml)")
+    imp.add_argument("--force", action="store_true", help="overwrite an existing file")
+    show = sub.add_parser("show", help="print the argv + env a profile runs, asked vs effective")
+    show.add_argument("profile", help="profile name or path")
+    show.add_argument("--json", action="store_true")
+    show.add_argument("--sglang-version", help="judge against this SGLang version")
+    sub.add_parser("list", help="list profiles (user directory and presets)")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "import":
+            prof, cmd = profile_from_command(args.command, name=args.name)
+            out = Path(args.out or f"{prof.name}.toml")
+            header = (
+                f"Imported by specdash profile import from:\n{_wrap(args.command)}\n"
+                "Flags specdash does not model are kept in extra_args; --enable-metrics is always on."
+            )
+            write_new_file(out, profile_to_toml(prof, header=header), force=args.force)
+            print(f"wrote {out}")
+            launch = build_launch(parse_profile(_reload(out), out).expanded())
+            for adj in launch.spec.adjustments:
+                if adj.field != "max_running_requests":
+                    print(f"note: SGLang will run {adj.field} = {adj.effective} (asked {adj.asked}): {adj.reason}")
+            return 0
+        if args.cmd == "show":
+            prof = load_profile(args.profile).expanded()
+            launch = build_launch(prof, version=args.sglang_version)
+            if args.json:
+                print(json.dumps(show_json(launch, prof), indent=2))
+            else:
+                print(render_show(launch, prof))
+            return 0
+        for name, path in list_profiles():
+            try:
+                desc = load_profile(str(path)).description
+            except ProfileError as exc:
+                desc = f"INVALID: {str(exc).splitlines()[0]}"
+            print(f"{name:<32} {desc}")
+        return 0
+    except ProfileError as exc:
+        print(f"specdash profile: {exc}", file=sys.stderr)
+        return 2
+
+
+def _reload(path: Path) -> dict:
+    import tomllib
+
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def _wrap(text: str, width: int = 100) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(" ".join(text.split()), width=width))
