@@ -29,7 +29,7 @@ interval.  The unconditional probability that position i is accepted is P_i = Π
     τ = 1 + Σ_{j=1}^{S} P_j                                           (chain)
 
 With a constant per-position rate α this is Leviathan et al. 2023 ("Fast Inference from
-Transformers via Speculative Decoding", ICML, eq. 1): E[tokens per round] = (1 - α^(γ+1)) / (1 - α)
+Transformers via Speculative Decoding", ICML; expected tokens per iteration): E[tokens per round] = (1 - α^(γ+1)) / (1 - α)
 with γ = S drafts.  Acceptance in practice decays with depth, so the advisor fits the family
 used by specdash's simulator,
 
@@ -107,6 +107,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from specdash.sglang.command import normalize_speculative
 
 # --- constants (documented priors) ---------------------------------------------------------
 
@@ -216,50 +218,39 @@ def round_ms_from_decode_log(gen_throughput: float, accept_len: float, running_r
 # --- SGLang normalisation -----------------------------------------------------------------------
 
 
-def tree_capacity(steps: int, topk: int) -> int:
-    """Most verified tokens an EAGLE tree can hold: 1 + K + (S - 1)·K².
-
-    SGLang scores K candidates at the first step and K² at each later one, then takes the
-    top N - 1 of them (``torch.topk`` fails beyond that); the same bound filters configs in
-    SGLang's ``scripts/playground/bench_speculative.py`` (``max_verify_tokens``).
-    """
-    return 1 + topk + (steps - 1) * topk * topk
-
-
 def _effective(steps: int, topk: int, draft_tokens: int) -> Settings | None:
     """What SGLang runs for these flags, or None when it refuses them.
 
     Uses ``specdash.sglang.command.normalize_speculative`` (the launcher's rules: topk 1 forces
-    draft tokens = steps + 1, …) and adds the tree-capacity limit (:func:`tree_capacity`).
+    draft tokens = steps + 1, a tree holds at most ``tree_capacity(steps, topk)`` tokens, …).
     """
     if steps < 1 or topk < 1 or draft_tokens < 2:
         return None
-    try:
-        from specdash.sglang.command import normalize_speculative
-    except ImportError:  # pragma: no cover - the launcher module ships with specdash
-        normalize_speculative = None
-    if normalize_speculative is not None:
-        res = normalize_speculative("EAGLE3", steps, topk, draft_tokens)
-        if res.rejections:
-            return None
-        steps, topk, draft_tokens = int(res.num_steps), int(res.eagle_topk), int(res.num_draft_tokens)
-    elif topk == 1:
-        draft_tokens = steps + 1
-    if topk > 1 and draft_tokens > tree_capacity(steps, topk):
+    res = normalize_speculative("EAGLE3", steps, topk, draft_tokens)
+    if res.rejections:
         return None
+    steps, topk, draft_tokens = int(res.num_steps), int(res.eagle_topk), int(res.num_draft_tokens)
     return Settings(steps, topk, draft_tokens)
 
 
 def candidate_grid(steps: Iterable[int] = STEPS_GRID, topks: Iterable[int] = TOPK_GRID,
-                   drafts: Iterable[int] = DRAFT_GRID) -> list[Settings]:
-    """Grid points SGLang runs exactly as asked (rewritten or rejected points are skipped)."""
+                   drafts: Iterable[int] = DRAFT_GRID, *, dominated: bool = False) -> list[Settings]:
+    """Grid points SGLang runs exactly as asked (rewritten or rejected points are skipped).
+
+    Unless ``dominated``, trees with more steps than draft nodes (steps > draft tokens - 1) are
+    left out too: the tree cannot be deeper than its N - 1 nodes, so the extra draft steps are
+    pure cost and (N - 1, topk, N) is always at least as fast.
+    """
     out = []
     for s in steps:
         for k in topks:
             for n in drafts:
                 eff = _effective(s, k, n)
-                if eff is not None and eff == Settings(s, k, n):
-                    out.append(eff)
+                if eff is None or eff != Settings(s, k, n):
+                    continue
+                if not dominated and s > n - 1:
+                    continue
+                out.append(eff)
     return sorted(set(out))
 
 
@@ -317,7 +308,7 @@ def chain_accept_length(p: Sequence[float]) -> float:
 
 
 def leviathan_tokens_per_round(alpha: float, gamma: int) -> float:
-    """Leviathan et al. 2023 eq. 1: E[tokens per round] = (1 - α^(γ+1)) / (1 - α)."""
+    """Leviathan et al. 2023 (expected tokens per iteration): E[tokens per round] = (1 - α^(γ+1)) / (1 - α)."""
     if abs(1.0 - alpha) < 1e-12:
         return float(gamma + 1)
     return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
@@ -428,7 +419,8 @@ def _spec(ms: Iterable[Measurement]) -> list[Measurement]:
 def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
     """MAP fit of (α, d, β) to histograms (per-position binomials) or accept lengths.
 
-    Branching per tree run is computed at the previous estimate and the fit repeated twice, so
+    Branching per tree run is computed at the previous estimate and the fit repeated (up to three
+    times) until it settles, so
     the greedy (integer) allocation never sits inside the optimiser.
     """
     from scipy.optimize import least_squares
@@ -705,6 +697,23 @@ class _Model:
         rng = np.random.default_rng(seed)
         self.a_draws = self.acc.draws(N_DRAWS, rng)
         self.w_draws = rng.multivariate_normal(self.cost.w, self.cost.cov, size=N_DRAWS, method="eigh")
+        # Model misfit: rms log-error of the point predictions at the measured settings (this
+        # batch), beyond the measurement noise.  It widens every interval (see predict()).
+        self.misfit = 0.0
+        logs: dict[Settings, list[float]] = {}
+        for m in _spec(measurements):
+            tok = m.tok_s()
+            if m.concurrency == batch and tok and m.tau() is not None:
+                logs.setdefault(m.settings, []).append(math.log(tok / self._point(m.settings)[0]))
+        if len(logs) >= 2:
+            ms2 = float(np.mean([np.mean(v) ** 2 for v in logs.values()]))
+            self.misfit = math.sqrt(max(0.0, ms2 - REL_NOISE ** 2))
+
+    def _point(self, s: Settings) -> tuple[float, float, float, list[int]]:
+        br = self.branching(s)
+        tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+        t = self.cost.round_ms(s, self.batch)
+        return 1000.0 * self.batch * tau / t, tau, t, br
 
     def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
         a = self.acc.alpha if alpha is None else alpha
@@ -712,10 +721,9 @@ class _Model:
         return tree_branching(position_probs(a, self.acc.d, depth), s, self.acc.beta)
 
     def predict(self, s: Settings) -> Prediction:
-        br = self.branching(s)
-        tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
-        t = self.cost.round_ms(s, self.batch)
-        tok = 1000.0 * self.batch * tau / t
+        """Point prediction and 95 % interval: parameter draws, widened by the misfit in log space
+        (half-widths added in quadrature with 1.96 · misfit)."""
+        tok, tau, t, br = self._point(s)
         a, d, b = self.a_draws
         depth = len(br)
         if depth:
@@ -726,8 +734,13 @@ class _Model:
             taus = np.ones(N_DRAWS)
         ts = np.maximum(self.w_draws @ cost_features(s, self.batch), 0.05 * self.cost.scale_ms)
         toks = 1000.0 * self.batch * taus / ts
-        lo, hi = np.percentile(toks, [2.5, 97.5])
-        return Prediction(s, tok, float(min(lo, tok)), float(max(hi, tok)), tau, t, br)
+        lo, hi = (float(x) for x in np.percentile(toks, [2.5, 97.5]))
+        lo, hi = min(lo, tok), max(hi, tok)
+        if self.misfit > 0:
+            extra = (1.96 * self.misfit) ** 2
+            lo = tok * math.exp(-math.sqrt(math.log(tok / lo) ** 2 + extra))
+            hi = tok * math.exp(math.sqrt(math.log(hi / tok) ** 2 + extra))
+        return Prediction(s, tok, lo, hi, tau, t, br)
 
 
 def _reach(model: _Model, pred: Prediction) -> np.ndarray:
@@ -760,11 +773,11 @@ def _why(model: _Model, cand: Prediction, cur: Prediction | None, cur_meas: Meas
                              f"(P{cut} = {reach_c[cut - 1]:.3f}) but cost {dstep + v:.2f} ms each "
                              f"({dstep:.2f} draft step + {v:.2f} verify)")
             elif reach_c.size:
-                parts.append(f"{head}: the last position is accepted {reach_c[-1]:.0%} of the time, not "
-                             f"worth its {dstep + v:.2f} ms ({dstep:.2f} draft step + {v:.2f} verify)")
+                parts.append(f"{head}: the last position is accepted {reach_c[-1] * 100:.0f} % of the time, "
+                             f"not worth its {dstep + v:.2f} ms ({dstep:.2f} draft step + {v:.2f} verify)")
         elif s.steps > c.steps and reach_s.size:
-            parts.append(f"{head}: position {len(reach_s)} would still be accepted {reach_s[-1]:.0%} of the time "
-                         f"for {dstep:.2f} ms per draft step + {v:.2f} ms per verified token, against a "
+            parts.append(f"{head}: position {len(reach_s)} would still be accepted "
+                         f"{reach_s[-1] * 100:.0f} % of the time for {dstep:.2f} ms per draft step + {v:.2f} ms per verified token, against a "
                          f"{cur.round_ms:.1f} ms round")
         else:
             parts.append(head)
@@ -896,6 +909,9 @@ def advise(
                      "(measure a second setting for a real fit)")
     elif not model.cost.identifiable_split:
         notes.append("chain runs only: the split between draft-step and verify cost comes from priors")
+    if model.misfit > 0.01:
+        notes.append(f"the model misses the measured settings by {model.misfit:.1%} rms beyond measurement noise; "
+                     "the intervals include it")
     if model.acc.alpha < 0.05:
         notes.append(f"first-position acceptance {model.acc.alpha:.3f}: drafts are almost never accepted — "
                      "a wiring fault (wrong algorithm, dropped weights, missing aux hidden states) or an "
@@ -942,7 +958,7 @@ class TunePlanner:
     0 for the last); never re-measure; stop when ``budget`` launches are spent or when even the
     upper end of the best candidate's interval does not beat the best measured tok/s by more
     than ``min_gain`` (relative; default 1 %, about the run-to-run noise): nothing left is
-    worth a launch.  :meth:`best` returns the recommendation (the best measured setting).
+    worth a launch.  :meth:`best` returns the recommendation (a measured setting).
     """
 
     def __init__(self, start: Settings, budget: int = 8, *, baseline: float | Measurement | None = None,
@@ -995,9 +1011,26 @@ class TunePlanner:
                        f"{best_meas:.1f} ({'exploit' if kappa == 0 else 'optimistic'} pick)")
         return pick.settings
 
+    def advice(self, measurements: Sequence[Measurement], *, top: int = 5) -> Advice:
+        """The advisor's full output on everything measured so far (for the tune report)."""
+        return advise(measurements, self.baseline, current=self.start, candidates=self.candidates, top=top,
+                      seed=self.seed)
+
     def best(self, measurements: Sequence[Measurement]) -> Settings:
-        """The recommendation: the measured setting with the highest (geometric-mean) tok/s."""
+        """The recommendation among the measured settings.
+
+        Each measured setting is scored by the geometric mean of its measured tok/s and the
+        model's prediction after the final refit, a shrinkage estimate: one launch carries a few
+        % of noise, the model pools every launch.  (On the test oracle this never did worse than
+        the best raw measurement and removed its worst picks.)
+        """
         measured = self._measured(measurements)
         if not measured:
             return self.start
-        return max(measured, key=measured.get)
+        try:
+            adv = advise(measurements, self.baseline, current=self.start, candidates=list(measured), top=1,
+                         seed=self.seed)
+        except ValueError:
+            return max(measured, key=measured.get)
+        pred = {p.settings: p.tok_s for p in adv.predictions}
+        return max(measured, key=lambda s: math.sqrt(measured[s] * pred.get(s, measured[s])))

@@ -8,8 +8,9 @@ stripped, inside fenced code blocks):
 * the pooled accepted-drafts histograms of A and B side by side (fraction of verify rounds that
   accepted k drafts; accept length = k + 1 with the bonus token, FACTS.md §11).
 
-plotext keeps one module-level figure; every chart here starts with ``plt.clf()`` and clears it
-again in a ``finally`` so no state leaks to other users of plotext (the TUI).
+plotext keeps one module-level figure; every chart here starts by clearing it (the main figure,
+subplots included: ``plt.clf()`` alone clears only the active subplot) and clears it again in a
+``finally`` so no state leaks to other users of plotext (the TUI).
 
 ``write_summary_csv`` flattens a single run's ``summary.json`` (CONTRACTS.md) into CSV rows.
 """
@@ -45,6 +46,14 @@ def _ci(ci: Sequence[Any] | None, nd: int = 3) -> str:
     return f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
+def _reset() -> None:
+    """Clear plotext's whole module-level figure, subplots included (``plt.clf()`` alone only
+    clears the active subplot)."""
+    import plotext as plt
+
+    plt.main().clear_figure()
+
+
 def _clean(text: str) -> str:
     lines = [_ANSI.sub("", ln).rstrip() for ln in text.splitlines()]
     while lines and not lines[0].strip():
@@ -63,7 +72,7 @@ def tok_s_chart(comparison: Mapping[str, Any], *, width: int | None = None, heig
         return ""
     labels = [f"p{r['prompt_index']}" for r in rows]
     w = width or max(60, min(180, 10 * len(rows) + 20))
-    plt.clf()
+    _reset()
     try:
         plt.plotsize(w, height)
         plt.theme("clear")
@@ -74,7 +83,7 @@ def tok_s_chart(comparison: Mapping[str, Any], *, width: int | None = None, heig
         plt.title("output tok/s per prompt (mean over repeats)")
         return _clean(plt.build())
     finally:
-        plt.clf()
+        _reset()
 
 
 def _fractions(hist: Sequence[int] | None) -> list[float] | None:
@@ -102,7 +111,7 @@ def histogram_chart(
     kmax = max(len(fa or []), len(fb or []))
     xs = list(range(kmax))
     top = min(1.0, 1.15 * max(max(fa or [0.0]), max(fb or [0.0])))
-    plt.clf()
+    _reset()
     try:
         plt.subplots(1, 2)
         plt.plotsize(width, height)
@@ -115,7 +124,7 @@ def histogram_chart(
             plt.title(f"{name}: accepted drafts k" + ("" if frac else " (no data)"))
         return _clean(plt.build())
     finally:
-        plt.clf()
+        _reset()
 
 
 def _side_table(title_rows: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[str]:

@@ -100,6 +100,16 @@ class SpecResolution:
         }
 
 
+def tree_capacity(steps: int, topk: int) -> int:
+    """Most tokens an EAGLE tree of ``steps`` × ``topk`` can verify: 1 + topk + (steps − 1)·topk².
+
+    SGLang scores topk candidates at the first draft step and topk² at each later one, then
+    keeps the best ``num_draft_tokens − 1`` of them (``torch.topk`` fails when asked for
+    more); SGLang's ``scripts/playground/bench_speculative.py`` filters settings by the same bound.
+    """
+    return 1 + topk + (steps - 1) * topk * topk
+
+
 def auto_spec_params(algorithm: str, target_architectures: list[str] | None) -> tuple[int, int, int]:
     """SGLang's ``_auto_choose_speculative_params`` (FACTS.md §6 step 7): (steps, topk, draft tokens)."""
     if algorithm == "STANDALONE":
@@ -250,10 +260,20 @@ def normalize_speculative(
             Rejection(
                 "--speculative-num-draft-tokens is required with --speculative-eagle-topk > 1",
                 "ValueError",
-                "pass --speculative-num-draft-tokens (at most topk * steps + 1)",
+                "pass --speculative-num-draft-tokens (at most 1 + topk + (steps - 1) * topk^2)",
             )
         )
     if topk is not None and topk > 1:
+        if draft is not None and steps is not None and draft > tree_capacity(steps, topk):
+            res.rejections.append(
+                Rejection(
+                    f"--speculative-num-draft-tokens {draft} exceeds what a tree of steps {steps} / topk {topk} "
+                    f"can hold ({tree_capacity(steps, topk)} = 1 + topk + (steps - 1) * topk^2): SGLang's tree "
+                    "builder fails in torch.topk at the first speculative step",
+                    "RuntimeError",
+                    f"use at most {tree_capacity(steps, topk)} draft tokens, or more steps / a larger topk",
+                )
+            )
         if (page_size or 1) > 1 and (attention_backend or "") not in ("flashinfer", "fa3", "triton"):
             res.rejections.append(
                 Rejection(
