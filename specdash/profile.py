@@ -100,7 +100,9 @@ class SimSection(_Strict):
 
     scenario: str = Field("healthy", description="scenario name (specdash/sim/scenarios) or a TOML path")
     seed: int = 0
-    time_scale: float = Field(1.0, gt=0, description=">1 runs faster than real time")
+    time_scale: float | None = Field(
+        None, gt=0, description=">1 runs faster than real time (default: the scenario's own time_scale)"
+    )
     sglang_version: str | None = Field(None, description="SGLang version the simulator emulates")
 
     def scenario_ref(self, profile: Profile) -> str:

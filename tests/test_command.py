@@ -69,7 +69,7 @@ def test_tree_rules():
     assert "draft vocab" in r.rejections[0].message
     # SGLANG_ENABLE_SPEC_V2=1 on an old release supports chains only (public case C12)
     r = normalize_speculative("EAGLE3", 5, 4, 8, version="0.5.10", env={"SGLANG_ENABLE_SPEC_V2": "1"})
-    assert any("SGLANG_ENABLE_SPEC_V2" in x.message for x in r.rejections)
+    assert any("SGLANG_ENABLE_SPEC_V2" in x.message and x.exception == "ValueError" for x in r.rejections)
     assert not normalize_speculative("EAGLE3", 5, 4, 8, version="0.5.23", env={"SGLANG_ENABLE_SPEC_V2": "1"}).rejections
     assert normalize_speculative(None, 3, 1, 4).enabled is False
 

@@ -118,6 +118,20 @@ def render_comparison(cmp: dict) -> str:
     return "\n".join(lines)
 
 
+def withhold_speedup(cmp: dict, failed: list[str]) -> None:
+    """Blank the speedups of a comparison in which a side failed post-launch verification
+    (issue #3 §3: no speedup is reported from such a run unless ``--allow-unverified``)."""
+    note = f"not reported: post-launch verification failed for {', '.join(failed)} (--allow-unverified to see it)"
+    blocks = [cmp] + [b for b in ((cmp.get("baseline") or {}).get("a"), (cmp.get("baseline") or {}).get("b")) if b]
+    for block in blocks:
+        block["speedup"], block["ci95"], block["verdict"] = None, None, note
+        for row in (block.get("per_category") or {}).values():
+            row["speedup"], row["ci95"], row["verdict"] = None, None, note
+        for row in block.get("per_prompt") or []:
+            row["speedup"] = None
+    cmp["verification_failed"] = failed
+
+
 def _options(args, progress) -> RunOptions:
     return RunOptions(
         out_dir=Path(args.out),
@@ -211,9 +225,12 @@ def bench_main(args) -> int:
     stop_leftovers_interactively(progress)
     opts = _options(args, progress)
     try:
-        if prof_b is not None or (prof_r is not None and not args.url):
-            prof_b = prof_b or prof_a
+        if prof_b is not None:
             runs, cmp = asyncio.run(run_ab(prof_a, prof_b, prof_r, suite, opts, args.rounds))
+            payload = cmp
+        elif prof_r is not None and not args.url:
+            # only a baseline: compare the profile against it (speedup = profile over baseline)
+            runs, cmp = asyncio.run(run_ab(prof_r, prof_a, None, suite, opts, args.rounds))
             payload = cmp
         else:
             run, _ = asyncio.run(run_one(prof_a, suite, opts))
@@ -233,6 +250,9 @@ def bench_main(args) -> int:
         print("specdash: interrupted; servers stopped; partial results are in the run directory", file=sys.stderr)
         return 1
     progress.done()
+    failed = [r for r in runs if (r.get("verification") or {}).get("status") == "failed"]
+    if cmp is not None and failed and not args.allow_unverified:
+        withhold_speedup(cmp, [r["profile"] for r in failed])
     if args.json:
         print(json.dumps(payload, indent=2, default=str))
     else:
@@ -240,7 +260,6 @@ def bench_main(args) -> int:
         if cmp is not None:
             print(render_comparison(cmp))
             print(f"comparison: {cmp.get('compare_dir')}/comparison.json")
-    failed = [r for r in runs if (r.get("verification") or {}).get("status") == "failed"]
     if failed and not args.allow_unverified:
         names = ", ".join(r["profile"] for r in failed)
         print(f"specdash: post-launch verification FAILED for {names}; these numbers are not a valid measure "

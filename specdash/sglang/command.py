@@ -294,8 +294,9 @@ def normalize_speculative(
             res.rejections.append(
                 Rejection(
                     f"SGLANG_ENABLE_SPEC_V2=1 supports only chain drafting (topk 1) on SGLang {version}; "
-                    f"got topk {topk}, draft tokens {draft} (tensor-size error at the first tree step)",
-                    "RuntimeError",
+                    f"got topk {topk}, draft tokens {draft}: start-up fails with 'Spec v2 currently only "
+                    "supports topk = 1 for speculative decoding.'",
+                    "ValueError",
                     f"use topk 1, steps {steps}, draft tokens {steps + 1}, or unset SGLANG_ENABLE_SPEC_V2",
                 )
             )
@@ -621,7 +622,7 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
         sim = profile.sim
         flags["--sim-scenario"] = sim.scenario_ref(profile)
         flags["--sim-seed"] = sim.seed
-        if sim.time_scale != 1.0:
+        if sim.time_scale is not None:
             flags["--time-scale"] = sim.time_scale
         flags["--sim-sglang-version"] = sim.sglang_version or s.sglang_version or DEFAULT_VERSION
     else:

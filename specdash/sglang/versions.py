@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import total_ordering
+from functools import cache, total_ordering
+from pathlib import Path
 
 #: The newest release specdash knows (CONTRACTS.md "Reference versions").
 DEFAULT_VERSION = "0.5.23"
@@ -101,7 +102,9 @@ class Feature:
         return True
 
 
-#: The version table.  Keep entries short and sourced.
+#: The version table.  Keep entries short and sourced.  Entries marked "wheel:" were read
+#: from the PyPI wheels themselves (``pip download --no-deps sglang==X``, unpacked; file and
+#: line given), checked release by release around each boundary.
 FEATURES: dict[str, Feature] = {
     f.name: f
     for f in [
@@ -109,9 +112,47 @@ FEATURES: dict[str, Feature] = {
             "draft_layers0_keys",
             "The EAGLE3 draft loader also maps speculators-style `layers.0.*` tensor names "
             "(older releases map only `midlayer.*` and silently drop `layers.0.*`).",
-            "SGLang PR #24663 (May 2026); seen loading on a real 0.5.14 server (golden draft_layers0); "
-            "the mission brief: 'layers.0.* before 0.5.12, which wanted midlayer.*'",
+            "wheel: sglang-0.5.12 sglang/srt/models/llama_eagle3.py L305-316 (`legacy_name_map` "
+            "midlayer→layers.0, decoder layers in `self.layers` ModuleList; SGLang PR #24663); "
+            "sglang-0.5.11 llama_eagle3.py L243-284 has `self.midlayer` and no rename, so "
+            "`layers.0.*` finds no parameter and is skipped; seen loading on a real 0.5.14 server",
             since="0.5.12",
+        ),
+        Feature(
+            "draft_fc_norm",
+            "The EAGLE3 draft supports per-aux `fc_norm` (config `fc_norm` / `use_aux_norm`; "
+            "checkpoint `aux_norm_low/mid/high` → `fc_norm.0/1/2`), `num_aux_hidden_states` and "
+            "`num_hidden_layers` > 1; before it fc is always 3 × hidden and >1 layer raises ValueError.",
+            "wheel: sglang-0.5.12 llama_eagle3.py L153-178 (num_aux resolution, fc_norm); "
+            "sglang-0.5.11 llama_eagle3.py L139 (`hidden_size_in * 3`), L212 "
+            "('EAGLE3 currently only supports 1 layer')",
+            since="0.5.12",
+        ),
+        Feature(
+            "draft_norm_before_fc",
+            "The EAGLE3 draft honours `norm_before_fc` (eagle_config or top level) with an "
+            "`input_norm` RMSNorm over the concatenated aux states; before it `input_norm.weight` "
+            "is dropped and the norm never applied.",
+            "wheel: sglang-0.5.17 llama_eagle3.py L165-174, L230 (absent in 0.5.16); public case C03 "
+            "(SGLang PR #32334)",
+            since="0.5.17",
+        ),
+        Feature(
+            "gpt_oss_boundary_ids",
+            "gpt-oss targets keep EAGLE3 aux ids unchanged when max(ids) == num_hidden_layers "
+            "(boundary convention, final boundary captured after the last layer); before it every "
+            "id is shifted by +1 and the final boundary is never captured.",
+            "wheel: sglang-0.5.17 sglang/srt/models/gpt_oss.py L1328-1343 (absent in 0.5.16 "
+            "L1284-1296); public case C03 (PR #32334)",
+            since="0.5.17",
+        ),
+        Feature(
+            "deepseek_aux_ids_unshifted",
+            "DeepSeek-family targets (deepseek_v2.py, also Kimi-K2.5's language model) use explicit "
+            "aux ids unchanged as capture indices unless the first id is 1 (then +1 like Llama).",
+            "wheel: sglang-0.5.13 sglang/srt/models/deepseek_v2.py set_eagle3_layers_to_capture "
+            "(`if layer_ids and layer_ids[0] == 1`); 0.5.12 shifts every id by +1; same in 0.5.23 L3458-3473",
+            since="0.5.13",
         ),
         Feature(
             "meta_new_spec_keys",
@@ -129,24 +170,41 @@ FEATURES: dict[str, Feature] = {
         ),
         Feature(
             "cuda_graph_max_bs_flag",
-            "`--cuda-graph-max-bs` exists (later split into `--cuda-graph-max-bs-decode/-prefill`; "
-            "on releases without it argparse rejects it as ambiguous, exit code 2).",
-            "FACTS.md §9, §12 (present in 0.5.10, absent in 0.5.23); absent from a real 0.5.14 "
-            "server's resolved args (golden server_info.json has cuda_graph_max_bs_decode only)",
-            until="0.5.14",
+            "`--cuda-graph-max-bs` exists (0.5.14–0.5.19 only as a deprecated alias of "
+            "`--cuda-graph-max-bs-decode` that prints a deprecation warning); from 0.5.20 it is gone "
+            "and argparse's prefix matching rejects it as ambiguous (exit code 2).",
+            "wheel: sglang-0.5.19 server_args.py (`add_argument(\"--cuda-graph-max-bs\", "
+            "action=DeprecatedAliasStoreAction, new_flag=\"--cuda-graph-max-bs-decode\")`, same in "
+            "0.5.14 L6358-6365); absent from 0.5.20 (arg_groups/fields/exec_.py declares only "
+            "cuda_graph_max_bs_decode/_prefill); FACTS.md §9 (ambiguity reproduced on 0.5.23)",
+            until="0.5.20",
         ),
         Feature(
             "cuda_graph_max_bs_decode_flag",
             "`--cuda-graph-max-bs-decode` / `--cuda-graph-max-bs-prefill` exist.",
-            "FACTS.md §9; golden 0.5.14 command line",
+            "wheel: sglang-0.5.14 (first release with them; 0.5.13 has only --cuda-graph-max-bs); "
+            "golden 0.5.14 command line",
             since="0.5.14",
         ),
         Feature(
             "spec_v2_env",
             "Spec v2 (overlap) is opt-in through SGLANG_ENABLE_SPEC_V2=1 and then supports only "
-            "chain drafting (topk 1); without it overlap scheduling is disabled for EAGLE.",
-            "FACTS.md §9, §12; public case C12 (sglang#14077, PR #20210)",
-            until="0.5.22",
+            "chain drafting: topk > 1 with it set fails at start-up (0.5.10: ValueError 'Spec v2 "
+            "currently only supports topk = 1 for speculative decoding.'; older builds crashed at the "
+            "first tree step, C12).  Without it overlap scheduling is disabled for EAGLE.",
+            "wheel: sglang-0.5.10 environ.py L442 (EnvBool(False)), server_args.py L2999-3019; "
+            "public case C12 (sglang#14077, PR #20210)",
+            until="0.5.11",
+        ),
+        Feature(
+            "spec_v2_default_topk_fallback",
+            "SGLANG_ENABLE_SPEC_V2 defaults to on; topk > 1 silently falls back to spec v1 with overlap "
+            "scheduling disabled (one WARNING line 'Spec v1 is used … because spec v2 currently only "
+            "supports topk = 1').  From 0.5.14 the variable is gone and spec v2 is the only path.",
+            "wheel: sglang-0.5.11 environ.py L459 (EnvBool(True)), server_args.py L3460-3479; "
+            "0.5.13 environ.py L620; absent from 0.5.14 environ.py",
+            since="0.5.11",
+            until="0.5.14",
         ),
         Feature(
             "server_info_endpoint",
@@ -276,3 +334,93 @@ def installed_sglang_version() -> str | None:
         return str(parse_version(metadata.version("sglang")))
     except (metadata.PackageNotFoundError, ValueError):
         return None
+
+
+# --- launch flags per release (the doctor's FLAG rule) ----------------------------------------
+#: Folder of ``sglang-<version>.txt`` files: the long options ``sglang serve`` /
+#: ``python -m sglang.launch_server`` accepts in that release, one per line, sorted, with an
+#: optional second word ``deprecated`` or ``deprecated:<replacement>``.  They were extracted
+#: from the PyPI wheels by reading the argument declarations (no import): every
+#: ``parser.add_argument("--…")`` in ``ServerArgs.add_cli_args`` (``sglang/srt/server_args.py``)
+#: plus every ``A[T, "help"]`` / ``A[T, Arg(...)]`` field (flag = ``--`` + field name with
+#: ``_`` → ``-``, or ``Arg(cli_name=…)``, plus ``Arg(aliases=[…])``, minus ``Arg(no_cli=True)``)
+#: of the ``ServerArgs`` dataclass (0.5.14–0.5.19) and of the namespace classes in
+#: ``sglang/srt/arg_groups/fields/*.py`` (0.5.20+, where ``arg_utils.add_cli_args_from_dataclass``
+#: registers them).  The parser is a plain ``argparse.ArgumentParser(prog="sglang serve")``,
+#: so ``allow_abbrev`` is on: a unique prefix is accepted, a prefix of two flags exits 2
+#: with ``ambiguous option``.
+FLAGS_DIR = Path(__file__).resolve().parent / "flags"
+
+
+@cache
+def flag_versions() -> tuple[SGLangVersion, ...]:
+    """The releases whose flag lists are stored (ascending)."""
+    out = []
+    for p in FLAGS_DIR.glob("sglang-*.txt"):
+        try:
+            out.append(parse_version(p.stem[len("sglang-"):]))
+        except ValueError:
+            continue
+    return tuple(sorted(out))
+
+
+@cache
+def _read_flags(version: str) -> dict[str, str | None]:
+    flags: dict[str, str | None] = {}
+    for line in (FLAGS_DIR / f"sglang-{version}.txt").read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, note = line.partition(" ")
+        flags[name] = note.strip() or None
+    return flags
+
+
+def flags_version_for(version: str | SGLangVersion) -> str | None:
+    """The stored release :func:`known_flags` uses for ``version``: the nearest one ≤ it
+    (``None`` when ``version`` is older than every stored list)."""
+    v = parse_version(version)
+    best = None
+    for known in flag_versions():
+        if not v < known:
+            best = known
+    return str(best) if best is not None else None
+
+
+def next_flags_version(version: str | SGLangVersion) -> str | None:
+    """The nearest stored release strictly newer than ``version`` (None if none)."""
+    v = parse_version(version)
+    for known in flag_versions():
+        if v < known:
+            return str(known)
+    return None
+
+
+def known_flags(version: str | SGLangVersion) -> set[str] | None:
+    """The long options SGLang ``version`` accepts (nearest stored release ≤ it), or None
+    when no stored list is that old.  Deprecated aliases are included (they still parse)."""
+    which = flags_version_for(version)
+    return set(_read_flags(which)) if which else None
+
+
+def deprecated_flags(version: str | SGLangVersion) -> dict[str, str | None]:
+    """Deprecated aliases of ``version`` (nearest stored ≤ it) → their replacement (or None)."""
+    which = flags_version_for(version)
+    if not which:
+        return {}
+    out: dict[str, str | None] = {}
+    for name, note in _read_flags(which).items():
+        if note and note.startswith("deprecated"):
+            out[name] = note.split(":", 1)[1] if ":" in note else None
+    return out
+
+
+def flag_replacements() -> dict[str, str]:
+    """Every deprecated flag of any stored release → its replacement (for suggestions after
+    the alias was removed, e.g. ``--cuda-graph-max-bs`` → ``--cuda-graph-max-bs-decode``)."""
+    out: dict[str, str] = {}
+    for v in flag_versions():
+        for name, repl in deprecated_flags(v).items():
+            if repl:
+                out[name] = repl
+    return out

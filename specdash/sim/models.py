@@ -121,6 +121,13 @@ def _catalogue() -> dict[str, tuple[dict, dict, dict]]:
     cat["llama-3.1-8b-eagle3"] = _eagle3_draft(4096, 4096, 32, 8, 14336, 128256, 32000, 2048)
     cat["llama-3.1-8b-eagle3-layers0"] = _eagle3_draft(4096, 4096, 32, 8, 14336, 128256, 32000, 2048,
                                                        layer_prefix="layers.0")
+    # The golden recordings' tiny models (../shared/sglang/golden/env/models, built by
+    # ../shared/sglang/gpu/make_models.py): a 155.7 M-parameter Llama and its EAGLE3 heads.
+    tiny = _llama_target(1024, 8, 16, 4, 2816, 32000, 4096)
+    cat["tiny-llama"] = (tiny, _target_tensors(tiny), {})
+    cat["tiny-llama-eagle3"] = _eagle3_draft(1024, 1024, 16, 4, 2816, 32000, 8000, 4096)
+    cat["tiny-llama-eagle3-layers0"] = _eagle3_draft(1024, 1024, 16, 4, 2816, 32000, 8000, 4096,
+                                                     layer_prefix="layers.0")
     cat["kimi-k2.5-eagle3"] = _eagle3_draft(7168, 7168, 64, 8, 18432, 163840, 32000, 131072,
                                             eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 29, 57],
                                                           "use_aux_hidden_state": True})

@@ -1,0 +1,229 @@
+"""CPU cost of specdash's streaming client per streamed token (CONTRACTS.md, "Streaming
+client cost").
+
+A minimal SGLang-format SSE server runs in a separate process (so its CPU is not
+counted): raw asyncio, HTTP/1.1 keep-alive, chunked transfer encoding like uvicorn,
+one ``data: <compact json>\\n\\n`` event per write with SGLang's shape (FACTS.md §2:
+cumulative ``text`` and ``output_ids``, ``meta_info`` with ``completion_tokens``; the
+final event with ``e2e_latency`` and the ``spec_*`` fields), then ``data: [DONE]``.
+The client process's CPU time (``time.process_time()``, all threads) over the whole
+run is divided by the tokens received.
+
+Regimes (CONTRACTS.md): full rate — 200 requests × 512 tokens, 2 tokens per event,
+the server writing as fast as it can (shown at 1, 16 and 200 concurrent streams);
+paced — an event every 10 ms per stream, 16 concurrent streams (64 requests × 512
+tokens by default).  Each figure is the median of ``--repeat`` runs, the clients
+interleaved so that background load hits them alike; the minimum is shown beside it.
+
+Clients: ``specdash`` (``SGLangClient.generate_stream``), the same on httpx's stock
+anyio transport, and a plain httpx reference (``aiter_lines`` + ``json.loads`` of every
+event, as CONTRACTS.md describes it).  Reference figures from CONTRACTS.md for this
+machine kind: SGLang's aiohttp bench client ≈ 9 / ≈ 35 µs per token, its Rust client
+≈ 7 / ≈ 16, plain httpx ≈ 21 / ≈ 82.
+
+Usage: ``python benchmarks/client_cpu.py [--requests N] [--paced-requests N] [--repeat N] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+import orjson
+
+from specdash.sglang.client import SGLangClient
+
+# ---------------------------------------------------------------------------- server
+
+
+def _events(max_tokens: int, per_event: int) -> list[bytes]:
+    """The HTTP chunks of one SGLang /generate stream (chunked transfer encoding)."""
+    out, ids, text, ct = [], [], "", 0
+    while ct < max_tokens:
+        n = min(per_event, max_tokens - ct)
+        for _ in range(n):
+            ids.append(1000 + len(ids))
+            text += f" w{len(ids)}"
+        ct += n
+        final = ct >= max_tokens
+        meta = {
+            "id": "bcdb55a72693429b9e1dca048bbe305b",
+            "finish_reason": {"type": "length", "length": ct} if final else None,
+            "prompt_tokens": 17, "weight_version": "default", "num_retractions": 0, "queue_time": 0.0,
+            "reasoning_tokens": 0, "completion_tokens": ct, "cached_tokens": 15,
+            "cached_tokens_details": {"device": 15, "host": 0}, "dp_rank": None,
+        }
+        if final:
+            meta.update({
+                "e2e_latency": 1.0, "spec_accept_rate": 0.33, "spec_accept_length": 2.0,
+                "spec_num_correct_drafts": ct // 2, "spec_num_proposed_drafts": 3 * ct // 2,
+                "spec_verify_ct": ct // 2, "spec_correct_drafts_histogram": [0, ct // 2],
+            })
+        payload = b"data: " + orjson.dumps({"text": text, "output_ids": ids, "meta_info": meta}) + b"\n\n"
+        out.append(b"%x\r\n%s\r\n" % (len(payload), payload))
+    done = b"data: [DONE]\n\n"
+    out.append(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+    return out
+
+
+async def _serve_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cache: dict) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            body = json.loads(await reader.readexactly(length)) if length else {}
+            key = (int(body.get("sampling_params", {}).get("max_new_tokens", 128)),
+                   int(body.get("bench_tokens_per_event", 2)))
+            interval = float(body.get("bench_interval_s", 0.0))
+            if key not in cache:
+                cache[key] = _events(*key)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n")
+            for chunk in cache[key]:  # one write per event, like uvicorn's StreamingResponse
+                writer.write(chunk)
+                await writer.drain()
+                await asyncio.sleep(interval)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve(port: int) -> None:
+    cache: dict = {}
+    server = await asyncio.start_server(lambda r, w: _serve_conn(r, w, cache), "127.0.0.1", port, backlog=1024)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+# ---------------------------------------------------------------------------- clients
+
+
+async def _naive_one(http: httpx.AsyncClient, body: dict) -> int:
+    """Plain httpx: aiter_lines + json.loads of every event (CONTRACTS.md's reference)."""
+    ct, last = 0, time.perf_counter()
+    itl: list[float] = []
+    async with http.stream("POST", "/generate", json=body) as r:
+        async for line in r.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            now = time.perf_counter()
+            n = json.loads(data)["meta_info"]["completion_tokens"]
+            if n > ct:
+                itl.extend([(now - last) / (n - ct)] * (n - ct))
+                ct, last = n, now
+    return ct
+
+
+async def _run(kind: str, url: str, n_req: int, conc: int, max_tokens: int, per_event: int,
+               interval: float) -> tuple[float, float, int]:
+    extra = {"bench_tokens_per_event": per_event, "bench_interval_s": interval}
+    sampling = {"max_new_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+    if kind == "naive":
+        http = httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=None))
+        body = {"text": "x", "sampling_params": sampling, "stream": True, **extra}
+
+        async def one() -> int:
+            return await _naive_one(http, body)
+    else:
+        transport = (httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None))
+                     if kind == "specdash-anyio" else None)
+        http = SGLangClient(url, timeout=60, transport=transport)
+
+        async def one() -> int:
+            res = await http.generate_stream("x", sampling, extra=extra)
+            assert res.ok, res.error
+            return res.completion_tokens
+
+    sem = asyncio.Semaphore(conc)
+    total = 0
+
+    async def worker() -> None:
+        nonlocal total
+        async with sem:
+            n = await one()
+            total += n
+
+    try:
+        await one()  # connect and warm up outside the measurement
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(n_req)))
+        cpu1, wall1 = time.process_time(), time.perf_counter()
+    finally:
+        await http.aclose()
+    return (cpu1 - cpu0) / total * 1e6, wall1 - wall0, total
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=200, help="requests per full-rate run")
+    ap.add_argument("--paced-requests", type=int, default=64, help="requests in the 10 ms regime")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median reported)")
+    ap.add_argument("--quick", action="store_true", help="32 paced requests, one run, skip c=200")
+    ap.add_argument("--clients", default="specdash,specdash-anyio,naive")
+    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        asyncio.run(_serve(args.serve))
+        return
+    paced = 32 if args.quick else args.paced_requests
+    repeat = 1 if args.quick else max(1, args.repeat)
+    regimes = [
+        ("full rate, c=1", args.requests, 1, 0.0),
+        ("full rate, c=16", args.requests, 16, 0.0),
+        ("full rate, c=200", args.requests, 200, 0.0),
+        ("10 ms/event, c=16", paced, 16, 0.01),
+    ]
+    if args.quick:
+        regimes.pop(2)
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], stdout=subprocess.PIPE)
+    try:
+        assert server.stdout.readline().strip() == b"ready"
+        url = f"http://127.0.0.1:{port}"
+        print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, {os.cpu_count()} CPUs; "
+              "CPU-µs of the client process per streamed token (512 tokens/request, 2 tokens/event)")
+        print(f"{'regime':20s} {'client':16s} {'µs/token':>9s} {'(min)':>7s} {'wall s':>7s} {'tokens':>8s}")
+        kinds = args.clients.split(",")
+        for name, n_req, conc, interval in regimes:
+            runs: dict[str, list[tuple[float, float, int]]] = {k: [] for k in kinds}
+            for _ in range(repeat):
+                for kind in kinds:
+                    runs[kind].append(asyncio.run(_run(kind, url, n_req, conc, 512, 2, interval)))
+            for kind in kinds:
+                us = statistics.median(r[0] for r in runs[kind])
+                wall = statistics.median(r[1] for r in runs[kind])
+                print(f"{name:20s} {kind:16s} {us:9.2f} {min(r[0] for r in runs[kind]):7.2f} {wall:7.2f} "
+                      f"{runs[kind][0][2]:8d}", flush=True)
+    finally:
+        server.kill()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

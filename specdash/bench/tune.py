@@ -1,0 +1,186 @@
+"""``specdash tune``: measure → fit → suggest → relaunch, within a budget of launches.
+
+Loop (issue #5 §2): run the profile without speculation once (the baseline the advisor
+needs for break-even), then let :class:`specdash.advisor.TunePlanner` choose settings to
+launch — the starting settings first, then the advisor's predictions, refitted after
+every measurement — until ``--budget`` exploration launches are spent or nothing left is
+predicted to beat the best measured.  Finally an A/B of the best settings against the
+starting profile, with the baseline, and the winner saved as a new preset (tomlkit, the
+source profile's comments kept, never overwriting).
+
+``--budget`` counts exploration launches (the starting profile included); the baseline
+run and the final A/B are extra (CONTRACTS.md "Behaviour clarifications").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
+
+
+def variant(profile, steps: int, topk: int, draft_tokens: int, *, suffix: str | None = None):
+    """A copy of ``profile`` with other speculative settings (name tagged ``-s<steps>k<topk>n<draft>``)."""
+    p = profile.model_copy(deep=True)
+    p.speculative.num_steps, p.speculative.eagle_topk, p.speculative.num_draft_tokens = steps, topk, draft_tokens
+    p.name = f"{profile.name}-{suffix or f's{steps}k{topk}n{draft_tokens}'}"
+    p._path = profile.path
+    return p
+
+
+def baseline_of(profile):
+    """The same server without speculation (the tune baseline)."""
+    p = profile.model_copy(deep=True)
+    p.speculative = None
+    p.name = f"{profile.name}-baseline"
+    p._path = profile.path
+    return p
+
+
+def save_preset(source, winner, out_dir: Path, settings) -> Path:
+    """Write the winner as ``<out_dir>/<source name>-tuned.toml`` (``-2``, ``-3`` … if taken)."""
+    from specdash.profile import profile_to_toml, write_new_file
+
+    base_text = source.path.read_text(encoding="utf-8") if source.path and source.path.is_file() else None
+    prof = winner.model_copy(deep=True)
+    prof.name = f"{source.name}-tuned"
+    prof.description = (f"{source.description} — tuned by specdash tune: {settings.label()}").strip(" —")
+    text = profile_to_toml(prof, base_text=base_text, header=f"Tuned from {source.name} by specdash tune.")
+    if base_text is not None:
+        text = (f"# Tuned from {source.name} by specdash tune ({utc_stamp()}): {settings.label()}.\n"
+                + text)
+    path = out_dir / f"{prof.name}.toml"
+    n = 1
+    while path.exists():
+        n += 1
+        path = out_dir / f"{prof.name}-{n}.toml"
+    return write_new_file(path, text)
+
+
+async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=None) -> dict:
+    """Run the closed loop (see module docstring); returns the tune report dict.
+
+    Raises:
+        ValueError: the profile has no speculation to tune.
+    """
+    from specdash.advisor import Measurement, Settings, TunePlanner
+    from specdash.bench.cli import run_ab, run_one
+    from specdash.bench.runner import RunOptions
+
+    if not profile.spec_enabled:
+        raise ValueError(f"profile {profile.name} has no [speculative] settings to tune")
+    say = progress or (lambda m: None)
+    opts = opts or RunOptions(out_dir=out, progress=say)
+    from specdash.sglang.command import build_launch
+
+    start_eff = build_launch(profile.expanded()).spec
+    start = Settings(start_eff.num_steps, start_eff.eagle_topk, start_eff.num_draft_tokens)
+    say(f"tune: baseline run of {profile.name} without speculation")
+    base_run, _ = await run_one(baseline_of(profile), suite, opts)
+    baseline = Measurement.from_run(base_run, concurrency=base_run.get("concurrency", 1))
+    planner = TunePlanner(start, budget=budget, baseline=baseline)
+    measurements: list[Measurement] = [baseline]
+    runs: list[dict] = [base_run]
+    profiles = {}
+    while True:
+        nxt = planner.next_settings(measurements)
+        if nxt is None:
+            say(f"tune: stop — {planner.reason}")
+            break
+        say(f"tune: launch {len(runs)}/{budget}: {nxt.label()} — {planner.reason}")
+        prof = variant(profile, nxt.steps, nxt.topk, nxt.draft_tokens)
+        run, _ = await run_one(prof, suite, replace(opts, preflight=False))
+        runs.append(run)
+        m = Measurement.from_run(run, concurrency=run.get("concurrency", 1))
+        measurements.append(m)
+        profiles[nxt] = prof
+    best = planner.best(measurements)
+    advice = planner.advice(measurements)
+    winner = profiles.get(best, profile)
+    say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline")
+    cmp = None
+    if best != planner.start:
+        _, cmp = await run_ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
+                              baseline_of(profile), suite, replace(opts, preflight=False), rounds=1)
+    preset_dir = out
+    preset = save_preset(profile, winner, preset_dir, best) if best != planner.start else None
+    return {
+        "profile": profile.name,
+        "suite": suite.name,
+        "budget": budget,
+        "launches": len(runs) - 1,
+        "stop_reason": planner.reason,
+        "start": start.to_json(),
+        "best": best.to_json(),
+        "baseline_tok_s": base_run.get("output_tok_s"),
+        "measured": [
+            {"settings": m.settings.to_json() if m.settings else None, "output_tok_s": m.output_tok_s,
+             "accept_length": m.accept_length, "run_dir": r.get("run_dir")}
+            for m, r in zip(measurements, runs)
+        ],
+        "advice": advice.to_json(),
+        "advice_text": advice.render(),
+        "comparison": cmp,
+        "preset": str(preset) if preset else None,
+    }
+
+
+def tune_main(argv: list[str]) -> int:
+    """Entry of ``specdash tune``; returns the exit code."""
+    from specdash.bench.cli import Progress
+    from specdash.bench.runner import PreflightBlocked, RunFailed, RunOptions
+    from specdash.profile import ProfileError, load_profile, load_suite
+    from specdash.sglang.process import install_signal_handlers
+
+    p = argparse.ArgumentParser(prog="specdash tune", description=__doc__.split("\n\n")[0])
+    p.add_argument("--profile", "-p", required=True, help="profile to tune (name or path)")
+    p.add_argument("--suite", "-s", default="seeds-five", help="suite (name or path)")
+    p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")
+    p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
+    p.add_argument("--json", action="store_true", help="print only the tune report JSON")
+    p.add_argument("--force", action="store_true", help="launch despite preflight errors")
+    args = p.parse_args(argv)
+    if args.budget < 1:
+        print("specdash tune: --budget must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        profile = load_profile(args.profile)
+        suite = load_suite(args.suite)
+    except ProfileError as exc:
+        print(f"specdash tune: {exc}", file=sys.stderr)
+        return 2
+    install_signal_handlers()
+    progress = Progress()
+    out = Path(args.out)
+    opts = RunOptions(out_dir=out, progress=progress, force=args.force)
+    try:
+        report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts))
+    except PreflightBlocked as exc:
+        print(exc.report.render(), file=sys.stderr)
+        print("specdash tune: preflight found errors; fix them or pass --force", file=sys.stderr)
+        return 1
+    except (RunFailed, ValueError) as exc:
+        print(f"specdash tune: {exc}", file=sys.stderr)
+        return 1
+    progress.done()
+    tdir = RunDir.create(out, f"{profile.name}-tune")
+    atomic_write_json(tdir.path / "tune.json", report)
+    (tdir.path / "advice.txt").write_text(report["advice_text"] + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    print(report["advice_text"])
+    print(f"\ntune: {report['launches']} launches ({report['stop_reason']}); best {report['best']}")
+    if report["comparison"]:
+        from specdash.bench.cli import render_comparison
+
+        print(render_comparison(report["comparison"]))
+    if report["preset"]:
+        print(f"saved the winner as {report['preset']}")
+    print(f"tune report: {tdir.path / 'tune.json'}")
+    return 0

@@ -1,0 +1,603 @@
+"""Live collection for the dashboard — asyncio poll loops into bounded ring buffers, no UI.
+
+:class:`LiveCollector` polls one server (launched or attached) and keeps the recent past
+as typed, immutable samples; :meth:`LiveCollector.snapshot` returns a frozen
+:class:`LiveSnapshot` that a UI draws on its own clock (DESIGN.md: collection rate and
+redraw rate are independent; this module never imports Textual).
+
+Sources and cadence (each loop schedules its next poll when the last one has finished, so
+polls of one source never overlap — dolphie's rule; a slow server slows the loop down
+instead of stacking requests):
+
+=============  ========  ==================================================================
+source         interval  what it gives
+=============  ========  ==================================================================
+``/metrics``   1 s       server-wide output tok/s = Δ``sglang:realtime_tokens_total{mode=
+                         "decode"}`` / Δt (falls back to Δ``sglang:generation_tokens_total``,
+                         which counts finished requests only); ``num_running_reqs`` and
+                         ``num_queue_reqs`` gauges; ``spec_accept_length`` /
+                         ``spec_accept_rate`` gauges (last decode-log window); the window
+                         accept length Δ``generation_tokens_total`` / Δ``spec_verify_calls_total``
+                         since the current run started (FACTS.md §4).
+``/server_info`` 5 s     resolved server args (effective speculative flags), version,
+                         ``simulated`` flag, ``internal_states[0].avg_spec_accept_length``.
+GPU            1 s       NVML (:mod:`specdash.collect.gpu`) or, for a simulated server, its
+                         ``/sim/gpus`` JSON; plus the server's process tree (psutil).
+server log     0.25 s    new lines of the launched server's ``LogRing``: classified
+                         (decode / prefill / warning / error / adjustment / weight skip),
+                         ``Decode batch`` lines parsed into accept len / rate / gen throughput.
+records        pushed    finished requests from the load driver (:meth:`add_record`) →
+                         :class:`~specdash.collect.stream.RunStats` (run-scoped TTFT, TPOT,
+                         accept length / rate / histogram with SGLang's definitions).
+=============  ========  ==================================================================
+
+Definitions (FACTS.md §11): *accept length* τ counts the bonus token (Σ completion_tokens /
+Σ verify rounds); *accept rate* excludes it (accepted drafts ÷ verify rounds × (draft
+tokens − 1)).  Times: ``t`` fields are :func:`time.monotonic` seconds; ``*_ms`` are
+milliseconds; throughputs are output tokens per second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
+from specdash.collect.proc import ProcSample, ProcTreeSampler, owned_gpu_pids
+from specdash.collect.stream import RunStats, distribution_ms, tpot_s
+
+#: Samples kept per series (10 min at 1 Hz for metrics; decode-log windows; requests).
+HISTORY = 600
+#: Log lines kept for the tail view.
+LOG_TAIL = 2000
+#: ITL values kept for the run's ITL distribution (a bounded reservoir: the newest ones).
+ITL_KEEP = 20000
+
+
+@dataclass(frozen=True)
+class PollIntervals:
+    """Seconds between the end of one poll and the start of the next, per source."""
+
+    metrics: float = 1.0
+    server_info: float = 5.0
+    gpu: float = 1.0
+    logs: float = 0.25
+
+
+@dataclass(frozen=True)
+class MetricsSample:
+    """One ``/metrics`` reading and the rates derived from the previous one.
+
+    ``tok_s``: server-wide output tokens/s over the last interval (counter delta, see module
+    docstring; None on the first reading); ``tok_s_source``: which counter gave it;
+    ``running`` / ``queued``: request gauges; ``accept_length`` / ``accept_rate``: SGLang's
+    gauges over its last decode-log window (None without speculation); ``gen_throughput``:
+    ``sglang:gen_throughput`` (tok/s, last decode-log window); ``token_usage``: KV pool use
+    (0–1).
+    """
+
+    t: float
+    tok_s: float | None
+    tok_s_source: str
+    running: float | None
+    queued: float | None
+    accept_length: float | None
+    accept_rate: float | None
+    gen_throughput: float | None
+    token_usage: float | None
+
+
+@dataclass(frozen=True)
+class DecodeWindow:
+    """One ``Decode batch`` log line (SGLang prints one every 40 decode iterations).
+
+    ``accept_length`` / ``accept_rate``: over that window (None without speculation);
+    ``gen_tok_s``: the line's ``gen throughput (token/s)``; ``running`` / ``queued``: its
+    ``#running-req`` / ``#queue-req``.
+    """
+
+    t: float
+    running: int | None
+    queued: int | None
+    accept_length: float | None
+    accept_rate: float | None
+    gen_tok_s: float | None
+
+
+@dataclass(frozen=True)
+class RequestSample:
+    """One finished request of the load driver.
+
+    ``tok_s``: completion_tokens / e2e (the request's own output rate); ``ttft_ms``,
+    ``tpot_ms`` (SGLang's (e2e − TTFT)/(n − 1)); ``accept_length``: completion_tokens /
+    spec_verify_ct for this request (bonus included; None without speculation).
+    """
+
+    t: float
+    ok: bool
+    completion_tokens: int
+    tok_s: float | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    accept_length: float | None
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One server log line and its class (``decode``, ``prefill``, ``ready``, ``adjustment``,
+    ``warning``, ``error``, ``weight_skip`` or ``other``); ``seq`` increases by one per line."""
+
+    seq: int
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GpuView:
+    """The GPU panel's data: ``status`` is ``"ok"``, ``"simulated"`` or the reason NVML is
+    unavailable (e.g. ``"no NVIDIA driver (NVML Shared Library Not Found)"``);
+    ``server_pids``: the PIDs of the server's process tree (to mark its GPU processes)."""
+
+    status: str
+    devices: tuple[GpuSample, ...] = ()
+    server_pids: frozenset[int] = frozenset()
+    t: float | None = None
+
+
+@dataclass(frozen=True)
+class LiveSnapshot:
+    """An immutable view of everything collected so far (what a UI draws).
+
+    ``version`` increases whenever new data arrived, so a UI can skip redrawing an
+    unchanged snapshot.  ``run`` is :meth:`RunStats.summary` of the current run (run-scoped
+    truth: only this run's requests) with ``itl_ms`` over the newest :data:`ITL_KEEP` gaps;
+    ``run_server_accept_length`` is Δgeneration_tokens / Δspec_verify_calls since the run
+    began (FACTS.md §4).  ``errors`` maps a source name to its last poll error (cleared on
+    success); ``stale`` lists sources whose last success is older than three intervals.
+    """
+
+    version: int
+    taken_at: float
+    url: str | None
+    metrics: tuple[MetricsSample, ...]
+    decode: tuple[DecodeWindow, ...]
+    requests: tuple[RequestSample, ...]
+    log: tuple[LogEntry, ...]
+    log_counts: dict[str, int]
+    gpu: GpuView
+    procs: tuple[ProcSample, ...]
+    server_info: dict | None
+    run: dict
+    run_label: str
+    run_started: float | None
+    run_server_accept_length: float | None
+    errors: dict[str, str]
+    stale: frozenset[str]
+    simulated: bool
+    metrics_enabled: bool | None
+
+    @property
+    def latest_metrics(self) -> MetricsSample | None:
+        """The newest ``/metrics`` sample, if any."""
+        return self.metrics[-1] if self.metrics else None
+
+    @property
+    def latest_decode(self) -> DecodeWindow | None:
+        """The newest decode-log window, if any."""
+        return self.decode[-1] if self.decode else None
+
+
+def _empty_run() -> dict:
+    return RunStats().summary()
+
+
+def empty_snapshot(url: str | None = None) -> LiveSnapshot:
+    """A snapshot with nothing collected yet (what a UI shows before the first poll)."""
+    return LiveSnapshot(
+        version=0, taken_at=time.monotonic(), url=url, metrics=(), decode=(), requests=(), log=(),
+        log_counts={}, gpu=GpuView(status="waiting for the first reading"), procs=(), server_info=None,
+        run=_empty_run(), run_label="", run_started=None, run_server_accept_length=None, errors={},
+        stale=frozenset(), simulated=False, metrics_enabled=None,
+    )
+
+
+def _metric_total(snap: Any, name: str, **labels) -> float | None:
+    """Sum of ``name`` over series matching ``labels`` in a parsed ``/metrics`` snapshot."""
+    try:
+        v = snap.total(name, **labels)
+    except (KeyError, AttributeError, TypeError):
+        return None
+    return None if v is None else float(v)
+
+
+def _metric_gauge(snap: Any, name: str) -> float | None:
+    try:
+        v = snap.get(name)
+    except (KeyError, AttributeError, TypeError):
+        return None
+    return None if v is None else float(v)
+
+
+async def _get_json(client: Any, path: str) -> dict:
+    """GET ``path`` as JSON through the client (``get_json`` when it has one; otherwise its
+    request helper — ``/sim/gpus`` is the simulator's own endpoint)."""
+    fn = getattr(client, "get_json", None)
+    if fn is not None:
+        return await fn(path)
+    r = await client._request("GET", path)
+    r.raise_for_status()
+    return r.json()
+
+
+def normalise_record(rec: dict) -> dict:
+    """A request record in the shape :class:`~specdash.collect.stream.RunStats` reads.
+
+    The client's ``GenerateResult.to_json()`` is flat (``spec_verify_ct``, …,
+    ``started_at`` epoch seconds); RunStats reads a ``spec`` block and ``ts_sent`` /
+    ``ts_done``.  Missing keys are derived; present ones are left alone.
+    """
+    out = dict(rec)
+    if out.get("spec") is None and out.get("spec_verify_ct") is not None:
+        out["spec"] = {"verify_ct": out.get("spec_verify_ct"), "correct_drafts": out.get("spec_correct_drafts"),
+                       "proposed_drafts": out.get("spec_proposed_drafts"), "histogram": out.get("spec_histogram")}
+    if out.get("ts_sent") is None and out.get("started_at"):
+        out["ts_sent"] = float(out["started_at"])
+        if out.get("e2e_s") is not None:
+            out["ts_done"] = float(out["started_at"]) + float(out["e2e_s"])
+    return out
+
+
+def slim_record(rec: dict) -> dict:
+    """A record without its bulky parts (``itl_s``, generated ``text``): what the collector
+    keeps in memory for run statistics while the full record goes to the run directory."""
+    return {k: v for k, v in normalise_record(rec).items() if k not in ("itl_s", "text", "output_text")}
+
+
+def request_sample(rec: dict, t: float) -> RequestSample:
+    """:class:`RequestSample` of one record (see :mod:`specdash.collect.stream` for fields)."""
+    n = int(rec.get("completion_tokens") or 0)
+    e2e = rec.get("e2e_s")
+    ttft = rec.get("ttft_s")
+    tp = tpot_s(rec)
+    spec = rec.get("spec") or {}
+    vct = spec.get("verify_ct") if isinstance(spec, dict) else None
+    if vct is None:
+        vct = rec.get("spec_verify_ct")
+    return RequestSample(
+        t=t,
+        ok=bool(rec.get("ok")),
+        completion_tokens=n,
+        tok_s=(n / e2e) if e2e else None,
+        ttft_ms=ttft * 1000.0 if ttft is not None else None,
+        tpot_ms=tp * 1000.0 if tp is not None else None,
+        accept_length=(n / vct) if vct else None,
+    )
+
+
+class LiveCollector:
+    """Polls one server into ring buffers; :meth:`snapshot` gives the UI an immutable view.
+
+    Args:
+        client: an ``SGLangClient`` (``metrics_text()``, ``server_info()``, ``get_json(path)``
+            for the simulator's ``/sim/gpus``).
+        server: the ``ServerProcess`` specdash launched (log lines, process tree), or None
+            when attached to a running server (``--url``).
+        gpu_source: ``"auto"`` (``/sim/gpus`` when ``/server_info`` says ``simulated``,
+            NVML otherwise), ``"nvml"``, ``"sim"`` or ``"off"``.
+        intervals: poll intervals (:class:`PollIntervals`).
+        history: samples kept per series.
+        clock: monotonic clock (tests may inject one).
+
+    Use ``await start()`` inside a running event loop and ``await stop()`` to end the
+    loops; both are idempotent.  Collection does not need any UI.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        server: Any = None,
+        gpu_source: str = "auto",
+        intervals: PollIntervals | None = None,
+        history: int = HISTORY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.server = server
+        self.gpu_source = gpu_source
+        self.intervals = intervals or PollIntervals()
+        self.clock = clock
+        self._metrics: deque[MetricsSample] = deque(maxlen=history)
+        self._decode: deque[DecodeWindow] = deque(maxlen=history)
+        self._requests: deque[RequestSample] = deque(maxlen=history)
+        self._log: deque[LogEntry] = deque(maxlen=LOG_TAIL)
+        self._log_counts: dict[str, int] = {}
+        self._log_seen = 0
+        self._itl: deque[float] = deque(maxlen=ITL_KEEP)
+        self._gpu = GpuView(status="waiting for the first reading")
+        self._procs: tuple[ProcSample, ...] = ()
+        self._proc_sampler: ProcTreeSampler | None = None
+        self._info: dict | None = None
+        self._prev_metrics: tuple[float, Any] | None = None
+        self._run_metrics0: Any = None
+        self._last_metrics: Any = None
+        self._metrics_enabled: bool | None = None
+        self._stats = RunStats()
+        self._run_label = ""
+        self._run_started: float | None = None
+        self._run_cache: dict | None = None
+        self._errors: dict[str, str] = {}
+        self._last_ok: dict[str, float] = {}
+        self._version = 0
+        self._tasks: list[asyncio.Task] = []
+        self._closing = False
+        self.polls: dict[str, int] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """True while the poll loops run."""
+        return any(not t.done() for t in self._tasks)
+
+    async def start(self) -> None:
+        """Start the poll loops (one task per source) in the running event loop."""
+        if self.running:
+            return
+        self._closing = False
+        iv = self.intervals
+        loops = [("metrics", iv.metrics, self.poll_metrics), ("server_info", iv.server_info, self.poll_server_info),
+                 ("gpu", iv.gpu, self.poll_gpu)]
+        if self.server is not None:
+            loops.append(("logs", iv.logs, self.poll_logs))
+        self._tasks = [asyncio.create_task(self._loop(n, i, fn), name=f"specdash-poll-{n}") for n, i, fn in loops]
+
+    async def stop(self) -> None:
+        """Cancel the poll loops and wait for them to end."""
+        self._closing = True
+        tasks, self._tasks = self._tasks, []
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                self.poll_logs_sync()
+
+    async def _loop(self, name: str, interval: float, fn: Callable) -> None:
+        """Poll ``fn`` forever; the next poll is scheduled only after this one finished."""
+        while not self._closing:
+            t0 = self.clock()
+            try:
+                await fn()
+                self._errors.pop(name, None)
+                self._last_ok[name] = self.clock()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failing source must not stop the others  # noqa: BLE001
+                msg = f"{type(exc).__name__}: {exc}".strip()
+                if self._errors.get(name) != msg:
+                    self._errors[name] = msg
+                    self._version += 1
+            self.polls[name] = self.polls.get(name, 0) + 1
+            elapsed = self.clock() - t0
+            await asyncio.sleep(max(0.1 * interval, interval - elapsed))
+
+    # -- run scope ------------------------------------------------------------------------------
+    def new_run(self, label: str = "") -> None:
+        """Start a new run scope: run statistics restart from zero and the run's ``/metrics``
+        counters are measured from the latest reading (run-scoped truth, DESIGN.md)."""
+        self._stats = RunStats()
+        self._itl.clear()
+        self._requests.clear()
+        self._run_cache = None
+        self._run_label = label
+        self._run_started = self.clock()
+        self._run_metrics0 = self._last_metrics
+        self._version += 1
+
+    def add_record(self, rec: dict) -> None:
+        """Fold one finished request record (``GenerateResult.to_json()`` + runner fields)."""
+        self._stats.add(slim_record(rec))
+        if rec.get("ok"):
+            self._itl.extend(rec.get("itl_s") or ())
+        self._requests.append(request_sample(rec, self.clock()))
+        self._run_cache = None
+        self._version += 1
+
+    @property
+    def records(self) -> list[dict]:
+        """The current run's (slimmed) records."""
+        return self._stats.records
+
+    def run_summary(self) -> dict:
+        """Run-scoped summary of the current run (cached until a record arrives)."""
+        if self._run_cache is None:
+            s = self._stats.summary()
+            s["itl_ms"] = distribution_ms(list(self._itl)) if self._itl else None
+            self._run_cache = s
+        return self._run_cache
+
+    # -- polls ----------------------------------------------------------------------------------
+    async def poll_metrics(self) -> None:
+        """One ``/metrics`` reading → :class:`MetricsSample` (see module docstring)."""
+        from specdash.sglang.metrics import parse_metrics
+
+        text = await self.client.metrics_text()
+        now = self.clock()
+        if text is None:
+            self._metrics_enabled = False
+            raise RuntimeError("/metrics is not served (start the server with --enable-metrics)")
+        self._metrics_enabled = True
+        snap = parse_metrics(text)
+        tok_s, source = None, "decode tokens"
+        if self._prev_metrics is not None:
+            t_prev, prev = self._prev_metrics
+            dt = now - t_prev
+            a = _metric_total(snap, "sglang:realtime_tokens_total", mode="decode")
+            b = _metric_total(prev, "sglang:realtime_tokens_total", mode="decode")
+            if a is None or b is None:
+                a = _metric_total(snap, "sglang:generation_tokens_total")
+                b = _metric_total(prev, "sglang:generation_tokens_total")
+                source = "finished requests"
+            if a is not None and b is not None and dt > 0:
+                tok_s = max(0.0, a - b) / dt
+        spec_on = bool(_metric_gauge(snap, "sglang:spec_num_draft_tokens") or
+                       _metric_gauge(snap, "sglang:spec_accept_length"))
+        self._metrics.append(MetricsSample(
+            t=now,
+            tok_s=tok_s,
+            tok_s_source=source,
+            running=_metric_gauge(snap, "sglang:num_running_reqs"),
+            queued=_metric_gauge(snap, "sglang:num_queue_reqs"),
+            accept_length=_metric_gauge(snap, "sglang:spec_accept_length") if spec_on else None,
+            accept_rate=_metric_gauge(snap, "sglang:spec_accept_rate") if spec_on else None,
+            gen_throughput=_metric_gauge(snap, "sglang:gen_throughput"),
+            token_usage=_metric_gauge(snap, "sglang:token_usage"),
+        ))
+        self._prev_metrics = (now, snap)
+        self._last_metrics = snap
+        if self._run_started is not None and self._run_metrics0 is None:
+            self._run_metrics0 = snap
+        self._version += 1
+
+    def _run_server_accept_length(self) -> float | None:
+        a, b = self._last_metrics, self._run_metrics0
+        if a is None or b is None or a is b:
+            return None
+        dv = (_metric_total(a, "sglang:spec_verify_calls_total") or 0) - (
+            _metric_total(b, "sglang:spec_verify_calls_total") or 0)
+        dg = (_metric_total(a, "sglang:generation_tokens_total") or 0) - (
+            _metric_total(b, "sglang:generation_tokens_total") or 0)
+        return dg / dv if dv > 0 else None
+
+    async def poll_server_info(self) -> None:
+        """One ``/server_info`` reading (resolved args, version, ``simulated``)."""
+        info = await self.client.server_info()
+        if info is not None and info != self._info:
+            self._info = info
+            self._version += 1
+
+    @property
+    def simulated(self) -> bool:
+        """True when the server says it is specdash's simulator (``/server_info.simulated``)."""
+        return bool((self._info or {}).get("simulated"))
+
+    async def poll_gpu(self) -> None:
+        """Device readings (NVML, or ``/sim/gpus`` for a simulated server) and the server's
+        process tree (CPU %, RSS)."""
+        source = self.gpu_source
+        if source == "auto":
+            if self._info is None:
+                with contextlib.suppress(Exception):
+                    await self.poll_server_info()
+            source = "sim" if self.simulated else "nvml"
+        server_pids: frozenset[int] = frozenset()
+        pid = getattr(self.server, "pid", None) if self.server is not None else None
+        if pid:
+            if self._proc_sampler is None or self._proc_sampler.root_pid != pid:
+                self._proc_sampler = ProcTreeSampler(pid)
+            self._procs = tuple(await asyncio.to_thread(self._proc_sampler.sample))
+            server_pids = frozenset(p.pid for p in self._procs)
+        if source == "off":
+            self._gpu = GpuView(status="GPU readings off", server_pids=server_pids, t=self.clock())
+        elif source == "sim":
+            payload = await _get_json(self.client, "/sim/gpus")
+            devices = gpus_from_sim(payload or {})
+            self._gpu = GpuView(status="simulated", devices=tuple(devices), server_pids=server_pids, t=self.clock())
+        else:
+            devices = await asyncio.to_thread(read_gpus)
+            status = "ok" if devices else nvml_status()
+            if status == "ok" and not devices:
+                status = "NVML found no devices"
+            self._gpu = GpuView(status=status, devices=tuple(devices), server_pids=server_pids, t=self.clock())
+        self._version += 1
+
+    async def poll_logs(self) -> None:
+        """New lines of the launched server's log (classified; decode lines parsed)."""
+        self.poll_logs_sync()
+
+    def poll_logs_sync(self) -> None:
+        """The synchronous body of :meth:`poll_logs` (also run once more on :meth:`stop`).
+
+        Reads the server's :class:`~specdash.sglang.logs.LogRing` incrementally
+        (``entries(since=…)``): the ring has already classified each line and parsed the
+        ``Decode batch`` ones (``sglang/logs.py`` is the one parser)."""
+        ring = getattr(self.server, "ring", None) if self.server is not None else None
+        if ring is None:
+            return
+        new = ring.entries(since=self._log_seen)
+        if not new:
+            return
+        for e in new:
+            kind = e.kind.value if hasattr(e.kind, "value") else str(e.kind)
+            self._log_seen = e.seq
+            if kind == "access":  # uvicorn access lines (our own polls): not shown
+                continue
+            self._log.append(LogEntry(e.seq, kind, e.text))
+            self._log_counts[kind] = self._log_counts.get(kind, 0) + 1
+            d = e.sample
+            if kind == "decode" and d is not None:
+                self._decode.append(DecodeWindow(
+                    t=e.t, running=d.running_req, queued=d.queue_req, accept_length=d.accept_len,
+                    accept_rate=d.accept_rate, gen_tok_s=d.gen_throughput))
+        self._version += 1
+
+    # -- view -----------------------------------------------------------------------------------
+    def _stale(self) -> frozenset[str]:
+        now = self.clock()
+        iv = {"metrics": self.intervals.metrics, "server_info": self.intervals.server_info,
+              "gpu": self.intervals.gpu}
+        out = set()
+        for name, interval in iv.items():
+            last = self._last_ok.get(name)
+            if self.running and (last is None or now - last > 3 * interval + 1.0) and name in self._errors:
+                out.add(name)
+        return frozenset(out)
+
+    def snapshot(self) -> LiveSnapshot:
+        """An immutable view of the current state (cheap: tuples of the ring buffers)."""
+        return LiveSnapshot(
+            version=self._version,
+            taken_at=self.clock(),
+            url=getattr(self.client, "base_url", None),
+            metrics=tuple(self._metrics),
+            decode=tuple(self._decode),
+            requests=tuple(self._requests),
+            log=tuple(self._log),
+            log_counts=dict(self._log_counts),
+            gpu=self._gpu,
+            procs=self._procs,
+            server_info=self._info,
+            run=dict(self.run_summary()),
+            run_label=self._run_label,
+            run_started=self._run_started,
+            run_server_accept_length=self._run_server_accept_length(),
+            errors=dict(self._errors),
+            stale=self._stale(),
+            simulated=self.simulated,
+            metrics_enabled=self._metrics_enabled,
+        )
+
+
+def server_gpu_pids(view: GpuView) -> set[int]:
+    """PIDs of GPU processes that belong to the server's tree (for marking them)."""
+    pids = {p.pid for d in view.devices for p in d.processes}
+    return owned_gpu_pids(pids, set(view.server_pids))
+
+
+def with_label(snap: LiveSnapshot, **changes: Any) -> LiveSnapshot:
+    """A copy of ``snap`` with fields replaced (tests and screenshots freeze data this way)."""
+    return replace(snap, **changes)
+
+
+__all__ = [
+    "HISTORY", "DecodeWindow", "GpuView", "LiveCollector", "LiveSnapshot", "LogEntry", "MetricsSample",
+    "PollIntervals", "RequestSample", "empty_snapshot", "request_sample", "server_gpu_pids", "slim_record",
+    "with_label",
+]

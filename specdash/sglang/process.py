@@ -1,0 +1,616 @@
+"""Start, watch and stop an SGLang server (or the simulator) as a child process tree.
+
+Rules (DESIGN.md "No orphans, no shell"; CONTRACTS.md "Stopping"):
+
+* the server starts from an argv list, never a shell, in its **own process group and
+  session** (``start_new_session=True``), stdout and stderr merged;
+* a reader thread copies the output byte for byte into the run directory's log file
+  (flushed per line) and feeds a :class:`~specdash.sglang.logs.LogRing`;
+* :meth:`ServerProcess.stop` sends SIGTERM to the whole group (and to descendants that
+  moved to another group, found with psutil), waits, then SIGKILLs what is left;
+* every live :class:`ServerProcess` is in a module registry; :func:`install_signal_handlers`
+  (called by the CLI, never at import) stops them on SIGINT/SIGTERM and at exit;
+* a SIGKILL of specdash runs no cleanup, so each start writes a small JSON record to
+  ``$SPECDASH_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/specdash/servers/``
+  (removed on a clean stop); :func:`find_leftovers` lists the records whose servers
+  still run and :func:`kill_leftover` stops one.  A copy of the record, with the exit
+  code, stays in the run directory as ``server_process.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from specdash.sglang.logs import LogRing
+
+if TYPE_CHECKING:
+    from specdash.sglang.client import SGLangClient
+
+__all__ = [
+    "ServerProcess",
+    "ServerStartError",
+    "find_leftovers",
+    "free_port",
+    "install_signal_handlers",
+    "kill_leftover",
+    "live_servers",
+    "state_dir",
+    "stop_all",
+    "stop_leftovers_interactively",
+]
+
+log = logging.getLogger(__name__)
+
+_REGISTRY: dict[int, ServerProcess] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+class ServerStartError(RuntimeError):
+    """The server exited, or never became healthy, during start-up.
+
+    Attributes:
+        exit_code: the process's exit code (negative: killed by that signal), or None
+            when it was still running (a readiness timeout).
+        log_tail: the last log lines (text).
+    """
+
+    def __init__(self, message: str, exit_code: int | None, log_tail: str) -> None:
+        super().__init__(f"{message}\n--- last log lines ---\n{log_tail}" if log_tail else message)
+        self.exit_code = exit_code
+        self.log_tail = log_tail
+
+
+def state_dir() -> Path:
+    """Where leftover records live: ``$SPECDASH_STATE_DIR``, else
+    ``${XDG_STATE_HOME:-~/.local/state}/specdash/servers``."""
+    override = os.environ.get("SPECDASH_STATE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "specdash" / "servers"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free on ``host`` a moment ago (bind to port 0, then release)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """One server process tree.
+
+    Args:
+        argv: the command (``argv[0]`` is looked up on PATH); never run through a shell.
+        env: variables set for the child, on top of this process's environment unless
+            ``inherit_env`` is False.
+        run_dir: where ``log_name`` and ``server_process.json`` are written (created if
+            missing); None keeps the log in memory only (unless ``log_path`` is given).
+        url: the server's base URL, used by :meth:`wait_ready` when no client is given.
+        ring: the :class:`LogRing` to feed (a new one by default; see :attr:`ring`).
+        log_path: the log file, overriding ``run_dir / log_name``.
+        name: a label (e.g. the profile name) for log messages and the records.
+
+    Use as a context manager (``with ServerProcess(...).start() as srv``) or call
+    :meth:`stop`.  Methods are safe to call from any thread; :meth:`stop` blocks.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        run_dir: str | os.PathLike | None = None,
+        url: str | None = None,
+        ring: LogRing | None = None,
+        inherit_env: bool = True,
+        cwd: str | os.PathLike | None = None,
+        log_name: str = "server.log",
+        log_path: str | os.PathLike | None = None,
+        name: str | None = None,
+    ) -> None:
+        if isinstance(argv, str) or not argv:
+            raise ValueError("argv must be a non-empty list of strings (no shell command lines)")
+        self.argv = [str(a) for a in argv]
+        self.env = dict(env or {})
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        if log_path is not None:
+            self.log_path: Path | None = Path(log_path)
+        else:
+            self.log_path = self.run_dir / log_name if self.run_dir is not None else None
+        self.name = name
+        self.url = url
+        self.ring = ring if ring is not None else LogRing()
+        self._inherit_env = inherit_env
+        self._cwd = cwd
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._record: dict[str, Any] | None = None
+        self._record_path: Path | None = None
+        self._known: dict[int, float] = {}  # descendant pid -> create_time
+        self._lock = threading.RLock()  # RLock: a signal handler may stop() mid-stop()
+        self._stopped = False
+        self.started_at: float | None = None  # time.monotonic() at start
+        self.ready_s: float | None = None  # start → /health 200, seconds
+        self.fired_up_seen = False
+
+    # -- start --------------------------------------------------------------------------
+
+    def start(self) -> ServerProcess:
+        """Start the process (own session and process group, stdout+stderr merged) and
+        its log reader; write the leftover record.  Returns self.
+
+        Raises:
+            RuntimeError: already started.  OSError: the command cannot be executed.
+        """
+        with self._lock:
+            if self._proc is not None:
+                raise RuntimeError("ServerProcess already started")
+            env = {**os.environ, **self.env} if self._inherit_env else dict(self.env)
+            if self.run_dir is not None:
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+            if self.log_path is not None:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._proc = subprocess.Popen(
+                self.argv,
+                env=env,
+                cwd=self._cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+            self.started_at = time.monotonic()
+            log_file = open(self.log_path, "ab", buffering=0) if self.log_path else None  # noqa: SIM115
+            self._reader = threading.Thread(
+                target=self._read_output, args=(self._proc.stdout, log_file),
+                name=f"sglang-log-{self._proc.pid}", daemon=True,
+            )
+            self._reader.start()
+            self._write_record()
+        with _REGISTRY_LOCK:
+            _REGISTRY[self._proc.pid] = self
+        log.info("started server %s pid=%d: %s", self.name or "", self._proc.pid, " ".join(self.argv[:3]))
+        return self
+
+    def _read_output(self, stream, log_file) -> None:
+        try:
+            for raw in iter(stream.readline, b""):
+                if log_file is not None:
+                    log_file.write(raw)  # unbuffered: on disk line by line
+                self.ring.append(raw.decode("utf-8", "replace"))
+        except (OSError, ValueError):  # pipe or file closed under us
+            pass
+        finally:
+            stream.close()
+            if log_file is not None:
+                log_file.close()
+
+    def _write_record(self) -> None:
+        proc = self._proc
+        assert proc is not None
+        try:
+            ctime = psutil.Process(proc.pid).create_time()
+        except psutil.Error:
+            ctime = None
+        self._record = {
+            "pid": proc.pid,
+            "pgid": proc.pid,  # start_new_session: the child leads its own group
+            "create_time": ctime,
+            "argv": self.argv[:3],
+            "started_at": time.time(),
+            "run_dir": str(self.run_dir) if self.run_dir is not None else None,
+            "log_path": str(self.log_path) if self.log_path is not None else None,
+            "url": self.url,
+            "name": self.name,
+            "owner_pid": os.getpid(),
+            "owner_create_time": _create_time(os.getpid()),
+        }
+        try:
+            d = state_dir()
+            d.mkdir(parents=True, exist_ok=True)
+            self._record_path = d / f"{proc.pid}.json"
+            _write_json(self._record_path, self._record)
+        except OSError as e:
+            log.warning("cannot write server record to %s: %s", state_dir(), e)
+        if self.run_dir is not None:
+            _write_json(self.run_dir / "server_process.json", self._record)
+
+    # -- state --------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid (also its process group id), None before start."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit code once exited (negative = killed by that signal), else None."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def is_alive(self) -> bool:
+        """True while the main process has not exited."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_tail(self, n: int = 40) -> str:
+        """The last ``n`` log lines."""
+        return self.ring.tail(n)
+
+    def log_lines(self) -> list[str]:
+        """Every output line so far: from the log file when there is one (complete), else
+        the lines the ring still holds.  Lines keep tqdm's ``\r`` redraws as written."""
+        if self.log_path is not None and self.log_path.exists():
+            text = self.log_path.read_bytes().decode("utf-8", "replace")
+            return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+        return self.ring.lines()
+
+    # -- readiness ----------------------------------------------------------------------
+
+    async def wait_ready(
+        self, client: SGLangClient | str | None = None, timeout_s: float = 600.0, poll_s: float = 0.5
+    ) -> float:
+        """Poll ``GET /health`` until it answers 200 (FACTS.md §1: 503 until warm-up ends;
+        the "fired up" log line is noted in :attr:`fired_up_seen`).  Returns the seconds
+        from start to ready (also in :attr:`ready_s`).
+
+        Args:
+            client: an :class:`SGLangClient`, a base URL, or None for ``self.url``.
+
+        Raises:
+            ServerStartError: the process exited first (with its exit code and log tail),
+                or ``timeout_s`` passed (exit_code None; the server keeps running, call
+                :meth:`stop`).
+            RuntimeError: not started.
+        """
+        from specdash.sglang.client import SGLangClient
+
+        if self._proc is None or self.started_at is None:
+            raise RuntimeError("ServerProcess not started")
+        target = client if client is not None else self.url
+        if target is None:
+            raise ValueError("wait_ready needs a client or a url")
+        own = isinstance(target, str)
+        c = SGLangClient(target) if own else target
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                self._check_exited("exited during start-up")
+                self._remember_descendants()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ServerStartError(
+                        f"server not healthy after {timeout_s:.0f} s", None, self.log_tail()
+                    )
+                if await c.health(timeout=max(0.1, min(5.0, left))):
+                    self._check_exited("exited during start-up")
+                    self.ready_s = time.monotonic() - self.started_at
+                    self.fired_up_seen = self.ring.ready.is_set()
+                    return self.ready_s
+                await asyncio.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        finally:
+            if own:
+                await c.aclose()
+
+    def _check_exited(self, what: str) -> None:
+        code = self.returncode
+        if code is not None:
+            if self._reader is not None:
+                self._reader.join(timeout=2.0)  # let the last lines reach the ring
+            raise ServerStartError(f"server {what} with exit code {code}", code, self.log_tail())
+
+    def _remember_descendants(self) -> None:
+        if self.pid is None:
+            return
+        try:
+            for child in psutil.Process(self.pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    self._known.setdefault(child.pid, child.create_time())
+        except psutil.Error:
+            pass
+
+    # -- stop ---------------------------------------------------------------------------
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """Stop the whole tree: SIGTERM to the process group and to known descendants
+        outside it, wait up to ``timeout_s``, then SIGKILL whatever remains.  Idempotent;
+        removes the leftover record and updates ``server_process.json``.  Returns the
+        main process's exit code (None if it was never started).
+        """
+        with self._lock:
+            proc = self._proc
+            if proc is None:
+                return None
+            if self._stopped:
+                return proc.returncode
+            self._remember_descendants()
+            extra = _alive(self._known)
+            _terminate_tree(proc.pid, extra, timeout_s, wait_main=proc,
+                            not_before=(self._record or {}).get("create_time"))
+            code = proc.wait()
+            if self._reader is not None:
+                self._reader.join(timeout=5.0)
+            self._stopped = True
+            if self._record_path is not None:
+                with contextlib.suppress(OSError):
+                    self._record_path.unlink()
+            if self.run_dir is not None and self._record is not None:
+                with contextlib.suppress(OSError):
+                    _write_json(self.run_dir / "server_process.json",
+                                {**self._record, "exit_code": code, "stopped_at": time.time()})
+        with _REGISTRY_LOCK:
+            _REGISTRY.pop(proc.pid, None)
+        log.info("stopped server pid=%d (exit code %s)", proc.pid, code)
+        return code
+
+    async def astop(self, timeout_s: float = 30.0) -> int | None:
+        """:meth:`stop` in a worker thread, for async callers."""
+        return await asyncio.to_thread(self.stop, timeout_s)
+
+    def __enter__(self) -> ServerProcess:
+        if self._proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}, " if self.name else ""
+        return f"ServerProcess({label}pid={self.pid}, argv={self.argv[:3]!r}, alive={self.is_alive()})"
+
+
+# -- process-tree helpers ---------------------------------------------------------------
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _same_process(pid: int, create_time: float | None) -> psutil.Process | None:
+    """The live, non-zombie process ``pid`` if its create_time matches (pid reuse guard)."""
+    try:
+        p = psutil.Process(pid)
+        if create_time is not None and abs(p.create_time() - create_time) > 0.01:
+            return None
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return p
+    except psutil.Error:
+        return None
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _alive(known: Mapping[int, float | None]) -> list[psutil.Process]:
+    return [p for pid, ct in known.items() if (p := _same_process(pid, ct)) is not None]
+
+
+def _group_members(pgid: int, not_before: float | None = None) -> list[psutil.Process]:
+    """Live, non-zombie processes of process group ``pgid`` (created at or after
+    ``not_before``, to skip an unrelated group that reuses the number)."""
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) != pgid:
+                continue
+            if not_before is not None and p.create_time() < not_before - 0.01:
+                continue
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            continue
+    return out
+
+
+def _signal_all(pgid: int, procs: Sequence[psutil.Process], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(sig)
+
+
+def _terminate_tree(
+    pgid: int,
+    extra: Sequence[psutil.Process],
+    timeout_s: float,
+    wait_main: subprocess.Popen | None = None,
+    not_before: float | None = None,
+) -> None:
+    """SIGTERM group ``pgid`` + ``extra``; wait ≤ ``timeout_s`` for all to go; SIGKILL."""
+    _signal_all(pgid, extra, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if wait_main is not None:
+            wait_main.poll()  # reap our child so it does not linger as a zombie
+        left = [p for p in (*_group_members(pgid, not_before), *extra) if _running(p)]
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    if left:
+        log.warning("SIGKILL to %d process(es) of server group %d", len(left), pgid)
+        _signal_all(pgid, left, signal.SIGKILL)
+        # Our own child is reaped by Popen (psutil reaping it would lose its exit code).
+        main_pid = wait_main.pid if wait_main is not None else None
+        psutil.wait_procs([p for p in left if p.pid != main_pid], timeout=5.0)
+    if wait_main is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            wait_main.wait(timeout=5.0)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+# -- registry, signals, leftovers -----------------------------------------------------------
+
+
+def live_servers() -> list[ServerProcess]:
+    """The ServerProcess objects started by this process and not yet stopped."""
+    with _REGISTRY_LOCK:
+        return list(_REGISTRY.values())
+
+
+def stop_all(timeout_s: float = 10.0) -> None:
+    """Stop every live ServerProcess of this process (atexit / signal path)."""
+    for srv in live_servers():
+        try:
+            srv.stop(timeout_s)
+        except Exception:  # keep stopping the others
+            log.exception("stopping server pid=%s failed", srv.pid)
+
+
+_installed = False
+_previous: dict[int, Any] = {}
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    stop_all()
+    prev = _previous.get(signum)
+    if callable(prev):
+        prev(signum, frame)
+        return
+    if prev == signal.SIG_IGN:
+        return
+    # Default action: restore it and re-deliver, so the exit status says "killed by".
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def install_signal_handlers() -> None:
+    """Stop this process's servers on SIGINT/SIGTERM and at interpreter exit (atexit).
+
+    Chains to the handlers installed before (e.g. Python's KeyboardInterrupt for
+    SIGINT).  Idempotent; must be called from the main thread.  Not done at import.
+    """
+    global _installed
+    if _installed:
+        return
+    atexit.register(stop_all)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        _previous[sig] = signal.getsignal(sig)
+        signal.signal(sig, _on_signal)
+    _installed = True
+
+
+def _record_alive(rec: Mapping[str, Any]) -> list[psutil.Process]:
+    pid, pgid, ctime = rec.get("pid"), rec.get("pgid"), rec.get("create_time")
+    if not isinstance(pid, int) or not isinstance(pgid, int):
+        return []
+    procs = []
+    leader = _same_process(pid, ctime) if ctime is not None else None
+    if leader is not None:
+        procs.append(leader)
+    procs += [p for p in _group_members(pgid, ctime) if p.pid != pid]
+    return procs
+
+
+def find_leftovers(cleanup: bool = True) -> list[dict]:
+    """Records of servers started by a specdash that is gone, whose process group still
+    has live processes (pid reuse is ruled out by comparing psutil create times).
+
+    Records of servers owned by a specdash that still runs are skipped.  With
+    ``cleanup``, records whose servers are all gone are deleted.  Each returned record
+    has the keys written at start (``pid``, ``pgid``, ``create_time``, ``argv``,
+    ``started_at``, ``run_dir``, ``log_path``, ``url``, ``owner_pid``) plus ``path`` (the
+    record file) and ``alive_pids``.
+    """
+    d = state_dir()
+    out = []
+    for path in sorted(d.glob("*.json")) if d.is_dir() else ():
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        owner = rec.get("owner_pid")
+        if isinstance(owner, int) and _same_process(owner, rec.get("owner_create_time")) is not None:
+            continue  # its specdash (maybe this one) still runs and will stop it
+        alive = _record_alive(rec)
+        if alive:
+            out.append({**rec, "path": str(path), "alive_pids": sorted(p.pid for p in alive)})
+        elif cleanup:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    return out
+
+
+def kill_leftover(record: Mapping[str, Any], timeout_s: float = 10.0) -> bool:
+    """Stop a leftover server found by :func:`find_leftovers`: SIGTERM its process group
+    (and its recorded leader), wait ≤ ``timeout_s``, SIGKILL the rest, delete the record.
+    Returns True when processes were running."""
+    alive = _record_alive(record)
+    pgid = record.get("pgid")
+    if alive and isinstance(pgid, int):
+        _terminate_tree(pgid, alive, timeout_s, not_before=record.get("create_time"))
+    path = record.get("path") or str(state_dir() / f"{record.get('pid')}.json")
+    with contextlib.suppress(OSError):
+        Path(path).unlink()
+    return bool(alive)
+
+
+def stop_leftovers_interactively(
+    say: Callable[[str], Any] = print,
+    *,
+    ask: bool | None = None,
+    input_fn: Callable[[str], str] = input,
+    timeout_s: float = 10.0,
+) -> list[dict]:
+    """Start-up check (CONTRACTS.md "Stopping"): report servers left running by a specdash
+    that was killed, and stop them.
+
+    With ``ask`` (default: when stdin is a terminal) the user is asked first ("Stop them?
+    [Y/n]"; Enter means yes, end of input means no); without a terminal they are stopped,
+    since they are orphans holding GPU memory that the new launch needs.  ``say`` gets
+    one line per leftover and a summary.  Returns the records that were stopped.
+    """
+    leftovers = find_leftovers()
+    if not leftovers:
+        return []
+    for rec in leftovers:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.get("started_at") or 0))
+        say(f"leftover server from an earlier specdash: pid {rec['pid']} "
+            f"({' '.join(rec.get('argv') or [])}), started {started}, run dir {rec.get('run_dir')}")
+    if ask is None:
+        ask = sys.stdin is not None and sys.stdin.isatty()
+    if ask:
+        try:
+            answer = input_fn(f"Stop {len(leftovers)} leftover server(s)? [Y/n] ").strip().lower()
+        except EOFError:
+            answer = "n"
+        if answer not in ("", "y", "yes"):
+            say("leftover servers left running")
+            return []
+    stopped = [rec for rec in leftovers if kill_leftover(rec, timeout_s)]
+    say(f"stopped {len(stopped)} leftover server(s)")
+    return stopped

@@ -1,0 +1,389 @@
+"""Simulator scenarios: the timing and acceptance model, read from TOML.
+
+A scenario says how fast the simulated GPU(s) run the target and the draft, and how
+often draft tokens are accepted.  It is a small TOML file in ``specdash/sim/scenarios/``
+(loaded by name) or anywhere on disk (loaded by path); every file starts with a comment
+saying where its numbers come from.  All times are **model milliseconds** (what the GPU
+would take); the engine sleeps ``ms / time_scale`` of wall clock.
+
+Timing model (per scheduler iteration, DESIGN.md "The simulator"):
+
+* target forward over ``n`` tokens (decode: ``n`` = batch; verify: ``n`` = batch × draft tokens)::
+
+      t_fwd(n) = step_ms · (1 + per_token_growth · (n − 1)) + max(0, n − knee_tokens) · compute_ms_per_token
+
+  i.e. memory-bound with a mild per-token growth, then compute-bound past the knee
+  (a roofline-ish shape).  ``eager_factor`` multiplies it when the batch exceeds the
+  largest captured CUDA-graph size.
+* draft step over ``n`` tokens (batch × topk): ``t_draft(n) = draft.step_ms · (1 + draft.per_token_growth · (n − 1))``.
+* one decode round without speculation: ``t_fwd(b) + nospec_overhead_ms``; it yields one token per request.
+* one speculative round: ``steps · t_draft(b · topk) + t_fwd(b · num_draft_tokens) +
+  round_overhead_ms + per_request_overhead_ms · b``; it yields ``1 + accepted`` tokens per request.
+* a prefill batch: ``prefill.base_ms + prefill.ms_per_token · uncached tokens (+ spec_extra_ms with speculation)``;
+  it yields the first token of every request in it.
+* every duration is multiplied by a seeded lognormal jitter with mean 1 (``jitter.sigma``).
+
+Acceptance model (chain, topk = 1): draft position ``i`` (1-based) is accepted with
+probability ``p_i = α · d^(i−1)``, conditional on positions ``1..i−1`` being accepted; the
+chain stops at the first rejection; at most ``steps`` drafts are accepted.  ``α`` is the
+scenario's ``acceptance.alpha`` times the request's factor (prompt category × seeded
+per-prompt lognormal × temperature × wiring), capped at 1; ``d`` is ``acceptance.decay``.
+
+Tree (topk > 1): the ``num_draft_tokens − 1`` tree nodes are spread over the depths
+``1..min(steps, N−1)`` — one node per depth for the main path, the rest added as sibling
+candidates from the shallowest depth down, at most ``topk`` candidates per depth
+(:func:`tree_branching`; shallow nodes carry the highest cumulative scores, which is why
+SGLang's tree selection keeps them first).  With ``b_i`` candidates at depth ``i`` the
+true token is among them with probability::
+
+      q_i = 1 − (1 − p_i)^(b_i^g)
+
+where ``g = acceptance.tree_gain`` ∈ [0, 1] says how much the 2nd…k-th draft candidates are
+worth (g = 1: independent tries; g = 0: worthless).  A chain is the special case ``b_i = 1``.
+Expected accepted drafts per request-round: ``E[A] = Σ_k Π_{i≤k} q_i``; accept length
+``τ = 1 + E[A]`` (bonus token included, FACTS.md §11).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+
+
+class ScenarioError(ValueError):
+    """A scenario cannot be found or read (unknown name, bad TOML, unknown key)."""
+
+
+@dataclass
+class GpuSpec:
+    """The simulated device: ``name``, ``memory_mib`` (per device), ``count`` on the host,
+    ``context_reserve_mib`` (CUDA context etc., never available to SGLang) and
+    ``graph_reserve_mib`` (CUDA graphs + activations, outside ``--mem-fraction-static``)."""
+
+    name: str = "NVIDIA H100 80GB HBM3"
+    memory_mib: int = 81559
+    count: int = 8
+    context_reserve_mib: float = 1300.0
+    graph_reserve_mib: float = 600.0
+
+
+@dataclass
+class TargetSpec:
+    """Target forward timing (ms) and optional size overrides.
+
+    ``weights_gib``: total target weights (all ranks) when the model directory's headers
+    should not be trusted (virtual models are coarse); ``kv_bytes_per_token``: KV bytes per
+    token for the whole model (all layers, before tensor parallelism), e.g. for MLA models.
+    """
+
+    step_ms: float = 7.0
+    per_token_growth: float = 0.004
+    knee_tokens: int = 256
+    compute_ms_per_token: float = 0.027
+    nospec_overhead_ms: float = 0.0
+    eager_factor: float = 1.25
+    weights_gib: float | None = None
+    kv_bytes_per_token: float | None = None
+
+
+@dataclass
+class PrefillSpec:
+    """Prefill timing (ms): ``base_ms + ms_per_token × uncached tokens``, plus
+    ``spec_extra_ms`` (the draft's extend pass) with speculation."""
+
+    base_ms: float = 8.0
+    ms_per_token: float = 0.06
+    spec_extra_ms: float = 1.0
+
+
+@dataclass
+class DraftSpec:
+    """Draft timing (ms): one draft step at 1 token, its growth per extra token, and the
+    fixed costs of a speculative round (draft extend, tree build, sampling, sync)."""
+
+    step_ms: float = 0.35
+    per_token_growth: float = 0.02
+    round_overhead_ms: float = 0.6
+    per_request_overhead_ms: float = 0.01
+    weights_gib: float | None = None
+
+
+@dataclass
+class AcceptanceSpec:
+    """Acceptance parameters (see the module docstring).
+
+    ``categories``: α multiplier per prompt category (``coding``, ``math``, ``writing``,
+    ``general``; detected from the prompt text); ``prompt_sigma``: σ of the seeded
+    per-prompt lognormal factor (mean 1); ``temperature_penalty``: α × (1 − penalty ×
+    min(T, 1)); ``long_context_factor``: α multiplier for tokens past the draft's
+    ``max_position_embeddings`` (public case C16); ``misaligned_aux_factor``: α multiplier
+    when the draft's aux layer ids are only at the top level of its config and differ from
+    the target's defaults; ``eagle2_factor``: α of an EAGLE-2 head relative to the
+    scenario's (EAGLE3) α; ``random_draft_alpha``: α of a draft whose trained weights were
+    dropped (a random head still guesses right now and then); ``ngram_alpha``: NGRAM's α.
+    """
+
+    alpha: float = 0.8
+    decay: float = 0.94
+    tree_gain: float = 0.5
+    prompt_sigma: float = 0.05
+    temperature_penalty: float = 0.1
+    long_context_factor: float = 0.5
+    misaligned_aux_factor: float = 0.3
+    eagle2_factor: float = 0.85
+    random_draft_alpha: float = 0.01
+    ngram_alpha: float = 0.45
+    categories: dict[str, float] = field(default_factory=lambda: {"general": 1.0})
+
+
+@dataclass
+class Scenario:
+    """One simulator scenario (see the module docstring for the model).
+
+    ``time_scale``: the wall-clock speed-up used when ``--time-scale`` is not given;
+    ``startup_s``: simulated start-up time (model seconds); ``target_model`` /
+    ``draft_model``: ``sim:`` models used when the command line's paths are not readable
+    directories (so a pasted real command line runs on the simulator).
+    """
+
+    name: str = "unnamed"
+    description: str = ""
+    path: str | None = None
+    time_scale: float = 1.0
+    startup_s: float = 4.0
+    jitter_sigma: float = 0.03
+    target_model: str = "sim:llama-3.1-8b"
+    draft_model: str = "sim:llama-3.1-8b-eagle3"
+    gpu: GpuSpec = field(default_factory=GpuSpec)
+    target: TargetSpec = field(default_factory=TargetSpec)
+    prefill: PrefillSpec = field(default_factory=PrefillSpec)
+    draft: DraftSpec = field(default_factory=DraftSpec)
+    acceptance: AcceptanceSpec = field(default_factory=AcceptanceSpec)
+
+    # -- timing (model milliseconds) --------------------------------------------------------
+    def t_forward(self, tokens: int) -> float:
+        """Target forward over ``tokens`` tokens (ms), CUDA graphs on."""
+        t = self.target
+        n = max(1, int(tokens))
+        return t.step_ms * (1.0 + t.per_token_growth * (n - 1)) + max(0, n - t.knee_tokens) * t.compute_ms_per_token
+
+    def t_draft(self, tokens: int) -> float:
+        """One draft step over ``tokens`` tokens (ms)."""
+        n = max(1, int(tokens))
+        return self.draft.step_ms * (1.0 + self.draft.per_token_growth * (n - 1))
+
+    def round_ms(self, batch: int, spec: SpecShape | None, *, eager: bool = False) -> float:
+        """One decode iteration for ``batch`` running requests (ms, before jitter).
+
+        ``spec`` None: plain decode (one token per request).  ``eager``: the batch exceeds
+        the captured CUDA-graph sizes, so the forward passes run ``eager_factor`` slower.
+        """
+        b = max(1, int(batch))
+        factor = self.target.eager_factor if eager else 1.0
+        if spec is None:
+            return self.t_forward(b) * factor + self.target.nospec_overhead_ms
+        draft = spec.steps * self.t_draft(b * spec.topk)
+        verify = self.t_forward(b * spec.num_draft_tokens)
+        return (draft + verify) * factor + self.draft.round_overhead_ms + self.draft.per_request_overhead_ms * b
+
+    def prefill_ms(self, uncached_tokens: int, *, spec: bool) -> float:
+        """A prefill batch over ``uncached_tokens`` new tokens (ms, before jitter)."""
+        p = self.prefill
+        return p.base_ms + p.ms_per_token * max(0, int(uncached_tokens)) + (p.spec_extra_ms if spec else 0.0)
+
+    # -- acceptance ------------------------------------------------------------------------
+    def category_factor(self, category: str) -> float:
+        """α multiplier of a prompt category (1.0 when the scenario does not list it)."""
+        cats = self.acceptance.categories
+        return float(cats.get(category, cats.get("general", 1.0)))
+
+    def temperature_factor(self, temperature: float | None) -> float:
+        """α multiplier for sampling temperature ``T``: ``1 − penalty · min(T, 1)`` (greedy: 1)."""
+        if not temperature or temperature <= 0:
+            return 1.0
+        return max(0.0, 1.0 - self.acceptance.temperature_penalty * min(float(temperature), 1.0))
+
+
+@dataclass(frozen=True)
+class SpecShape:
+    """The effective speculative settings the timing/acceptance model needs."""
+
+    steps: int
+    topk: int
+    num_draft_tokens: int
+
+    @property
+    def proposed_per_round(self) -> int:
+        """Drafts SGLang counts as proposed per request-round: ``num_draft_tokens − 1`` (FACTS.md §11)."""
+        return max(1, self.num_draft_tokens - 1)
+
+
+def tree_branching(steps: int, topk: int, num_draft_tokens: int) -> list[int]:
+    """Candidates available to the true path at each depth, ``[b_1, …, b_depth]``.
+
+    Chain (topk 1): ``[1] * steps``.  Tree: depth = ``min(steps, N − 1)``; one node per depth,
+    then the remaining ``N − 1 − depth`` nodes are added as siblings from depth 1 down, at
+    most ``topk`` candidates per depth (see the module docstring).
+    """
+    steps = max(0, int(steps))
+    if topk <= 1:
+        return [1] * steps
+    budget = max(0, int(num_draft_tokens) - 1)
+    depth = min(steps, budget)
+    b = [1] * depth
+    extra = budget - depth
+    for i in range(depth):
+        add = min(topk - 1, extra)
+        b[i] += add
+        extra -= add
+    return b
+
+
+def success_probs(alpha: float, decay: float, branching: list[int], gain: float) -> list[float]:
+    """Per-depth conditional acceptance ``q_i = 1 − (1 − α·d^(i−1))^(b_i^g)`` (α capped at 1)."""
+    a = min(max(float(alpha), 0.0), 1.0)
+    out = []
+    for i, b in enumerate(branching):
+        p = a * decay**i
+        tries = b**gain if b > 1 else 1.0
+        out.append(1.0 - (1.0 - p) ** tries if p < 1.0 else 1.0)
+    return out
+
+
+def expected_accepted(q: list[float]) -> float:
+    """``E[A] = Σ_k Π_{i≤k} q_i``: expected accepted drafts per request-round."""
+    total, run = 0.0, 1.0
+    for qi in q:
+        run *= qi
+        total += run
+    return total
+
+
+def accepted_distribution(q: list[float]) -> list[float]:
+    """``P(A = k)`` for k = 0..len(q) (the histogram SGLang reports, normalised)."""
+    probs, run = [], 1.0
+    for qi in q:
+        probs.append(run * (1.0 - qi))
+        run *= qi
+    probs.append(run)
+    return probs
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+def scenario_names() -> list[str]:
+    """Names of the bundled scenarios (``specdash/sim/scenarios/*.toml``)."""
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+
+
+def _fill(cls, data: dict, where: str):
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    obj = cls()
+    for k, v in data.items():
+        default = getattr(obj, k)
+        if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        setattr(obj, k, v)
+    return obj
+
+
+def scenario_from_dict(data: dict[str, Any], *, name: str = "unnamed", path: str | None = None) -> Scenario:
+    """Build a :class:`Scenario` from parsed TOML (sections ``[scenario]``, ``[gpu]``,
+    ``[target]``, ``[prefill]``, ``[draft]``, ``[acceptance]`` (+ ``[acceptance.categories]``),
+    ``[jitter]``).
+
+    Raises:
+        ScenarioError: unknown section or key.
+    """
+    data = dict(data)
+    head = dict(data.pop("scenario", {}))
+    jitter = dict(data.pop("jitter", {}))
+    sections = {"gpu": GpuSpec, "target": TargetSpec, "prefill": PrefillSpec, "draft": DraftSpec,
+                "acceptance": AcceptanceSpec}
+    unknown = sorted(set(data) - set(sections))
+    if unknown:
+        raise ScenarioError(f"{path or name}: unknown section(s) {', '.join(unknown)}")
+    sc = _fill(Scenario, {k: v for k, v in head.items()}, f"{path or name} [scenario]")
+    if set(jitter) - {"sigma"}:
+        raise ScenarioError(f"{path or name} [jitter]: only 'sigma' is known")
+    if "sigma" in jitter:
+        sc.jitter_sigma = float(jitter["sigma"])
+    for sec, cls in sections.items():
+        if sec in data:
+            sub = dict(data[sec])
+            obj = _fill(cls, sub, f"{path or name} [{sec}]")
+            setattr(sc, sec, obj)
+    if not head.get("name"):
+        sc.name = name
+    sc.path = path
+    cats = {str(k): float(v) for k, v in sc.acceptance.categories.items()}
+    cats.setdefault("general", 1.0)
+    sc.acceptance.categories = cats
+    _validate(sc)
+    return sc
+
+
+def _validate(sc: Scenario) -> None:
+    problems = []
+    if sc.time_scale <= 0:
+        problems.append("scenario.time_scale must be > 0")
+    if sc.target.step_ms <= 0:
+        problems.append("target.step_ms must be > 0")
+    if not 0 <= sc.acceptance.alpha <= 1:
+        problems.append("acceptance.alpha must be in [0, 1]")
+    if not 0 <= sc.acceptance.decay <= 1:
+        problems.append("acceptance.decay must be in [0, 1]")
+    if not 0 <= sc.acceptance.tree_gain <= 1:
+        problems.append("acceptance.tree_gain must be in [0, 1]")
+    if sc.gpu.count < 1 or sc.gpu.memory_mib <= 0:
+        problems.append("gpu.count and gpu.memory_mib must be positive")
+    if problems:
+        raise ScenarioError(f"{sc.path or sc.name}: " + "; ".join(problems))
+
+
+def load_scenario(name_or_path: str | None) -> Scenario:
+    """Load a bundled scenario by name (``healthy``) or a TOML file by path.
+
+    Raises:
+        ScenarioError: unknown name, unreadable file, bad TOML or unknown keys.
+    """
+    ref = (name_or_path or "healthy").strip()
+    p = Path(ref).expanduser()
+    if ref.endswith(".toml") or p.is_file() or "/" in ref:
+        if not p.is_file():
+            raise ScenarioError(f"{ref}: no such scenario file")
+        path = p
+    else:
+        path = SCENARIO_DIR / f"{ref}.toml"
+        if not path.is_file():
+            raise ScenarioError(f"unknown scenario {ref!r} (known: {', '.join(scenario_names())})")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read scenario: {exc}") from None
+    return scenario_from_dict(data, name=path.stem, path=str(path))
+
+
+def lognormal_mean1(rng, sigma: float) -> float:
+    """A lognormal draw with mean exactly 1 (μ = −σ²/2); 1.0 when σ is 0."""
+    if sigma <= 0:
+        return 1.0
+    return float(rng.lognormal(-0.5 * sigma * sigma, sigma))
+
+
+def mean1_lognormal_factor(u: float, sigma: float) -> float:
+    """The mean-1 lognormal quantile at ``u`` ∈ (0, 1) (deterministic per-prompt factors)."""
+    if sigma <= 0:
+        return 1.0
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(min(max(u, 1e-9), 1 - 1e-9))
+    return math.exp(-0.5 * sigma * sigma + sigma * z)

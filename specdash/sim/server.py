@@ -1,0 +1,599 @@
+"""The simulated SGLang server process: start-up sequence, HTTP serving, shutdown.
+
+:class:`SimServer` resolves the flags (``args.py`` + ``command.resolve_flags``), reads the
+target and draft (``checkpoint.py``), decides the draft wiring (``wiring.py``), prints
+SGLang's start-up log (server args, weight loading, KV pool, CUDA-graph capture, the
+scheduler's ``max_total_num_tokens=…`` line) over a simulated start-up of
+``startup_s / time_scale`` seconds, opens the HTTP port (``/health`` answers 503), runs a
+warm-up generation and prints ``The server is fired up and ready to roll!``.  Faults the
+real server would crash on end the process the same way (traceback, exit code 1).
+SIGTERM/SIGINT end it promptly (exit code 0) after SGLang's ``SIGTERM received`` line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from specdash.eagle3.checkpoint import CheckpointError, ModelDir, interpret_draft, read_model_dir
+from specdash.sglang.command import SpecResolution, resolve_flags
+from specdash.sglang.versions import parse_version
+from specdash.sim import args as A
+from specdash.sim.engine import Engine, EngineConfig
+from specdash.sim.logfmt import LogWriter
+from specdash.sim.metrics import TPOT_SINCE, SimMetrics
+from specdash.sim.scenario import Scenario, SpecShape
+from specdash.sim.wiring import Fatal, Wiring, analyse
+
+
+class SimCrash(Exception):
+    """The emulated server fails at start-up; ``exit_code`` is what the process returns."""
+
+    def __init__(self, exit_code: int = 1) -> None:
+        super().__init__(exit_code)
+        self.exit_code = exit_code
+
+
+def estimate_weight_gib(model: ModelDir) -> float:
+    """Weights in GiB from the safetensors headers, else estimated from the config (bf16)."""
+    wb = model.weight_bytes()
+    if wb:
+        return wb / 2**30
+    h = int(model.hidden_size or 0)
+    layers = int(model.num_hidden_layers or 0)
+    inter = int(model.cfg("intermediate_size") or 4 * h)
+    vocab = int(model.vocab_size or 0)
+    params = layers * (4 * h * h + 3 * h * inter) + 2 * vocab * h
+    return params * 2 / 2**30
+
+
+class SimServer:
+    """One simulated server (see the module docstring)."""
+
+    def __init__(self, checked: A.CheckedFlags, opts: A.SimOptions, scenario: Scenario, *,
+                 log: LogWriter | None = None, env: dict[str, str] | None = None, quiet: bool = False) -> None:
+        self.checked = checked
+        self.opts = opts
+        self.sc = scenario
+        self.version = opts.version
+        self.time_scale = float(opts.time_scale or scenario.time_scale)
+        self.env = dict(os.environ if env is None else env)
+        self.env.update(checked.env)
+        flags = checked.flags
+        self.tp = int(A.coerce(flags.get("--tp-size", 1), 1) or 1)
+        self.log = log or LogWriter(str(flags.get("--log-level", "info")), tp_size=self.tp)
+        self.enable_metrics = bool(flags.get("--enable-metrics"))
+        self.incremental = bool(flags.get("--incremental-streaming-output"))
+        self.api_key = flags.get("--api-key") if isinstance(flags.get("--api-key"), str) else None
+        self.quiet = quiet
+        self.ready = False
+        self.stopping = False
+        self.exit_code = 0
+        self.started_at = time.time()
+        self.engine: Engine | None = None
+        self.metrics: SimMetrics | None = None
+        self.spec_shape: SpecShape | None = None
+        self.res: SpecResolution | None = None
+        self.wiring = Wiring()
+        self.args: dict[str, Any] = {}
+        self.notes: list[str] = []
+        self._uvicorn = None
+        self._startup_task: asyncio.Task | None = None
+
+    # -- step 1: resolve (no sleeping) -----------------------------------------------------------------
+    def _model(self, path: str | None, fallback: str, what: str) -> tuple[ModelDir | None, bool]:
+        if not path:
+            return None, False
+        try:
+            return read_model_dir(path), False
+        except CheckpointError as exc:
+            if str(path).startswith("sim:"):
+                self._crash_main("OSError", str(exc))
+            self.notes.append(f"specdash simulator: {what} {path} is not a readable model directory here; using "
+                              f"{fallback}'s config.json in its place")
+            return read_model_dir(fallback), True
+
+    def resolve(self) -> None:
+        """Read models, apply SGLang's flag resolution, compute memory; print the early lines.
+
+        Raises:
+            SimCrash: a rejected combination (traceback printed).
+        """
+        flags = self.checked.flags
+        self.target, self.target_assumed = self._model(str(flags.get("--model-path")), self.sc.target_model,
+                                                       "model path")
+        draft_path = flags.get("--speculative-draft-model-path")
+        draft_path = str(draft_path) if isinstance(draft_path, str) else None
+        self.draft_model, self.draft_assumed = self._model(draft_path, self.sc.draft_model, "draft path")
+        self.draft = interpret_draft(self.draft_model) if self.draft_model is not None else None
+        self.res = resolve_flags(
+            flags, version=self.version, env=self.env, target_architectures=self.target.architectures,
+            draft_vocab_size=self.draft.draft_vocab_size if self.draft else None,
+            target_vocab_size=self.target.vocab_size,
+        )
+        for note in self.notes:
+            self.log.line(note)
+        for line in self.checked.deprecations:
+            self.log.warning(line)
+        for adj in self.res.adjustments:
+            if adj.log_line:
+                self.log.warning(adj.log_line)
+        if self.res.rejections:
+            rej = self.res.rejections[0]
+            self._crash_main(rej.exception, rej.message)
+        spec = self.res.enabled
+        algo = self.res.algorithm
+        if spec and algo == "EAGLE3" and flags.get("--speculative-token-map"):
+            self.log.warning("speculative_token_map is ignored for EAGLE3 (the draft's own d2t is used).")
+        if spec and self.res.num_steps:
+            self.spec_shape = SpecShape(int(self.res.num_steps), int(self.res.eagle_topk or 1),
+                                        int(self.res.num_draft_tokens or self.res.num_steps + 1))
+        acc = self.sc.acceptance
+        self.wiring = analyse(
+            algo if spec else None, self.draft, self.target, self.version, draft_path_given=draft_path is not None,
+            assumed_draft=self.draft_assumed, eagle2_factor=acc.eagle2_factor,
+            misaligned_aux_factor=acc.misaligned_aux_factor, random_draft_alpha=acc.random_draft_alpha,
+            ngram_alpha=acc.ngram_alpha,
+        )
+        # Context length (FACTS.md §6 step 12).
+        target_ctx = int(self.target.max_position_embeddings or 4096)
+        given_ctx = A.parse_context_length(flags.get("--context-length"))
+        self.context_len = given_ctx or target_ctx
+        gpu_gib = self.sc.gpu.memory_mib / 1024.0
+        self.args = A.build_server_args(
+            self.checked, self.res, version=self.version, seed=self.opts.seed, gpu_name=self.sc.gpu.name,
+            gpu_mem_gib=gpu_gib, context_len=self.context_len,
+            draft_path=(draft_path or (str(flags.get("--model-path")) if spec and self.draft is None else None)),
+        )
+        self.served_model_name = str(self.args.get("served_model_name") or self.args.get("model_path"))
+        self.max_running = int(self.res.max_running_requests or 4096)
+
+    def _crash_main(self, exception: str, message: str) -> None:
+        """An exception in the launcher process (ServerArgs validation): Python's traceback on stderr."""
+        src = {
+            "AssertionError": "    assert self.speculative_eagle_topk is None and self.speculative_num_draft_tokens "
+                              "is None",
+            "TypeError": "    if self.speculative_eagle_topk > 1:",
+        }.get(exception, f"    raise {exception}(")
+        lines = [
+            "Traceback (most recent call last):",
+            '  File "<frozen runpy>", line 198, in _run_module_as_main',
+            '  File "<frozen runpy>", line 88, in _run_code',
+            '  File "sglang/launch_server.py", line 32, in <module>',
+            "    server_args = prepare_server_args(sys.argv[1:])",
+            '  File "sglang/srt/server_args.py", line 287, in __post_init__',
+            "    self._handle_speculative_decoding()",
+            '  File "sglang/srt/arg_groups/speculative_hook.py", line 190, in _handle_eagle_family',
+            src,
+        ]
+        if exception == "AssertionError":
+            lines.append("AssertionError")
+        elif exception == "TypeError":
+            lines.append("TypeError: '>' not supported between instances of 'NoneType' and 'int'")
+        else:
+            lines.append(f"{exception}: {message}")
+        self.crash_message = f"{exception}: {message}"
+        if self.quiet:
+            raise SimCrash(1)
+        sys.stdout.flush()
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.write(f"[specdash simulator] {message}\n" if exception in ("AssertionError", "TypeError") else "")
+        sys.stderr.flush()
+        raise SimCrash(1)
+
+    def _crash_scheduler(self, fatal: Fatal) -> None:
+        """An exception in the scheduler subprocess: SGLang logs it and the launcher tears down."""
+        self.log.scheduler(
+            "Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "sglang/srt/managers/scheduler.py", line 3124, in run_scheduler_process\n'
+            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
+            '  File "sglang/srt/speculative/eagle_worker_v2.py", line 229, in __init__\n'
+            "    self.draft_worker = EagleDraftWorker(...)\n"
+            f"{fatal.exception}: {fatal.message}\n", level="error")
+        self.log.line("Received sigquit from a child process. It usually means the child failed.", level="error")
+        raise SimCrash(1)
+
+    # -- step 2: the start-up log --------------------------------------------------------------------
+    async def _phase(self, fraction: float) -> None:
+        await asyncio.sleep(max(0.0, self.sc.startup_s * fraction / self.time_scale))
+
+    async def startup(self) -> None:
+        """Print SGLang's start-up lines over the simulated start-up time (see the module docstring).
+
+        Raises:
+            SimCrash: a fault the real server crashes on.
+        """
+        log = self.log
+        spec = self.spec_shape is not None
+        log.line(A.server_args_line(self.args))
+        log.line("Using default HuggingFace chat template with detected content format: string")
+        await self._phase(0.15)
+        if self.tp > self.sc.gpu.count:
+            self._crash_scheduler(Fatal("RuntimeError", "CUDA error: invalid device ordinal"))
+        mem = self._memory()
+        ranks = range(self.tp) if self.tp > 1 else [None]
+
+        def per_rank(msg: str) -> None:
+            for r in ranks:
+                log.line(msg, prefix="" if r is None else f" TP{r}")
+
+        per_rank("Init torch distributed begin.")
+        per_rank("Init torch distributed ends. elapsed=0.19 s, mem usage=0.09 GB")
+        per_rank(f"Load weight begin. avail mem={A.gb(mem.avail_start_gib)} GB")
+        await self._phase(0.25)
+        arch = (self.target.architectures or ["LlamaForCausalLM"])[0]
+        after_target = mem.avail_start_gib - mem.target_weights_gib
+        per_rank(f"Load weight end. elapsed={self.sc.startup_s * 0.25:.2f} s, type={arch}, "
+                 f"avail mem={A.gb(after_target)} GB, mem usage={A.gb(mem.target_weights_gib)} GB.")
+        if spec:
+            self._draft_context_check()
+            if self.wiring.fatal and self.wiring.fatal.phase == "load" and self.draft is None:
+                self._crash_scheduler(self.wiring.fatal)
+            per_rank("Init torch distributed begin.")
+            per_rank("Init torch distributed ends. elapsed=0.00 s, mem usage=0.00 GB")
+            per_rank(f"Load weight begin. avail mem={A.gb(after_target)} GB")
+            await self._phase(0.05)
+            if self.wiring.fatal and self.wiring.fatal.phase == "load":
+                self._crash_scheduler(self.wiring.fatal)
+            darch = (self.draft.model.architectures or ["LlamaForCausalLMEagle3"])[0] if self.draft else arch
+            per_rank(f"Load weight end. elapsed=0.03 s, type={darch}, "
+                     f"avail mem={A.gb(after_target - mem.draft_weights_gib)} GB, "
+                     f"mem usage={A.gb(mem.draft_weights_gib)} GB.")
+        if mem.max_total_num_tokens <= 0:
+            self._crash_scheduler(Fatal("RuntimeError", "Not enough memory. Please try to increase "
+                                                        f"--mem-fraction-static. Current value: "
+                                                        f"mem_fraction_static={mem.fraction}"))
+        dtype = "torch.float8_e4m3fn" if str(self.args.get("kv_cache_dtype")).startswith("fp8") else "torch.bfloat16"
+        half = mem.kv_target_gib / 2
+        log.scheduler(f"KV Cache is allocated. dtype: {dtype}, #tokens: {mem.max_total_num_tokens}, "
+                      f"K size: {A.gb(half)} GB, V size: {A.gb(half)} GB")
+        avail = mem.avail_start_gib - mem.target_weights_gib - mem.draft_weights_gib - mem.kv_target_gib
+        log.scheduler(f"Memory pool end. avail mem={A.gb(avail)} GB")
+        if spec:
+            dh = mem.kv_draft_gib / 2
+            log.scheduler(f"KV Cache is allocated. dtype: {dtype}, #tokens: {mem.max_total_num_tokens}, "
+                          f"K size: {A.gb(dh)} GB, V size: {A.gb(dh)} GB")
+            avail -= mem.kv_draft_gib
+            log.scheduler(f"Memory pool end. avail mem={A.gb(avail)} GB")
+        await self._phase(0.1)
+        if avail < mem.graph_gib:
+            self._crash_scheduler(Fatal("torch.OutOfMemoryError",
+                                        f"CUDA out of memory. Tried to allocate {mem.graph_gib * 1024:.2f} MiB. GPU 0 "
+                                        f"has a total capacity of {mem.total_gib:.2f} GiB of which "
+                                        f"{max(0.0, avail) * 1024:.2f} MiB is free."))
+        await self._capture_graphs(avail, mem)
+        if self.wiring.fatal:
+            self._crash_scheduler(self.wiring.fatal)
+        self.available_end_gib = mem.avail_end_gib
+        log.scheduler(f"max_total_num_tokens={mem.max_total_num_tokens}, chunked_prefill_size="
+                      f"{self.args.get('chunked_prefill_size')}, max_prefill_tokens={self.args.get('max_prefill_tokens')}"
+                      f", max_running_requests={self.max_running}, context_len={self.context_len}, "
+                      f"available_gpu_mem={A.gb(mem.avail_end_gib)} GB")
+
+    def _draft_context_check(self) -> None:
+        """Draft built with the target's context length (FACTS.md §6 step 12)."""
+        if self.draft is None:
+            return
+        dpos = self.draft.model.max_position_embeddings
+        if not dpos or self.context_len <= int(dpos):
+            return
+        allow = self.env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true", "yes")
+        msg = (f"Target model's context_length ({self.context_len}) is greater than the derived context_length "
+               f"({dpos}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
+               "context_length may differ from max_position_embeddings in the model's config.")
+        if allow:
+            self.log.warning(f"Warning: {msg}")
+            return
+        self._crash_scheduler(Fatal("ValueError", f"Warning: {msg} To allow overriding this maximum, set the env var "
+                                                  "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"))
+
+    async def _capture_graphs(self, avail: float, mem: A.Memory) -> None:
+        log = self.log
+        max_bs = A.graph_max_bs(self.args)
+        if max_bs <= 0:
+            self.graph_max_bs = 0
+            await self._phase(0.1)
+            return
+        cap = min(max_bs, self.max_running)
+        cfg = self.args.get("cuda_graph_config")
+        bs = cfg["decode"]["bs"] if isinstance(cfg, dict) else self.args.get("cuda_graph_bs") or []
+        bs = [b for b in bs if b <= cap] or [1]
+        self.graph_max_bs = max(bs)
+        if isinstance(cfg, dict) and cfg["prefill"]["backend"] == "disabled":
+            log.scheduler("Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' "
+                          "(e.g. via --cuda-graph-backend-prefill=disabled or auto-disable rules).")
+        spec = self.spec_shape
+        graphs = [("target decode", 1)] if spec is None else [("target verify", spec.num_draft_tokens)]
+        if spec is not None:
+            if spec.steps > 1:
+                graphs.append(("draft decode", spec.topk))
+            graphs.append(("draft extend", spec.num_draft_tokens))
+        share = mem.graph_gib / len(graphs)
+        for name, per_bs in graphs:
+            log.scheduler(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_bs={per_bs}, bs={bs}, "
+                          f"avail mem={A.gb(avail)} GB")
+            await self._phase(0.3 / len(graphs))
+            if self.wiring.fatal and self.wiring.fatal.phase == "warmup":
+                self._crash_scheduler(self.wiring.fatal)
+            avail -= share
+            log.scheduler(f"Capture {name} CUDA graph end. elapsed={self.sc.startup_s * 0.3 / len(graphs):.2f} s, "
+                          f"mem usage={A.gb(share)} GB, avail mem={A.gb(avail)} GB.")
+
+    def _memory(self) -> A.Memory:
+        sc = self.sc
+        spec = self.spec_shape is not None
+        tw = sc.target.weights_gib if sc.target.weights_gib is not None else estimate_weight_gib(self.target)
+        dw = 0.0
+        if spec and self.draft is not None:
+            dw = sc.draft.weights_gib if sc.draft.weights_gib is not None else estimate_weight_gib(self.draft.model)
+        dtype_bytes = 1 if str(self.args.get("kv_cache_dtype")).startswith("fp8") else 2
+        bpt = sc.target.kv_bytes_per_token or A.kv_bytes_per_token(self.target.cfg, self.tp, dtype_bytes=dtype_bytes)
+        dbpt = 0.0
+        if spec and self.draft is not None:
+            dbpt = A.kv_bytes_per_token(self.draft.model.cfg, self.tp, layers=int(
+                self.draft.model.num_hidden_layers or 1), dtype_bytes=dtype_bytes)
+        frac = float(self.args.get("mem_fraction_static") or A.auto_mem_fraction(spec))
+        self.mem = A.compute_memory(
+            gpu_total_mib=sc.gpu.memory_mib, context_reserve_mib=sc.gpu.context_reserve_mib,
+            graph_reserve_mib=sc.gpu.graph_reserve_mib, fraction=frac, tp=self.tp, target_weights_gib_total=tw,
+            draft_weights_gib_total=dw, bytes_per_token_target=bpt, bytes_per_token_draft=dbpt)
+        self.max_total_num_tokens = self.mem.max_total_num_tokens
+        return self.mem
+
+    # -- step 3: engine + HTTP -------------------------------------------------------------------------
+    def build_engine(self) -> None:
+        """Create metrics and the scheduler for the resolved settings."""
+        spec = self.spec_shape
+        tpot = not parse_version(self.version) < parse_version(TPOT_SINCE)
+        self.metrics = SimMetrics(self.served_model_name, spec=spec is not None, tpot=tpot) \
+            if self.enable_metrics else None
+        w = self.wiring
+        cfg = EngineConfig(
+            spec=spec, max_running=self.max_running, graph_max_bs=getattr(self, "graph_max_bs", 0),
+            time_scale=self.time_scale, decode_log_interval=int(self.args.get("decode_log_interval") or 40),
+            max_total_tokens=max(1, self.max_total_num_tokens),
+            max_prefill_tokens=int(self.args.get("max_prefill_tokens") or 16384), seed=self.opts.seed,
+            alpha=self.sc.acceptance.alpha * w.alpha_factor, alpha_override=w.alpha_override,
+            draft_max_position=w.draft_max_position if spec is not None else None,
+            enable_metrics=self.enable_metrics,
+        )
+        self.engine = Engine(self.sc, cfg, self.log, self.metrics)
+        m = self.metrics
+        if m:
+            m.max_total_num_tokens.set(self.max_total_num_tokens)
+            m.page_size.set(int(self.args.get("page_size") or 1))
+            m.num_pages.set(self.max_total_num_tokens)
+            m.context_len.set(self.context_len)
+            m.startup_gpu_mem.set(getattr(self, "available_end_gib", 0.0))
+            m.spec_num_steps.set(spec.steps if spec else 0.0)
+            m.spec_num_draft_tokens.set(spec.num_draft_tokens if spec else 0.0)
+            m.spec_accept_length.set(0.0)
+            m.spec_accept_rate.set(0.0)
+            m.new_token_ratio.set(0.7)
+
+    async def warmup(self) -> None:
+        """SGLang's warm-up request (a short /generate from the server itself)."""
+        eng = self.engine
+        r = eng.new_request("The capital city of France is", None, 8, temperature=0.0, internal="warmup")
+        while not r.finished:
+            r.event.clear()
+            if r.finished:
+                break
+            await r.event.wait()
+        port = getattr(self, "port", 0)
+        self.log.line(f'INFO:     127.0.0.1:{40000 + port % 20000} - "POST /generate HTTP/1.1" 200 OK')
+
+    # -- reports ---------------------------------------------------------------------------------------
+    def internal_state(self) -> dict[str, Any]:
+        """``internal_states[0]`` (FACTS.md §3; golden server_info.json)."""
+        st = dict(self.args)
+        st["context_length"] = self.context_len
+        st["disable_chunked_prefix_cache"] = True
+        st["pp_max_micro_batch_size"] = self.max_running
+        st.update({
+            "enable_grpc": False, "grpc_port": int(self.args.get("port") or 30000) + 10000,
+            "_quantization_explicitly_unset": False,
+            "_cuda_graph_config_locked": [["prefill", "backend"], ["decode", "max_bs"]],
+            "uses_mamba_radix_cache": False,
+            "use_mla_backend": any(a.startswith(("Deepseek", "KimiK")) for a in self.target.architectures),
+            "_mx_config_cache": {},
+            "max_speculative_num_draft_tokens": self.res.num_draft_tokens if self.res else None,
+            "last_gen_throughput": self.engine.last_gen_throughput if self.engine else 0.0,
+            "memory_usage": {"weight": round(self.mem.target_weights_gib, 2),
+                             "kvcache": round(self.mem.kv_target_gib + self.mem.kv_draft_gib, 2),
+                             "token_capacity": self.max_total_num_tokens, "graph": round(self.mem.graph_gib, 2)},
+            "effective_max_running_requests_per_dp": self.max_running,
+        })
+        if self.spec_shape is not None and self.engine is not None:
+            avg = self.engine.avg_spec_accept_length()
+            if avg is not None:
+                st["avg_spec_accept_length"] = avg
+        return st
+
+    def server_info(self) -> dict[str, Any]:
+        """``/server_info``: resolved args flat, scheduler info, ``internal_states``, ``version``."""
+        info = dict(self.args)
+        info["status"] = "ready" if self.ready else "starting"
+        info["max_total_num_tokens"] = self.max_total_num_tokens
+        info["max_req_input_len"] = max(1, self.context_len - 6)
+        info["internal_states"] = [self.internal_state()]
+        info["version"] = self.version
+        info["kv_events"] = None
+        if not parse_version(self.version) < parse_version(A.SERVER_INFO_LAUNCH_COMMAND_SINCE):
+            argv = ["python", "-m", "sglang.launch_server"]
+            for f in self.checked.order:
+                v = self.checked.flags[f]
+                argv += [f] if v is True else [f, "***" if f in ("--api-key", "--admin-api-key") else str(v)]
+            info["launch_command"] = " ".join(argv)
+            info["startup_time"] = getattr(self, "startup_seconds", None)
+            info["frontend"] = "python"
+        info["simulated"] = True
+        info["sim_scenario"] = self.sc.name
+        return info
+
+    def model_info(self) -> dict[str, Any]:
+        """``/model_info`` (golden model_info.json)."""
+        return {"model_path": self.args.get("model_path"), "tokenizer_path": self.args.get("tokenizer_path"),
+                "is_generation": True, "preferred_sampling_params": None, "weight_version": "default",
+                "has_image_understanding": False, "has_audio_understanding": False,
+                "model_type": self.target.config.get("model_type"), "architectures": self.target.architectures,
+                "simulated": True}
+
+    def truth(self, *, include_records: bool = True, since: float | None = None) -> dict[str, Any]:
+        """``/sim/truth``: the engine's counts plus scenario, settings and wiring."""
+        out = {"simulated": True, "version": self.version, "seed": self.opts.seed, "time_scale": self.time_scale,
+               "scenario": {"name": self.sc.name, "path": self.sc.path, "description": self.sc.description,
+                            "alpha": self.sc.acceptance.alpha, "decay": self.sc.acceptance.decay,
+                            "tree_gain": self.sc.acceptance.tree_gain, "target_step_ms": self.sc.target.step_ms},
+               "effective": {
+                   "speculative_algorithm": self.res.algorithm if self.res else None,
+                   "speculative_num_steps": self.res.num_steps if self.res else None,
+                   "speculative_eagle_topk": self.res.eagle_topk if self.res else None,
+                   "speculative_num_draft_tokens": self.res.num_draft_tokens if self.res else None,
+                   "max_running_requests": self.max_running, "tp_size": self.tp,
+                   "graph_max_bs": getattr(self, "graph_max_bs", 0),
+                   "alpha_effective": (self.wiring.alpha_override if self.wiring.alpha_override is not None
+                                       else self.sc.acceptance.alpha * self.wiring.alpha_factor),
+               },
+               "adjustments": [{"field": a.field, "asked": a.asked, "effective": a.effective, "reason": a.reason}
+                               for a in (self.res.adjustments if self.res else [])],
+               "wiring": self.wiring.to_json(), "started_at": self.started_at, "ready": self.ready}
+        if self.engine is not None:
+            out.update(self.engine.truth_json(include_records=include_records, since=since))
+        return out
+
+    def gpus(self) -> dict[str, Any]:
+        """``/sim/gpus``: simulated per-device memory and utilisation (read by the TUI in demo mode)."""
+        sc = self.sc
+        util = self.engine.utilization() * 100.0 if self.engine else 0.0
+        mem = getattr(self, "mem", None)
+        devices = []
+        for i in range(sc.gpu.count):
+            used = 0.0
+            active = i < self.tp and mem is not None
+            if active:
+                used = (sc.gpu.context_reserve_mib + (mem.static_gib + mem.graph_gib) * 1024.0)
+            devices.append({
+                "index": i, "name": sc.gpu.name, "memory_total_mib": float(sc.gpu.memory_mib),
+                "memory_used_mib": round(min(used, sc.gpu.memory_mib), 1),
+                "utilization_pct": round(util, 1) if active else 0.0, "simulated": True,
+                "processes": [{"pid": os.getpid(), "used_mib": round(used, 1), "name": "specdash.sim"}]
+                if active else [],
+            })
+        return {"simulated": True, "time": time.time(), "devices": devices}
+
+    # -- run -------------------------------------------------------------------------------------------
+    def _on_signal(self, signame: str) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        self.log.line(f"{signame} received. signum=None frame=None. Draining requests and shutting down...")
+        if self.engine is not None:  # end open streams now (they get an abort event and [DONE])
+            self._stop_task = asyncio.ensure_future(self.engine.stop())
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+        if self._startup_task is not None and not self._startup_task.done():
+            self._startup_task.cancel()
+        timer = threading.Timer(1.6, lambda: os._exit(self.exit_code))
+        timer.daemon = True
+        timer.start()
+
+    def _bind(self) -> socket.socket:
+        host = str(self.args.get("host") or "127.0.0.1")
+        port = int(self.args.get("port") or 30000)
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets (else Nagle + delayed ACK
+        # add ~40 ms to every response written in two segments).
+        sock = socket.socket(fam, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            self.log.line(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
+                          f"('{host}', {port}): {exc.strerror.lower() if exc.strerror else exc}", level="error")
+            raise SimCrash(1) from None
+        sock.listen(2048)
+        sock.set_inheritable(False)
+        self.port = sock.getsockname()[1]
+        self.host = host
+        return sock
+
+    async def serve(self) -> int:
+        """Run the whole server; returns the process exit code."""
+        loop = asyncio.get_running_loop()
+        for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._on_signal, name)
+        self._startup_task = asyncio.ensure_future(self._start())
+        try:
+            await self._startup_task
+        except SimCrash as crash:
+            return crash.exit_code
+        except asyncio.CancelledError:
+            return self.exit_code
+        try:
+            await self._serve_task
+        except asyncio.CancelledError:
+            pass
+        if self.engine is not None:
+            await self.engine.stop()
+        return self.exit_code
+
+    async def _start(self) -> None:
+        import uvicorn
+
+        from specdash.sim.app import build_app
+
+        t0 = time.time()
+        self.resolve()
+        await self.startup()
+        self.build_engine()
+        sock = self._bind()
+
+        class _Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self):  # signals are the simulator's (see _on_signal)
+                yield
+
+            def install_signal_handlers(self) -> None:  # uvicorn < 0.29
+                return None
+
+        config = uvicorn.Config(build_app(self), log_config=None, access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=1, loop="asyncio", http="h11", ws="none",
+                                timeout_keep_alive=30)
+        server = _Server(config)
+        self._uvicorn = server
+        self.engine.start()
+        log = self.log
+        log.line(f"INFO:     Started server process [{os.getpid()}]")
+        log.line("INFO:     Waiting for application startup.")
+        log.line("INFO:     Application startup complete.")
+        self._serve_task = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not self._serve_task.done():
+            await asyncio.sleep(0.005)
+        log.line(f"INFO:     Uvicorn running on http://{self.host}:{self.port} (Press CTRL+C to quit)")
+        await asyncio.sleep(self.sc.startup_s * 0.15 / self.time_scale)
+        await self.warmup()
+        self.startup_seconds = time.time() - t0
+        self.ready = True
+        log.line("The server is fired up and ready to roll!")
+
+
+def banner(opts: A.SimOptions, scenario: Scenario, time_scale: float) -> str:
+    """The simulator's first log line (so nobody mistakes it for a real server)."""
+    return (f"specdash simulator (NOT a real SGLang server) emulating SGLang {opts.version}; scenario "
+            f"{scenario.name!r}, seed {opts.seed}, time scale {time_scale:g}; all figures are simulated")
+
+
+def scenario_path_hint() -> str:
+    """Where bundled scenarios live (for --help)."""
+    return str(Path(__file__).resolve().parent / "scenarios")

@@ -1,0 +1,189 @@
+"""Start the simulator as a subprocess for tests (``with SimProcess([...]) as sim: sim.url``).
+
+The process runs ``python -m specdash.sim --port <free port> <args>`` in its own process
+group with ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` (the virtual EAGLE3 heads were
+trained at 2048 tokens, as the real ones), collects its log lines in a thread and waits
+for ``/health`` 200.  ``stop()`` sends SIGTERM and returns the exit code and how long the
+process took to go away.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+#: The seeds' five benchmark prompts (``profiles/suites/seeds-five.toml``; ../shared/seeds/004_*.txt).
+SEEDS_FIVE = [
+    "Explain the theory of general relativity in simple terms.",
+    "Write a Python function that implements merge sort with detailed comments.",
+    "What are the main causes of climate change and what can we do about it?",
+    "Describe the process of photosynthesis step by step.",
+    "Compare and contrast machine learning and traditional programming approaches.",
+]
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class SimProcess:
+    """A simulator subprocess (see the module docstring)."""
+
+    def __init__(self, args: list[str], *, env: dict[str, str] | None = None, ready_timeout: float = 30.0,
+                 wait_ready: bool = True) -> None:
+        self.args = list(args)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = dict(os.environ)
+        self.env.setdefault("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.env.update(env or {})
+        self.ready_timeout = ready_timeout
+        self.wait_ready = wait_ready
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.returncode: int | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        """Log lines so far (stdout and stderr together)."""
+        with self._lock:
+            return list(self._lines)
+
+    def _reader(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            with self._lock:
+                self._lines.append(raw.rstrip("\n"))
+
+    def start(self) -> SimProcess:
+        """Launch; with ``wait_ready`` block until ``/health`` answers 200.
+
+        Raises:
+            RuntimeError: the process exited or did not become ready in time (log attached).
+        """
+        argv = [sys.executable, "-m", "specdash.sim", "--host", "127.0.0.1", "--port", str(self.port), *self.args]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=self.env, start_new_session=True)
+        threading.Thread(target=self._reader, daemon=True).start()
+        if self.wait_ready:
+            self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        with httpx.Client(timeout=2.0) as c:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    time.sleep(0.1)
+                    raise RuntimeError(f"simulator exited with {self.proc.returncode}:\n" + "\n".join(self.lines))
+                try:
+                    if c.get(self.url + "/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("simulator not ready in time:\n" + "\n".join(self.lines))
+
+    def wait(self, timeout: float = 30.0) -> int:
+        """Wait for the process to exit by itself; returns its exit code."""
+        assert self.proc is not None
+        self.returncode = self.proc.wait(timeout)
+        time.sleep(0.05)
+        return self.returncode
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 5.0) -> tuple[int | None, float]:
+        """Signal the process (its group on timeout) and wait: ``(exit code, seconds it took)``."""
+        if self.proc is None or self.proc.poll() is not None:
+            return (self.proc.returncode if self.proc else None), 0.0
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        try:
+            self.returncode = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.returncode = self.proc.wait(5)
+        return self.returncode, time.monotonic() - t0
+
+    def __enter__(self) -> SimProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# -- tiny real checkpoints (config.json + safetensors at small shapes) ---------------------------
+
+LAYER_SHAPES = {
+    "self_attn.q_proj.weight": lambda h, kv: (h, 2 * h),
+    "self_attn.k_proj.weight": lambda h, kv: (kv, 2 * h),
+    "self_attn.v_proj.weight": lambda h, kv: (kv, 2 * h),
+    "self_attn.o_proj.weight": lambda h, kv: (h, h),
+    "mlp.gate_proj.weight": lambda h, kv: (2 * h, h),
+    "mlp.up_proj.weight": lambda h, kv: (2 * h, h),
+    "mlp.down_proj.weight": lambda h, kv: (h, 2 * h),
+    "input_layernorm.weight": lambda h, kv: (h,),
+    "post_attention_layernorm.weight": lambda h, kv: (h,),
+    "hidden_norm.weight": lambda h, kv: (h,),
+}
+
+
+def make_target(path: Path, *, hidden: int = 64, layers: int = 8, arch: str = "LlamaForCausalLM",
+                vocab: int = 32000, max_pos: int = 4096) -> Path:
+    """A target directory with only config.json (the simulator reads no target weights)."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps({
+        "architectures": [arch], "model_type": "llama", "hidden_size": hidden, "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": vocab,
+        "max_position_embeddings": max_pos, "torch_dtype": "bfloat16"}))
+    return path
+
+
+def make_draft(path: Path, *, hidden: int = 64, prefix: str = "midlayer", lm_head: bool = True,
+               d2t: str | None = "offsets", fc_mult: int = 3, arch: str = "LlamaForCausalLMEagle3",
+               vocab: int = 32000, draft_vocab: int | None = 8000, extra_cfg: dict | None = None,
+               max_pos: int = 4096) -> Path:
+    """A tiny EAGLE3 (or EAGLE) draft: config.json + model.safetensors at small shapes."""
+    from safetensors.numpy import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    kv = hidden // 2
+    cfg = {"architectures": [arch], "model_type": "llama", "hidden_size": hidden, "intermediate_size": 2 * hidden,
+           "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": hidden // 4,
+           "vocab_size": vocab, "draft_vocab_size": draft_vocab, "max_position_embeddings": max_pos,
+           "tie_word_embeddings": False, "torch_dtype": "float16"}
+    cfg.update(extra_cfg or {})
+    (path / "config.json").write_text(json.dumps(cfg))
+    t: dict[str, np.ndarray] = {}
+    for part, shape in LAYER_SHAPES.items():
+        t[f"{prefix}.{part}"] = np.zeros(shape(hidden, kv), dtype=np.float16)
+    t["fc.weight"] = np.zeros((hidden, fc_mult * hidden), dtype=np.float16)
+    t["norm.weight"] = np.ones((hidden,), dtype=np.float16)
+    dv = draft_vocab or vocab
+    if lm_head:
+        t["lm_head.weight"] = np.zeros((dv, hidden), dtype=np.float16)
+    if d2t == "offsets":
+        t["d2t"] = np.full(dv, 1000, dtype=np.int64)
+    elif d2t == "absolute":
+        t["d2t"] = np.arange(dv, dtype=np.int64) + 1000
+    if draft_vocab:
+        t2d = np.zeros(vocab, dtype=bool)
+        t2d[1000:1000 + dv] = True
+        t["t2d"] = t2d
+    save_file(t, str(path / "model.safetensors"))
+    return path

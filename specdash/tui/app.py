@@ -1,0 +1,730 @@
+"""The interactive dashboard: pick a profile, launch (or attach), watch speculation live,
+drive load, tweak, relaunch and save presets.
+
+Architecture (DESIGN.md): a Textual-free :class:`~specdash.tui.session.Session` launches and
+stops servers exactly like the bench runner and drives load with the runner's ``send_suite``;
+a :class:`~specdash.collect.live.LiveCollector` polls into ring buffers; this app redraws from
+``collector.snapshot()`` on its own timer (default 4 Hz) and never inside a poll.  Launch /
+stop / load run in exclusive workers; the session reports back through typed messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+
+from specdash.collect.live import PollIntervals, empty_snapshot
+from specdash.tui import keys
+from specdash.tui.session import (
+    CONCURRENCY_STEPS,
+    LaunchInfo,
+    LoadStatus,
+    PreflightErrors,
+    ServerState,
+    Session,
+    find_baseline_tok_s,
+)
+from specdash.tui.state import ViewState
+from specdash.tui.widgets.advice import AdvicePanel, StatusBar
+from specdash.tui.widgets.findings import VerifyBanner
+from specdash.tui.widgets.gpu import GpuPanel
+from specdash.tui.widgets.launch import LaunchPanel, launch_preview_renderable
+from specdash.tui.widgets.live import LivePanel
+from specdash.tui.widgets.log import LogPanel
+
+# --- typed messages (session → UI) ------------------------------------------------------------
+
+
+class ServerStateChanged(Message):
+    """The launched/attached server changed state (``state``, a human ``detail``)."""
+
+    def __init__(self, state: ServerState, detail: str) -> None:
+        super().__init__()
+        self.state, self.detail = state, detail
+
+
+class VerificationChanged(Message):
+    """Post-launch verification produced (or updated) a report."""
+
+    def __init__(self, report: Any) -> None:
+        super().__init__()
+        self.report = report
+
+
+class LoadChanged(Message):
+    """The load driver started, progressed or stopped."""
+
+    def __init__(self, status: LoadStatus) -> None:
+        super().__init__()
+        self.status = status
+
+
+class AdviceReady(Message):
+    """The advisor finished (``advice`` None with ``note`` saying why)."""
+
+    def __init__(self, advice: Any, note: str) -> None:
+        super().__init__()
+        self.advice, self.note = advice, note
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+DEMO_SUITE = "seeds-five"
+DEMO_MAX_TOKENS = 256
+DEMO_CONCURRENCY = 4
+TABS = ("launch", "live", "gpu", "log", "advice")
+
+
+@dataclass
+class AppConfig:
+    """Everything the app needs, injectable for tests (posting's app-factory pattern).
+
+    ``profile``: name or path; ``url``: attach instead of launching; ``demo``: simulator
+    demo (launch at once and loop the load); ``autostart`` / ``autoload`` default to
+    ``demo``; ``time_scale`` overrides a simulated profile's ``[sim] time_scale``;
+    ``max_tokens`` / ``concurrency`` override the suite's for the load driver;
+    ``redraw_hz``: UI refresh rate (≥ 2); ``frozen``: draw this fixed :class:`ViewState` and
+    start nothing (snapshot tests); ``preset_dir``: where presets are saved (default: the
+    user's profile directory); ``baseline``: profile name whose newest run under ``out_dir``
+    gives the baseline line; ``baseline_tok_s``: give it directly.
+    """
+
+    profile: str | None = None
+    url: str | None = None
+    api_key: str | None = None
+    demo: bool = False
+    suite: str | None = None
+    out_dir: Path = Path("runs")
+    autostart: bool | None = None
+    autoload: bool | None = None
+    force: bool = False
+    time_scale: float | None = None
+    max_tokens: int | None = None
+    concurrency: int | None = None
+    intervals: PollIntervals = field(default_factory=PollIntervals)
+    redraw_hz: float = 4.0
+    frozen: ViewState | None = None
+    frozen_tab: str = "launch"
+    preset_dir: Path | None = None
+    baseline: str | None = None
+    baseline_tok_s: float | None = None
+    sglang_version: str | None = None
+    ready_timeout_s: float | None = None
+    gpu_source: str = "auto"
+
+    @classmethod
+    def from_args(cls, args: Any) -> AppConfig:
+        """From the ``specdash`` argparse namespace (``cli.py``)."""
+        demo = bool(getattr(args, "demo", False))
+        return cls(
+            profile=getattr(args, "profile", None),
+            url=getattr(args, "url", None),
+            api_key=getattr(args, "api_key", None) or os.environ.get("SGLANG_API_KEY"),
+            demo=demo,
+            suite=getattr(args, "suite", None),
+            out_dir=Path(getattr(args, "out", None) or "runs"),
+            force=bool(getattr(args, "force", False)),
+            max_tokens=getattr(args, "max_tokens", None) or (DEMO_MAX_TOKENS if demo else None),
+            concurrency=getattr(args, "concurrency", None) or (DEMO_CONCURRENCY if demo else None),
+            baseline=getattr(args, "baseline", None) or ("demo-baseline" if demo else None),
+            sglang_version=getattr(args, "sglang_version", None),
+        )
+
+
+class _Listener:
+    """Session → app: each call becomes a typed message on the app's queue."""
+
+    def __init__(self, app: SpecdashApp) -> None:
+        self.app = app
+
+    def server_state(self, state: ServerState, detail: str) -> None:
+        self.app.post_message(ServerStateChanged(state, detail))
+
+    def verification(self, report: Any) -> None:
+        self.app.post_message(VerificationChanged(report))
+
+    def load_state(self, status: LoadStatus) -> None:
+        self.app.post_message(LoadChanged(status))
+
+
+class SpecdashApp(App[int]):
+    """The dashboard (see module docstring).  Build it with :func:`create_app`."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "specdash"
+    SUB_TITLE = "speculative decoding (EAGLE-3) on SGLang"
+    BINDINGS = keys.bindings()
+
+    def __init__(self, config: AppConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or AppConfig()
+        self.session = Session(
+            url=self.config.url, api_key=self.config.api_key, out_dir=self.config.out_dir,
+            listener=_Listener(self), intervals=self.config.intervals, gpu_source=self.config.gpu_source,
+            ready_timeout_s=self.config.ready_timeout_s, sglang_version=self.config.sglang_version,
+            baseline_tok_s=self.config.baseline_tok_s,
+        )
+        if self.config.concurrency:
+            self.session.load.concurrency = self.config.concurrency
+        self.session.load.max_tokens = self.config.max_tokens
+        self.profile_error: str | None = None
+        self.advice: Any = None
+        self.advice_note = ViewState().advice_note
+        self._advice_key: tuple | None = None
+        self._advice_at = 0.0
+        self._drawn: dict[str, Any] = {}
+        self._preview: LaunchInfo | None = None
+        self._baseline_label = ""
+        self.first_frame_s: float | None = None
+        self._t0 = time.monotonic()
+
+    # -- layout ---------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="◆")
+        yield StatusBar(id="status")
+        yield VerifyBanner(id="verify-banner")
+        initial = self.config.frozen_tab if self.config.frozen is not None else "launch"
+        with TabbedContent(initial=initial, id="tabs"):
+            with TabPane("Launch [1]", id="launch"):
+                yield LaunchPanel(id="launch-panel")
+            with TabPane("Live [2]", id="live"):
+                yield LivePanel(id="live-panel")
+            with TabPane("GPU [3]", id="gpu"):
+                yield GpuPanel(id="gpu-panel")
+            with TabPane("Log [4]", id="log"):
+                yield LogPanel(id="log-panel")
+            with TabPane("Suggestions [5]", id="advice"):
+                yield AdvicePanel(id="advice-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Start the redraw timer, then (after the first frame) the session."""
+        self.set_interval(1.0 / max(2.0, self.config.redraw_hz), self.redraw, name="redraw")
+        self.redraw()
+        self.call_after_refresh(self._first_frame)
+        if self.config.frozen is None:
+            self.call_after_refresh(self._start)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self._on_signal)
+
+    def _first_frame(self) -> None:
+        if self.first_frame_s is None:
+            self.first_frame_s = time.monotonic() - self._t0
+
+    def _on_signal(self) -> None:
+        self.shutdown_and_exit()
+
+    async def _start(self) -> None:
+        """Resolve the profile / suite / baseline and start what the config asks for."""
+        from specdash.profile import ProfileError, list_suites, load_suite
+
+        cfg = self.config
+        suite_name = cfg.suite or DEMO_SUITE
+        try:
+            self.session.suite = load_suite(suite_name)
+            self.session.load.suite = self.session.suite.name
+        except ProfileError as exc:
+            self.notify(str(exc), title="suite", severity="error", timeout=10)
+            names = [n for n, _ in list_suites()]
+            if names:
+                with contextlib.suppress(ProfileError):
+                    self.session.suite = load_suite(names[0])
+        if cfg.baseline and self.session.baseline_tok_s is None:
+            self.session.baseline_tok_s = find_baseline_tok_s(cfg.out_dir, cfg.baseline)
+            self._baseline_label = f"({cfg.baseline})" if self.session.baseline_tok_s else ""
+        if cfg.url:
+            self.attach_worker()
+            return
+        if cfg.profile:
+            ok = self.use_profile(cfg.profile)
+            autostart = cfg.demo if cfg.autostart is None else cfg.autostart
+            if ok and autostart:
+                self.launch_worker(force=cfg.force)
+        else:
+            self.action_choose_profile()
+
+    # -- profile --------------------------------------------------------------------------------
+    def use_profile(self, name_or_path: str) -> bool:
+        """Load ``name_or_path`` (applying the time-scale override), preflight it and preview
+        its launch.  A profile that cannot be read is shown, not raised.  True when usable."""
+        from specdash.profile import ProfileError, load_profile
+
+        try:
+            prof = load_profile(name_or_path)
+            if self.config.time_scale and prof.server.launcher == "sim":
+                sim = prof.sim.model_copy(update={"time_scale": self.config.time_scale})
+                path = prof.path
+                prof = prof.model_copy(update={"sim": sim})
+                prof._path = path
+        except ProfileError as exc:
+            self.profile_error = str(exc)
+            self.notify(str(exc), title="profile", severity="error", timeout=10)
+            self._drawn.clear()
+            return False
+        self.profile_error = None
+        self.session.set_profile(prof)
+        self._refresh_profile()
+        return True
+
+    def _refresh_profile(self) -> None:
+        self.session.run_preflight()
+        self.profile_error = self.session.preflight_error
+        self._preview = self.session.preview_launch()
+        self.sub_title = self.session.profile.name if self.session.profile else ""
+        self._drawn.clear()
+        self.refresh_bindings()
+
+    # -- view -----------------------------------------------------------------------------------
+    def view(self) -> ViewState:
+        """The :class:`ViewState` for this redraw (the frozen one in snapshot tests)."""
+        if self.config.frozen is not None:
+            return self.config.frozen
+        s = self.session
+        snap = s.collector.snapshot() if s.collector is not None else empty_snapshot(s.url)
+        launch = s.launch_info if s.launch_info is not None else self._preview
+        return ViewState(
+            snapshot=snap, server_state=s.state, state_detail=s.state_detail, profile=s.profile,
+            profile_error=self.profile_error, preflight=s.preflight_report, launch=launch,
+            verification=s.verification_report, load=replace(s.load), advice=self.advice,
+            advice_note=self.advice_note, baseline_tok_s=s.baseline_tok_s, baseline_label=self._baseline_label,
+            mode="attach" if self.config.url else ("demo" if self.config.demo else "launch"), url=s.url or (
+                launch.base_url if launch else None),
+            startup_log=_startup_lines(snap) if self.active_tab == "launch" else (), now=time.monotonic(),
+        )
+
+    @property
+    def active_tab(self) -> str:
+        """Id of the visible panel."""
+        with contextlib.suppress(Exception):
+            return self.query_one(TabbedContent).active or "launch"
+        return "launch"
+
+    def redraw(self) -> None:
+        """Draw the status line, the banner and the visible panel from a fresh snapshot.
+
+        Panels that are hidden are not drawn; the visible one is redrawn only when its
+        inputs changed (the snapshot's ``version``, the server or load state, …)."""
+        v = self.view()
+        tab = self.active_tab
+        key = (v.snapshot.version, v.server_state, v.state_detail, id(v.profile), v.profile_error, id(v.preflight),
+               id(v.launch), v.launch.time_to_ready_s if v.launch else None, id(v.verification), id(v.advice),
+               v.load.running, v.load.done, v.load.concurrency, v.load.suite, v.baseline_tok_s,
+               int(v.now) if v.server_state == ServerState.STARTING else 0)
+        if self._drawn.get("_status") != key:
+            self.query_one(StatusBar).show(v)
+            self.query_one(VerifyBanner).show(v)
+            self.screen.set_class(v.collapsed, "-collapsed")
+            self._drawn["_status"] = key
+        if self._drawn.get(tab) == key:
+            return
+        self._drawn[tab] = key
+        if tab == "launch":
+            self.query_one(LaunchPanel).show(v)
+        elif tab == "live":
+            self.query_one(LivePanel).show(v)
+        elif tab == "gpu":
+            self.query_one(GpuPanel).show(v)
+        elif tab == "log":
+            self.query_one(LogPanel).show(v)
+        elif tab == "advice":
+            self.query_one(AdvicePanel).show(v)
+        if self.config.frozen is None:
+            self._maybe_advise(v)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Draw a panel as soon as it is shown."""
+        self.redraw()
+
+    # -- session messages -----------------------------------------------------------------------
+    def on_server_state_changed(self, msg: ServerStateChanged) -> None:
+        """React to the server's state (auto-load in demo mode, notifications)."""
+        self.refresh_bindings()
+        if msg.state == ServerState.READY:
+            self.notify(msg.detail, title="server ready", timeout=4)
+            autoload = self.config.demo if self.config.autoload is None else self.config.autoload
+            if autoload:
+                self.load_worker(loop=True)
+                self.action_show_tab("live")
+        elif msg.state == ServerState.ATTACHED:
+            autoload = bool(self.config.autoload)
+            if autoload:
+                self.load_worker(loop=True)
+        elif msg.state == ServerState.FAILED:
+            self.notify(msg.detail, title="server", severity="error", timeout=10)
+        self.redraw()
+
+    def on_verification_changed(self, msg: VerificationChanged) -> None:
+        """Show post-launch verification prominently."""
+        from specdash.tui.format import finding_get
+
+        bad = [finding_get(f, "code") for f in getattr(msg.report, "findings", []) or []
+               if finding_get(f, "severity") in ("error", "warning")]
+        if bad:
+            self.notify("post-launch verification: " + ", ".join(map(str, bad)), title="verification",
+                        severity="error", timeout=10)
+        self.redraw()
+
+    def on_load_changed(self, msg: LoadChanged) -> None:
+        """Refresh the footer (stop / loop availability) when the load starts or stops."""
+        self.refresh_bindings()
+        if msg.status.error:
+            self.notify(msg.status.error, title="load", severity="error")
+
+    def on_advice_ready(self, msg: AdviceReady) -> None:
+        """Store the advisor's output for the Suggestions panel."""
+        self.advice, self.advice_note = msg.advice, msg.note
+        self.redraw()
+
+    # -- advice ---------------------------------------------------------------------------------
+    def _maybe_advise(self, v: ViewState) -> None:
+        """Run the advisor (in a thread) when new records arrived, at most every 10 s."""
+        run = v.snapshot.run
+        if not run.get("requests") or v.collapsed:
+            return
+        key = (run.get("requests"), id(v.snapshot.server_info), len(self.session.measurements))
+        now = time.monotonic()
+        if key == self._advice_key or now - self._advice_at < 10.0:
+            return
+        self._advice_key, self._advice_at = key, now
+        try:
+            inputs = self.session.advice_inputs()
+        except Exception as exc:  # advice must never break the dashboard  # noqa: BLE001
+            self.post_message(AdviceReady(None, f"advisor unavailable: {exc}"))
+            return
+        self.advise_worker(inputs)
+
+    @work(thread=True, exclusive=True, group="advice")
+    def advise_worker(self, inputs: Any) -> None:
+        """Fit the advisor off the event loop (numpy / scipy)."""
+        from specdash.tui.session import advise_from
+
+        try:
+            adv = advise_from(inputs)
+            note = "" if adv else ViewState().advice_note
+        except Exception as exc:  # noqa: BLE001
+            adv, note = None, f"advisor: {type(exc).__name__}: {exc}"
+        self.post_message(AdviceReady(adv, note))
+
+    # -- workers: server ------------------------------------------------------------------------
+    @work(exclusive=True, group="server")
+    async def launch_worker(self, force: bool = False) -> None:
+        """Launch (asking before overriding preflight errors)."""
+        from specdash.profile import ProfileError
+        from specdash.tui.screens.dialogs import ConfirmScreen
+
+        self.query_one(LogPanel).reset()
+        self.advice, self._advice_key = None, None
+        try:
+            try:
+                await self.session.launch(force=force)
+            except PreflightErrors as exc:
+                codes = ", ".join(exc.report.codes("error"))
+                self._drawn.clear()
+                self.action_show_tab("launch")
+                yes = await self.push_screen_wait(ConfirmScreen(
+                    f"Preflight found errors ({codes}).\nThe server may start and silently accept nothing.\n"
+                    "Launch anyway?", yes="Launch anyway", no="Cancel", danger=True))
+                if yes:
+                    await self.session.launch(force=True)
+        except ProfileError as exc:
+            self.notify(str(exc), title="launch", severity="error", timeout=10)
+        except Exception as exc:  # noqa: BLE001
+            self.notify(f"{type(exc).__name__}: {exc}", title="launch failed", severity="error", timeout=10)
+        finally:
+            self._drawn.clear()
+            self.refresh_bindings()
+
+    @work(exclusive=True, group="server")
+    async def stop_worker(self) -> None:
+        """Stop the load and the server."""
+        await self.session.stop()
+        self._drawn.clear()
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="server")
+    async def attach_worker(self) -> None:
+        """Attach to ``--url``."""
+        await self.session.attach()
+        self.refresh_bindings()
+
+    # -- workers: load --------------------------------------------------------------------------
+    @work(exclusive=True, group="load")
+    async def load_worker(self, loop: bool) -> None:
+        """Drive the suite once or in a loop (the session's load driver)."""
+        try:
+            await self.session.run_load(loop=loop, concurrency=self.session.load.concurrency,
+                                        max_tokens=self.session.load.max_tokens)
+        except Exception as exc:  # noqa: BLE001
+            self.notify(str(exc), title="load", severity="warning")
+        self.refresh_bindings()
+
+    # -- actions --------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Grey out actions that cannot run now (shown dimmed in the footer)."""
+        s = self.session
+        attached = bool(self.config.url)
+        if self.config.frozen is not None:
+            return True
+        if action in ("launch", "restart", "tweak", "save_preset") and (attached or s.profile is None):
+            return None
+        if action == "stop_server":
+            return True if (s.server_running or s.load_running) else None
+        if action in ("load_once", "load_loop"):
+            return True if (s.connected or s.load_running) else None
+        return True
+
+    def action_launch(self) -> None:
+        """Launch the chosen profile."""
+        if self.session.server_running:
+            self.notify("a server is already running: r restarts it, s stops it", severity="warning")
+            return
+        self.launch_worker(force=self.config.force)
+
+    def action_stop_server(self) -> None:
+        """Stop what specdash started (or just the load when attached)."""
+        if self.config.url:
+            self.run_worker(self.session.stop_load(), group="load", exclusive=True)
+            return
+        self.stop_worker()
+
+    def action_restart(self) -> None:
+        """Stop and launch again."""
+        self.launch_worker(force=self.config.force)
+
+    def action_load_once(self) -> None:
+        """Send the suite once."""
+        self.load_worker(loop=False)
+        self.action_show_tab("live")
+
+    def action_load_loop(self) -> None:
+        """Toggle the looping load."""
+        if self.session.load_running:
+            self.run_worker(self.session.stop_load(), group="load-stop", exclusive=True)
+            self.notify("load stopping (in-flight requests finish)", timeout=3)
+            return
+        self.load_worker(loop=True)
+        self.action_show_tab("live")
+
+    def action_concurrency(self, step: int) -> None:
+        """Move the concurrency one step up or down the ladder (applies to the next load)."""
+        cur = self.session.load.concurrency
+        ladder = list(CONCURRENCY_STEPS)
+        idx = min(range(len(ladder)), key=lambda i: abs(ladder[i] - cur))
+        new = ladder[max(0, min(len(ladder) - 1, idx + step))]
+        self.session.set_concurrency(new)
+        note = " (restart the load to apply)" if self.session.load_running else ""
+        self.notify(f"concurrency {new}{note}", timeout=2)
+        self._drawn.clear()
+
+    def action_show_tab(self, tab: str) -> None:
+        """Show a panel."""
+        if tab in TABS:
+            self.query_one(TabbedContent).active = tab
+
+    def action_help(self) -> None:
+        """The key help."""
+        from specdash.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_choose_profile(self) -> None:
+        """Open the profile picker."""
+        from specdash.profile import list_profiles, user_profile_dir
+        from specdash.tui.screens.picker import ProfilePicker
+
+        cur = self.session.profile.name if self.session.profile else None
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.use_profile(path)
+                self.action_show_tab("launch")
+
+        self.push_screen(ProfilePicker(list_profiles(), user_dir=user_profile_dir(), current=cur), chosen)
+
+    def action_choose_suite(self) -> None:
+        """Choose the load suite."""
+        from specdash.profile import ProfileError, list_suites, load_suite
+        from specdash.tui.screens.dialogs import ChoiceScreen
+
+        def chosen(name: str | None) -> None:
+            if not name:
+                return
+            try:
+                self.session.suite = load_suite(name)
+                self.session.load.suite = self.session.suite.name
+                self._drawn.clear()
+            except ProfileError as exc:
+                self.notify(str(exc), severity="error")
+
+        cur = self.session.suite.name if self.session.suite else None
+        self.push_screen(ChoiceScreen("Suite for the load driver", [(n, n) for n, _ in list_suites()],
+                                      current=cur), chosen)
+
+    def action_tweak(self) -> None:
+        """Open the tweak form for the speculative settings."""
+        from specdash.tui.screens.tweak import TweakScreen
+
+        s = self.session
+        if s.profile is None:
+            self.notify("pick a profile first (p)", severity="warning")
+            return
+        spec = s.profile.speculative.model_dump() if s.profile.speculative else {}
+
+        def preview(changes: dict) -> Any:
+            return launch_preview_renderable(s.preview_launch(s.tweaked(changes)))
+
+        self.push_screen(TweakScreen(spec, preview, title=f"Tweak {s.profile.name}"), self._tweaked)
+
+    def _tweaked(self, result: Any) -> None:
+        from specdash.profile import ProfileError
+
+        if result is None:
+            return
+        try:
+            prof = self.session.tweaked(result.changes)
+        except ProfileError as exc:
+            self.notify(str(exc), title="tweak", severity="error")
+            return
+        self.session.set_profile(prof, source_text=self.session.source_text)
+        self._refresh_profile()
+        if result.action == "relaunch":
+            self.launch_worker(force=self.config.force)
+        elif result.action == "save":
+            self.action_save_preset()
+        else:
+            self.notify("settings applied: press l (or r) to launch with them", timeout=4)
+
+    def action_save_preset(self) -> None:
+        """Save the current settings as a new preset."""
+        self.save_worker()
+
+    @work(exclusive=True, group="save")
+    async def save_worker(self) -> None:
+        """Ask for a name; ask again before overwriting; write the TOML."""
+        from specdash.profile import ProfileError
+        from specdash.tui.screens.dialogs import ConfirmScreen, PromptScreen
+
+        s = self.session
+        if s.profile is None:
+            self.notify("pick a profile first (p)", severity="warning")
+            return
+        directory = self.config.preset_dir
+        name = await self.push_screen_wait(PromptScreen(
+            "Save the current settings as a preset named:", suggested_name(s.profile),
+            hint=f"written to {s.preset_path('NAME', directory).parent}/NAME.toml (comments of the source kept)"))
+        if not name:
+            return
+        path = s.preset_path(name, directory)
+        force = False
+        if path.exists():
+            force = await self.push_screen_wait(ConfirmScreen(f"{path} exists.\nOverwrite it?", yes="Overwrite",
+                                                              no="Keep it", danger=True))
+            if not force:
+                self.notify("not saved", timeout=3)
+                return
+        try:
+            out = s.save_preset(name, directory=directory, force=force)
+        except ProfileError as exc:
+            self.notify(str(exc), title="save", severity="error")
+            return
+        self.notify(f"saved {out}", title="preset saved", timeout=6)
+
+    # -- quitting -------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Quit; stop what specdash started, asking first while a server is running."""
+        self.quit_worker()
+
+    @work(exclusive=True, group="quit")
+    async def quit_worker(self) -> None:
+        """Confirm (when a server runs), stop everything, exit."""
+        from specdash.tui.screens.dialogs import ConfirmScreen
+
+        if self.session.server_running:
+            yes = await self.push_screen_wait(ConfirmScreen(
+                "A server specdash started is running.\nStop it and quit?", yes="Stop and quit", no="Stay"))
+            if not yes:
+                return
+        await self._stop_everything()
+        self.exit(0)
+
+    def shutdown_and_exit(self) -> None:
+        """Stop everything and exit without asking (signals)."""
+        async def go() -> None:
+            await self._stop_everything()
+            self.exit(0)
+
+        self.run_worker(go(), group="quit", exclusive=True)
+
+    async def _stop_everything(self) -> None:
+        self.workers.cancel_group(self, "load")
+        await self.session.close()
+
+    # -- command palette ------------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Any:
+        """The palette: Textual's commands plus every registry binding (same help text)."""
+        yield from super().get_system_commands(screen)
+        seen = set()
+        for k in keys.KEYS:
+            if k.action in seen or k.action == "quit":
+                continue
+            seen.add(k.action)
+            yield SystemCommand(f"{k.description} ({keys.key_display(k)})", k.help, partial(self.run_action, k.action))
+
+
+def suggested_name(profile: Any) -> str:
+    """A preset name that says what changed: ``<name>-s<steps>-k<topk>-d<draft tokens>``."""
+    sp = profile.speculative
+    if sp is None or not sp.algorithm:
+        return f"{profile.name}-copy"
+    base = profile.name.split("-s")[0] if "-s" in profile.name and profile.name[-1].isdigit() else profile.name
+    return f"{base}-s{sp.num_steps or 'a'}-k{sp.eagle_topk or 'a'}-d{sp.num_draft_tokens or 'a'}"
+
+
+def _startup_lines(snap: Any) -> tuple[str, ...]:
+    """Log lines up to (and including) the ready line, decode/prefill batches left out."""
+    out = []
+    for e in snap.log:
+        if e.kind in ("decode", "prefill"):
+            continue
+        out.append(e.text)
+        if e.kind == "ready":
+            break
+    return tuple(out[-40:])
+
+
+def create_app(config: AppConfig | None = None) -> SpecdashApp:
+    """The app factory (tests inject a config)."""
+    return SpecdashApp(config)
+
+
+def run_tui(args: Any) -> int:
+    """Run the dashboard for the ``specdash`` command line (``cli.py``); returns the exit code.
+
+    Whatever happens (normal quit, an exception, a signal), a server this process started
+    is stopped before returning.
+    """
+    app = create_app(AppConfig.from_args(args))
+    try:
+        with contextlib.suppress(Exception):
+            from specdash.sglang.process import install_signal_handlers
+
+            install_signal_handlers()
+        rc = app.run()
+    finally:
+        app.session.stop_now()
+    return int(rc or 0) if app.return_code is None else int(app.return_code)

@@ -1,0 +1,659 @@
+"""The dashboard's controller, free of Textual: profile → preflight → launch / attach → load → stop.
+
+One :class:`Session` owns at most one server that specdash started, the HTTP client, the
+:class:`~specdash.collect.live.LiveCollector`, the run directory and the load driver.  The
+launch path is the bench runner's (``build_launch`` → ``ServerProcess`` → ``wait_ready``) and
+the load driver is the runner's ``send_suite`` (one code path for ``--bench`` and the TUI);
+every finished request is appended to the run directory's ``requests.jsonl`` as it arrives.
+
+The UI talks to it through a :class:`SessionListener` (plain method calls on the event
+loop's thread); the Textual app turns those into typed messages.  Nothing here draws.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import json
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Protocol
+
+from specdash.bench.rundir import RunDir
+from specdash.collect.live import LiveCollector, PollIntervals
+from specdash.profile import Profile, ProfileError, Suite
+
+#: Concurrency choices offered by the load control.
+CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
+#: Rounds queued per ``send_suite`` call while looping (no drain at every suite pass).
+LOOP_CHUNK = 20
+
+
+class ServerState(str, Enum):
+    """Where the server is in its life (the launch panel's state line)."""
+
+    IDLE = "idle"
+    STARTING = "starting"
+    READY = "ready"
+    STOPPING = "stopping"
+    FAILED = "failed"
+    EXITED = "exited"
+    ATTACHED = "attached"
+
+
+@dataclass
+class LoadStatus:
+    """The load driver's state: ``running``; ``loop`` (repeat the suite until stopped);
+    ``concurrency``; requests ``done`` / ``failed`` in this load; ``suite`` name;
+    ``max_tokens`` per request; ``error`` when the driver stopped on an exception."""
+
+    running: bool = False
+    loop: bool = False
+    concurrency: int = 4
+    done: int = 0
+    failed: int = 0
+    suite: str = ""
+    max_tokens: int | None = None
+    error: str | None = None
+
+
+class SessionListener(Protocol):
+    """What a UI implements to hear from the session (called on the event-loop thread)."""
+
+    def server_state(self, state: ServerState, detail: str) -> None: ...
+
+    def verification(self, report: Any) -> None: ...
+
+    def load_state(self, status: LoadStatus) -> None: ...
+
+
+class _NullListener:
+    def server_state(self, state, detail):
+        pass
+
+    def verification(self, report):
+        pass
+
+    def load_state(self, status):
+        pass
+
+
+@dataclass
+class LaunchInfo:
+    """What the launch panel shows about the current launch: the redacted argv/env, asked vs
+    effective speculative values, ``time_to_ready_s`` and the run directory."""
+
+    argv: list[str]
+    env: dict[str, str]
+    shell_line: str
+    asked: dict
+    effective: dict
+    adjustments: list
+    rejections: list
+    base_url: str
+    run_dir: Path | None = None
+    started_at: float | None = None
+    time_to_ready_s: float | None = None
+    error: str | None = None
+
+
+def spec_settings(info_or_effective: dict | None):
+    """Advisor :class:`~specdash.advisor.Settings` from ``/server_info`` or an ``effective`` dict."""
+    from specdash.advisor import Settings
+
+    d = info_or_effective or {}
+    algo = d.get("speculative_algorithm")
+    if not algo or algo in ("NONE",) or not d.get("speculative_num_steps"):
+        return None
+    return Settings(int(d["speculative_num_steps"]), int(d.get("speculative_eagle_topk") or 1),
+                    int(d.get("speculative_num_draft_tokens") or 0))
+
+
+def find_baseline_tok_s(out_dir: Path, name: str) -> float | None:
+    """Output tok/s of the newest finished run of profile ``name`` under ``out_dir``
+    (``*/summary.json``), or None."""
+    best: tuple[float, float] | None = None
+    for p in Path(out_dir).glob("*/summary.json"):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        for run in data.get("runs", []):
+            if run.get("profile") == name and run.get("output_tok_s"):
+                m = p.stat().st_mtime
+                if best is None or m > best[0]:
+                    best = (m, float(run["output_tok_s"]))
+    return best[1] if best else None
+
+
+class Session:
+    """Controller of one dashboard session (see module docstring).
+
+    Args:
+        profile: the profile to launch (None when attached or not chosen yet).
+        url: attach to a running server instead of launching (``--url``).
+        api_key: API key of an attached server.
+        out_dir: parent of run directories (``./runs``).
+        suite: the load suite.
+        listener: receives state changes (see :class:`SessionListener`).
+        intervals: collector poll intervals.
+        gpu_source: passed to :class:`LiveCollector`.
+        ready_timeout_s: how long a launched server may take to become ready.
+    """
+
+    def __init__(
+        self,
+        profile: Profile | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        out_dir: Path = Path("runs"),
+        suite: Suite | None = None,
+        listener: SessionListener | None = None,
+        intervals: PollIntervals | None = None,
+        gpu_source: str = "auto",
+        ready_timeout_s: float | None = None,
+        sglang_version: str | None = None,
+        baseline_tok_s: float | None = None,
+    ) -> None:
+        from specdash.bench.runner import READY_TIMEOUT_S
+
+        self.profile = profile
+        self.source_text: str | None = None
+        if profile is not None and profile.path is not None:
+            with contextlib.suppress(OSError):
+                self.source_text = profile.path.read_text(encoding="utf-8")
+        self.url = url
+        self.api_key = api_key
+        self.out_dir = Path(out_dir)
+        self.suite = suite
+        self.listener: SessionListener = listener or _NullListener()
+        self.intervals = intervals or PollIntervals()
+        self.gpu_source = gpu_source
+        self.ready_timeout_s = ready_timeout_s or READY_TIMEOUT_S
+        self.sglang_version = sglang_version
+        self.state = ServerState.IDLE
+        self.state_detail = ""
+        self.server: Any = None
+        self.client: Any = None
+        self.collector: LiveCollector | None = None
+        self.rundir: RunDir | None = None
+        self.launch_info: LaunchInfo | None = None
+        self.preflight_report: Any = None
+        self.preflight_error: str | None = None
+        self.verification_report: Any = None
+        self.load = LoadStatus(concurrency=(suite.suite.concurrency if suite else 4))
+        self._load_task: asyncio.Task | None = None
+        self._load_stop: asyncio.Event | None = None
+        self._collapse: Any = None
+        self._records_since_verify = 0
+        self.baseline_tok_s = baseline_tok_s
+        #: (settings or None, run summary, concurrency) per measured launch, for the advisor.
+        self.measurements: dict[int, tuple[Any, dict, int]] = {}
+        self._launch_no = 0
+        self._lock = asyncio.Lock()
+
+    # -- profile --------------------------------------------------------------------------------
+    def set_profile(self, profile: Profile, *, source_text: str | None = None) -> None:
+        """Make ``profile`` the one to launch (keeps the source file's text for saving)."""
+        self.profile = profile
+        if source_text is not None:
+            self.source_text = source_text
+        elif profile.path is not None:
+            with contextlib.suppress(OSError):
+                self.source_text = profile.path.read_text(encoding="utf-8")
+        self.preflight_report = None
+        self.preflight_error = None
+
+    def run_preflight(self) -> Any:
+        """Preflight findings (``run_doctor``) for the current profile; errors reading the
+        profile become :attr:`preflight_error` instead of exceptions."""
+        from specdash.eagle3.rules import run_doctor
+
+        self.preflight_report, self.preflight_error = None, None
+        if self.profile is None:
+            return None
+        try:
+            self.preflight_report = run_doctor(self.profile, sglang_version=self.sglang_version)
+        except Exception as exc:  # a broken profile is shown, never a crash  # noqa: BLE001
+            self.preflight_error = f"{type(exc).__name__}: {exc}"
+        return self.preflight_report
+
+    def preview_launch(self, profile: Profile | None = None) -> LaunchInfo | None:
+        """Argv / env / asked vs effective for ``profile`` (default: the current one) without
+        starting anything (port 0 stays 0: a free port is chosen at launch)."""
+        from specdash.sglang.command import build_launch
+
+        prof = profile or self.profile
+        if prof is None:
+            return None
+        try:
+            spec = build_launch(prof.expanded(), version=self.sglang_version)
+        except (ProfileError, Exception) as exc:  # noqa: BLE001
+            return LaunchInfo([], {}, "", {}, {}, [], [], "", error=f"{type(exc).__name__}: {exc}")
+        return _launch_info(spec)
+
+    # -- state ----------------------------------------------------------------------------------
+    def _set_state(self, state: ServerState, detail: str = "") -> None:
+        self.state, self.state_detail = state, detail
+        self.listener.server_state(state, detail)
+
+    @property
+    def server_running(self) -> bool:
+        """True while a server that specdash started is alive (starting or ready)."""
+        return self.server is not None and self.state in (ServerState.STARTING, ServerState.READY)
+
+    @property
+    def connected(self) -> bool:
+        """True when a server (launched and ready, or attached) can take requests."""
+        return self.client is not None and self.state in (ServerState.READY, ServerState.ATTACHED)
+
+    # -- attach ---------------------------------------------------------------------------------
+    async def attach(self) -> None:
+        """Attach to :attr:`url`: start the collector; the state becomes ATTACHED (or FAILED
+        when ``/health`` does not answer)."""
+        from specdash.sglang.client import SGLangClient
+
+        self.client = SGLangClient(self.url, api_key=self.api_key)
+        self.collector = LiveCollector(self.client, intervals=self.intervals, gpu_source=self.gpu_source)
+        await self.collector.start()
+        ok = False
+        with contextlib.suppress(Exception):
+            ok = await self.client.health()
+        if ok:
+            self._set_state(ServerState.ATTACHED, f"attached to {self.url}")
+        else:
+            self._set_state(ServerState.FAILED, f"{self.url}: /health did not answer 200 (is the server up?)")
+
+    # -- launch / stop --------------------------------------------------------------------------
+    async def launch(self, *, force: bool = False) -> LaunchInfo:
+        """Launch the current profile (stopping a server this session started before).
+
+        Returns the :class:`LaunchInfo`; on failure its ``error`` is set and the state is
+        FAILED (the log tail says why).  Preflight errors block the launch unless ``force``.
+        """
+        from specdash.sglang.client import SGLangClient
+        from specdash.sglang.command import build_launch
+        from specdash.sglang.process import ServerProcess, free_port
+
+        async with self._lock:
+            await self._stop_locked()
+            if self.profile is None:
+                raise ProfileError("no profile chosen")
+            report = self.run_preflight()
+            if self.preflight_error:
+                self._set_state(ServerState.FAILED, self.preflight_error)
+                raise ProfileError(self.preflight_error)
+            if report is not None and report.has_errors and not force:
+                self._set_state(ServerState.IDLE, "preflight found errors: fix them, or launch anyway")
+                raise PreflightErrors(report)
+            prof = self.profile.expanded()
+            port = prof.server.port or free_port()
+            spec = build_launch(prof, version=self.sglang_version, port=port)
+            self.rundir = RunDir.create(self.out_dir, prof.name)
+            info = _launch_info(spec)
+            info.run_dir = self.rundir.path
+            info.started_at = time.monotonic()
+            self.launch_info = info
+            self._launch_no += 1
+            self.rundir.write_manifest(self._manifest(prof, spec))
+            self.verification_report = None
+            self._collapse = None
+            self.server = ServerProcess(spec.argv, env=spec.env, run_dir=self.rundir.path, url=spec.base_url)
+            self._set_state(ServerState.STARTING, f"starting {prof.name} on {spec.base_url}")
+            self.server.start()
+            self.client = SGLangClient(spec.base_url, api_key=spec.api_key)
+            self.collector = LiveCollector(self.client, server=self.server, intervals=self.intervals,
+                                           gpu_source=self.gpu_source)
+            await self.collector.start()
+            try:
+                await self.server.wait_ready(self.client, self.ready_timeout_s)
+            except asyncio.CancelledError:
+                await self._stop_locked()
+                raise
+            except Exception as exc:  # noqa: BLE001
+                info.error = f"{type(exc).__name__}: {exc}"
+                self._set_state(ServerState.FAILED, f"did not become ready: {info.error}")
+                await self._stop_locked(final_state=ServerState.FAILED, detail=f"did not become ready: {info.error}")
+                return info
+            info.time_to_ready_s = time.monotonic() - info.started_at
+            self._set_state(ServerState.READY, f"{prof.name} ready in {info.time_to_ready_s:.1f} s on {spec.base_url}")
+            await self.verify()
+            return info
+
+    async def verify(self) -> Any:
+        """Post-launch verification (``verify_server``) from ``/server_info``, the log and
+        this run's records; the report goes to the listener."""
+        from specdash.eagle3.verify import verify_server
+
+        if self.client is None:
+            return None
+        info = None
+        with contextlib.suppress(Exception):
+            info = await self.client.server_info()
+        if self.profile is None and not info:
+            return None
+        lines = self.server.ring.lines() if self.server is not None else []
+        records = self.collector.records if self.collector is not None else []
+        try:
+            report = verify_server(self.profile or info, info or {}, lines, records)
+        except Exception as exc:  # verification must never take the dashboard down  # noqa: BLE001
+            report = _FailedReport(f"{type(exc).__name__}: {exc}")
+        self.verification_report = report
+        self.listener.verification(report)
+        return report
+
+    async def stop(self) -> None:
+        """Stop the load and the server this session started (the whole process tree)."""
+        async with self._lock:
+            await self._stop_locked()
+
+    async def _stop_locked(self, *, final_state: ServerState = ServerState.IDLE, detail: str = "") -> None:
+        await self.stop_load()
+        if self.collector is not None:
+            await self.collector.stop()
+        server, self.server = self.server, None
+        if server is not None:
+            self._set_state(ServerState.STOPPING, "stopping the server (SIGTERM, then SIGKILL of the tree)")
+            await asyncio.to_thread(server.stop)
+        client, self.client = self.client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+        if self.rundir is not None:
+            self.rundir.close()
+        if server is not None or final_state != ServerState.IDLE:
+            self._set_state(final_state, detail or "stopped")
+
+    async def close(self) -> None:
+        """Stop everything (app exit)."""
+        await self.stop()
+        if self.collector is not None:
+            await self.collector.stop()
+
+    def stop_now(self) -> None:
+        """Synchronous last-resort stop (signal handlers / atexit): kill the server tree."""
+        server = self.server
+        if server is not None:
+            with contextlib.suppress(Exception):
+                server.stop()
+
+    # -- load -----------------------------------------------------------------------------------
+    async def run_load(self, *, loop: bool, concurrency: int | None = None, max_tokens: int | None = None) -> LoadStatus:
+        """Drive the suite (once, or looping until :meth:`stop_load`) and return when done.
+
+        Runs in the caller's task (the TUI runs it in an exclusive worker); a new run scope
+        starts in the collector; every record is appended to the run directory.
+
+        Raises:
+            ProfileError: no suite.  RuntimeError: no ready server.
+        """
+        if self.suite is None:
+            raise ProfileError("no suite chosen")
+        if not self.connected:
+            raise RuntimeError("no server is ready: launch one (or attach with --url) first")
+        await self.stop_load()
+        self.load = LoadStatus(running=True, loop=loop, concurrency=concurrency or self.load.concurrency,
+                               suite=self.suite.name, max_tokens=max_tokens or self.load.max_tokens)
+        self._load_stop = asyncio.Event()
+        self._load_task = asyncio.current_task()
+        self.listener.load_state(self.load)
+        await self._drive()
+        return self.load
+
+    @property
+    def load_running(self) -> bool:
+        """True while the load driver sends requests."""
+        return self._load_task is not None and not self._load_task.done() and self.load.running
+
+    async def stop_load(self) -> None:
+        """Stop the load driver: no new requests; in-flight ones are cancelled after 2 s."""
+        task = self._load_task
+        if task is None or task.done() or task is asyncio.current_task():
+            return
+        if self._load_stop is not None:
+            self._load_stop.set()
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+            await asyncio.wait_for(asyncio.shield(task), 2.0)
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def set_concurrency(self, n: int) -> None:
+        """The concurrency for the next load (a running load keeps its own)."""
+        self.load.concurrency = max(1, int(n))
+        self.listener.load_state(self.load)
+
+    async def _drive(self) -> None:
+        from specdash.bench.runner import send_suite, work_items
+
+        suite = self.suite
+        st = self.load
+        max_tokens = st.max_tokens or suite.suite.max_tokens
+        st.max_tokens = max_tokens
+        if self.rundir is None:
+            self.rundir = RunDir.create(self.out_dir, (self.profile.name if self.profile else "attached"))
+        label = f"{suite.name} ×{st.concurrency}" + (" (loop)" if st.loop else "")
+        if self.collector is not None:
+            self.collector.new_run(label)
+        self._records_since_verify = 0
+        repeats = suite.suite.repeats
+        offset = 0
+        try:
+            while True:
+                rounds = LOOP_CHUNK if st.loop else 1
+                items = work_items(suite, repeats * rounds, offset)
+                offset += repeats * rounds
+                await send_suite(self.client, suite, items, concurrency=st.concurrency, max_tokens=max_tokens,
+                                 on_record=self._on_record, stop=self._load_stop)
+                if not st.loop or self._load_stop.is_set():
+                    break
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            st.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            st.running = False
+            self._remember_measurement()
+            self.listener.load_state(st)
+
+    def _on_record(self, rec: dict) -> None:
+        if self.rundir is not None:
+            self.rundir.append_request(rec)
+        if self.collector is not None:
+            self.collector.add_record(rec)
+        if rec.get("ok"):
+            self.load.done += 1
+        else:
+            self.load.failed += 1
+        self._watch_collapse(rec)  # (no listener call per record: the UI reads counts on its own clock)
+
+    def _watch_collapse(self, rec: dict) -> None:
+        """Feed the live collapse watch; when it decides (after the first few hundred tokens)
+        verification runs again with this run's records (VERIFY_COLLAPSE)."""
+        from specdash.eagle3.verify import CollapseWatch
+
+        if self.profile is None and self.client is None:
+            return
+        if self._collapse is None:
+            self._collapse = CollapseWatch()
+        if self._collapse.decision is not None:
+            return
+        if self._collapse.feed(rec) is not None:
+            self._verify_task = asyncio.get_running_loop().create_task(self.verify())
+
+    def _remember_measurement(self) -> None:
+        if self.collector is None:
+            return
+        run = self.collector.run_summary()
+        if not run.get("requests"):
+            return
+        info = self.collector.snapshot().server_info
+        self.measurements[self._launch_no] = (spec_settings(info), dict(run), self.load.concurrency)
+        if spec_settings(info) is None and run.get("output_tok_s"):
+            self.baseline_tok_s = float(run["output_tok_s"])
+
+    # -- advice ---------------------------------------------------------------------------------
+    def measurement_list(self) -> list:
+        """Advisor :class:`~specdash.advisor.Measurement` s: one per measured launch, the live
+        run included."""
+        from specdash.advisor import Measurement
+
+        data = dict(self.measurements)
+        if self.collector is not None:
+            run = self.collector.run_summary()
+            info = self.collector.snapshot().server_info
+            if run.get("requests"):
+                data[self._launch_no] = (spec_settings(info), dict(run), self.load.concurrency)
+        out = []
+        for settings, run, conc in data.values():
+            tpot = run.get("tpot_ms") or {}
+            out.append(Measurement(settings, run.get("output_tok_s"), conc, run.get("accept_length"),
+                                   run.get("accept_histogram"), tpot.get("mean") if tpot else None))
+        return out
+
+    def advice_inputs(self) -> tuple[list, float | None, Any]:
+        """(measurements, baseline tok/s, current settings) for :func:`advise_from` — taken on
+        the event loop's thread so the advisor can then run in a worker thread."""
+        ms = self.measurement_list()
+        current = None
+        if self.collector is not None:
+            current = spec_settings(self.collector.snapshot().server_info)
+        if current is not None and not any(m.settings == current for m in ms):
+            current = None
+        return ms, self.baseline_tok_s, current
+
+    def advise(self) -> Any:
+        """The advisor's :class:`~specdash.advisor.Advice` for the measurements so far (None
+        until a speculative run has tok/s and accept length).  CPU-heavy: run in a thread."""
+        return advise_from(self.advice_inputs())
+
+    # -- tweak & save ---------------------------------------------------------------------------
+    def tweaked(self, changes: dict[str, Any]) -> Profile:
+        """A copy of the current profile with ``[speculative]`` fields replaced.
+
+        ``changes`` keys: ``algorithm``, ``draft_model_path``, ``num_steps``, ``eagle_topk``,
+        ``num_draft_tokens`` (None = unset, SGLang chooses), ``extra_args`` (a string, split
+        like a shell would, or a list).
+
+        Raises:
+            ProfileError: the result does not validate.
+        """
+        from pydantic import ValidationError
+
+        if self.profile is None:
+            raise ProfileError("no profile chosen")
+        data = self.profile.model_dump()
+        spec = dict(data.get("speculative") or {})
+        for k, v in changes.items():
+            if k == "extra_args" and isinstance(v, str):
+                v = shlex.split(v)
+            spec[k] = v
+        data["speculative"] = spec
+        try:
+            prof = Profile.model_validate(data)
+        except ValidationError as exc:
+            raise ProfileError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+        prof._path = self.profile.path
+        return prof
+
+    def preset_path(self, name: str, directory: Path | None = None) -> Path:
+        """Where :meth:`save_preset` writes ``name`` (the user's profile directory by default)."""
+        from specdash.bench.rundir import safe_name
+        from specdash.profile import user_profile_dir
+
+        return Path(directory or user_profile_dir()) / f"{safe_name(name)}.toml"
+
+    def save_preset(self, name: str, *, directory: Path | None = None, force: bool = False) -> Path:
+        """Save the current profile as preset ``name`` (TOML via tomlkit; the source profile's
+        comments kept, a first line saying where it came from).  Never overwrites unless
+        ``force``.
+
+        Raises:
+            ProfileError: the file exists and ``force`` is False, or no profile is chosen.
+        """
+        from specdash.profile import profile_to_toml, write_new_file
+
+        if self.profile is None:
+            raise ProfileError("no profile chosen")
+        prof = self.profile.model_copy(update={"name": name})
+        src = self.profile.path.name if self.profile.path else "an unsaved profile"
+        stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+        header = f"# Saved by the specdash dashboard on {stamp}, from {src} ({self.profile.name})."
+        text = profile_to_toml(prof, header=header.lstrip("# "), base_text=self.source_text)
+        if self.source_text is not None:
+            text = header + "\n" + text
+        return write_new_file(self.preset_path(name, directory), text, force=force)
+
+    # -- manifest -------------------------------------------------------------------------------
+    def _manifest(self, prof: Profile, spec) -> dict:
+        from specdash.bench.runner import _redact_profile
+
+        return {
+            "profile": prof.name,
+            "profile_path": str(prof.path) if prof.path else None,
+            "profile_data": _redact_profile(prof),
+            "source": "tui",
+            "url": spec.base_url,
+            "attached": False,
+            "simulated": prof.server.launcher == "sim",
+            "argv": spec.redacted_argv(),
+            "env": spec.redacted_env(),
+            "asked": spec.spec.asked,
+            "expected_effective": spec.spec.effective(),
+            "adjustments": [a.__dict__ for a in spec.spec.adjustments],
+        }
+
+
+def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
+    """Run :func:`specdash.advisor.advise` on :meth:`Session.advice_inputs` (None when no
+    speculative measurement with tok/s and accept length exists yet)."""
+    from specdash.advisor import advise
+
+    ms, baseline, current = inputs
+    if not any(m.settings is not None and m.tau() and m.tok_s() for m in ms):
+        return None
+    return advise(ms, baseline, current=current)
+
+
+class PreflightErrors(Exception):
+    """Launch refused: the preflight found errors (``report``); launch again with force."""
+
+    def __init__(self, report: Any) -> None:
+        super().__init__("preflight found errors")
+        self.report = report
+
+
+@dataclass
+class _FailedReport:
+    """Stand-in verification result when verification itself raised."""
+
+    error: str
+    status: str = "skipped"
+    findings: list = field(default_factory=list)
+
+
+def _launch_info(spec) -> LaunchInfo:
+    return LaunchInfo(
+        argv=spec.redacted_argv(),
+        env=spec.redacted_env(),
+        shell_line=spec.shell_line(),
+        asked=dict(spec.spec.asked),
+        effective=spec.spec.effective(),
+        adjustments=list(spec.spec.adjustments),
+        rejections=list(spec.spec.rejections),
+        base_url=spec.base_url,
+    )
+
+
+def noop(*_a, **_k) -> None:
+    """A do-nothing callback."""
+
+
+Callback = Callable[..., None]

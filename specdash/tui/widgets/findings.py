@@ -1,0 +1,93 @@
+"""Findings (preflight and post-launch verification) as Rich renderables, and the banner
+that puts verification results at the top of every panel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual.widgets import Static
+
+from specdash.tui.format import SEVERITY_MARK, SEVERITY_STYLE, finding_get
+from specdash.tui.state import ViewState
+
+#: What each post-launch code means for the person tuning (CONTRACTS.md post-launch codes).
+VERIFY_MEANING = {
+    "VERIFY_COLLAPSE": "accept length ≈ 1: a WIRING FAULT (wrong algorithm, dropped draft weights, capture "
+                       "layers) or an untrained draft — not a tuning problem; `specdash draft selftest` separates them",
+    "VERIFY_ALGO": "the server runs a different algorithm than the draft needs",
+    "VERIFY_ADJUSTED": "SGLang changed steps / topk / draft tokens from what was asked",
+    "VERIFY_LOG": "the server log has loader / capture errors or warnings",
+}
+
+
+def render_findings(findings: Sequence[Any], *, empty: str = "no findings") -> Group | Text:
+    """Findings with their why and fix, most severe first."""
+    if not findings:
+        return Text("✔ " + empty, style="green")
+    order = {"error": 0, "warning": 1, "info": 2}
+    items = sorted(findings, key=lambda f: order.get(str(finding_get(f, "severity", "info")), 3))
+    parts = []
+    for f in items:
+        sev = str(finding_get(f, "severity", "info"))
+        t = Text()
+        t.append(f"{SEVERITY_MARK.get(sev, '•')} {sev.upper()} ", style=SEVERITY_STYLE.get(sev, ""))
+        t.append(str(finding_get(f, "code", "")), style="bold")
+        t.append(f"  {finding_get(f, 'message', '')}\n")
+        why = finding_get(f, "why")
+        if why:
+            t.append("    why: ", style="dim")
+            t.append(f"{why}\n")
+        fix = finding_get(f, "fix")
+        if fix:
+            t.append("    fix: ", style="bold green")
+            t.append(f"{fix}\n")
+        parts.append(t)
+    return Group(*parts)
+
+
+class VerifyBanner(Static):
+    """Post-launch verification, shown above the panels: green when all checks pass, red
+    with the codes when not.  Hidden until a verification exists."""
+
+    def show(self, view: ViewState) -> None:
+        """Render the banner for ``view`` (sets ``-ok`` / ``-failed`` / ``-collapsed``)."""
+        rep = view.verification
+        self.display = rep is not None
+        if rep is None:
+            return
+        findings = view.verification_findings
+        status = str(getattr(rep, "status", "ok"))
+        bad = [f for f in findings if finding_get(f, "severity") in ("error", "warning")]
+        self.set_class(not bad and status == "ok", "-ok")
+        self.set_class(bool(bad) or status == "failed", "-failed")
+        self.set_class(view.collapsed, "-collapsed")
+        t = Text()
+        if not bad:
+            t.append("✔ post-launch verification: ", style="bold")
+            t.append(f"{status} — algorithm, effective settings and log checked; ")
+            acc = getattr(rep, "acceptance", None)
+            al = getattr(rep, "accept_length", None)
+            if acc == "pending":
+                t.append("acceptance pending (judged after the first few hundred tokens: g or o sends load)")
+            elif al:
+                t.append(f"acceptance {acc} (accept length {al:.2f} over {getattr(rep, 'tokens', 0)} tokens)")
+            elif acc:
+                t.append(f"acceptance {acc}")
+            if getattr(rep, "error", None):
+                t.append(f" (verification could not run: {rep.error})")
+            self.update(t)
+            return
+        t.append(f"✖ post-launch verification {status.upper()}: ", style="bold")
+        for f in bad:
+            code = str(finding_get(f, "code"))
+            t.append(f"\n  {code}", style="bold")
+            t.append(f"  {finding_get(f, 'message', '')}")
+            if code in VERIFY_MEANING:
+                t.append(f"\n    → {VERIFY_MEANING[code]}", style="italic")
+            fix = finding_get(f, "fix")
+            if fix:
+                t.append(f"\n    fix: {fix}")
+        self.update(t)

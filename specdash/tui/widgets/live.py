@@ -1,0 +1,146 @@
+"""The Live panel: throughput, latency and acceptance as numbers and as charts over time."""
+
+from __future__ import annotations
+
+import statistics
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from specdash.tui.format import ACCEPT_DEFINITIONS, DASH, dist, num, pct
+from specdash.tui.state import ViewState
+from specdash.tui.widgets.charts import HistogramChart, Series, TimeChart
+
+
+def _tile(title: str, value: str, sub: str = "", style: str = "bold") -> Text:
+    t = Text()
+    t.append(title + "\n", style="dim")
+    t.append(value, style=style)
+    if sub:
+        t.append("\n" + sub, style="dim")
+    return t
+
+
+def live_numbers(view: ViewState) -> dict[str, str]:
+    """The headline numbers as strings (also used by the status bar and tests)."""
+    snap = view.snapshot
+    run = snap.run
+    m = snap.latest_metrics
+    d = snap.latest_decode
+    reqs = [r.tok_s for r in snap.requests if r.ok and r.tok_s]
+    window_al = (m.accept_length if m and m.accept_length else None) or (d.accept_length if d else None)
+    window_ar = (m.accept_rate if m and m.accept_rate is not None and m.accept_length else None)
+    if window_ar is None and d is not None:
+        window_ar = d.accept_rate
+    running = m.running if m and m.running is not None else (d.running if d else None)
+    queued = m.queued if m and m.queued is not None else (d.queued if d else None)
+    return {
+        "server_tok_s": num(m.tok_s if m else None, 0),
+        "run_tok_s": num(run.get("output_tok_s"), 0),
+        "request_tok_s": num(statistics.median(reqs) if reqs else None, 1),
+        "ttft": dist(run.get("ttft_ms"), "p50", 0),
+        "ttft_p90": dist(run.get("ttft_ms"), "p90", 0),
+        "tpot": dist(run.get("tpot_ms"), "p50", 2),
+        "tpot_p90": dist(run.get("tpot_ms"), "p90", 2),
+        "itl": dist(run.get("itl_ms"), "p50", 2),
+        "accept_length": num(run.get("accept_length"), 2),
+        "accept_rate": pct(run.get("accept_rate")),
+        "window_accept_length": num(window_al, 2),
+        "window_accept_rate": pct(window_ar),
+        "server_accept_length": num(snap.run_server_accept_length, 2),
+        "running": num(running, 0),
+        "queued": num(queued, 0),
+        "requests": str(run.get("requests") or 0),
+        "failed": str(run.get("failed_requests") or 0),
+    }
+
+
+class StatTiles(Static):
+    """The headline numbers (a grid of tiles)."""
+
+    def show(self, view: ViewState) -> None:
+        """Render the tiles for ``view``."""
+        n = live_numbers(view)
+        base = view.baseline_tok_s
+        run_tok = view.snapshot.run.get("output_tok_s")
+        speed = f"×{run_tok / base:.2f} vs baseline {base:.0f}" if base and run_tok else (
+            f"baseline {base:.0f} tok/s" if base else "no baseline run known")
+        grid = Table.grid(expand=True, padding=(0, 2))
+        for _ in range(6):
+            grid.add_column(ratio=1)
+        m = view.snapshot.latest_metrics
+        src = f"Δ {m.tok_s_source} / s" if m else "from /metrics"
+        grid.add_row(
+            _tile("Output tok/s (server)", n["server_tok_s"], src, "bold green"),
+            _tile("Output tok/s (run)", n["run_tok_s"], speed, "bold green"),
+            _tile("Per-request tok/s p50", n["request_tok_s"], f"{n['requests']} done · {n['failed']} failed"),
+            _tile("TTFT p50", n["ttft"], f"p90 {n['ttft_p90']}"),
+            _tile("TPOT p50", n["tpot"], f"p90 {n['tpot_p90']}"),
+            _tile("Running / queued", f"{n['running']} / {n['queued']}", "requests on the server"),
+        )
+        grid.add_row(
+            _tile("Accept length (run)", n["accept_length"], "incl. bonus token",
+                  "bold cyan" if not view.collapsed else "bold red"),
+            _tile("Accept rate (run)", n["accept_rate"], "bonus excluded", "bold cyan"),
+            _tile("Accept len (window)", n["window_accept_length"], "last decode-log window"),
+            _tile("Accept rate (window)", n["window_accept_rate"], "last decode-log window"),
+            _tile("Accept len (server)", n["server_accept_length"], "Δgen tokens ÷ Δverify calls"),
+            _tile("Run", view.snapshot.run_label or DASH, f"ITL p50 {n['itl']}"),
+        )
+        self.update(grid)
+
+
+class LivePanel(Vertical):
+    """Numbers on top; throughput, acceptance, histogram and queue charts below."""
+
+    def compose(self) -> ComposeResult:
+        yield StatTiles(id="live-stats")
+        yield Static(ACCEPT_DEFINITIONS, id="live-definitions")
+        with Horizontal(classes="chart-row"):
+            yield TimeChart("Output tok/s", "tok/s", id="chart-throughput")
+            yield TimeChart("Accept length (incl. bonus)", "tokens/round", id="chart-accept", ymin=None)
+        with Horizontal(classes="chart-row"):
+            yield HistogramChart(id="chart-histogram")
+            yield TimeChart("Requests running / queued", "requests", id="chart-requests")
+
+    def show(self, view: ViewState, *, charts: bool = True) -> None:
+        """Update the numbers (and, when ``charts``, the charts) from ``view``."""
+        self.query_one(StatTiles).show(view)
+        self.set_class(view.collapsed, "-collapsed")
+        if not charts:
+            return
+        snap = view.snapshot
+        now = snap.taken_at
+        ms = [m for m in snap.metrics if m.tok_s is not None]
+        thr = [Series("server tok/s", tuple(m.t - now for m in ms), tuple(m.tok_s for m in ms), "green")]
+        rq = [r for r in snap.requests if r.ok and r.tok_s]
+        if rq:
+            thr.append(Series("per request", tuple(r.t - now for r in rq), tuple(r.tok_s for r in rq), "cyan",
+                              scatter=True))
+        base = view.baseline_tok_s
+        self.query_one("#chart-throughput", TimeChart).show(
+            thr, base, f"baseline {base:.0f} tok/s {view.baseline_label}".strip() if base else "")
+        acc: list[Series] = []
+        dec = [d for d in snap.decode if d.accept_length is not None]
+        if dec:
+            acc.append(Series("log window", tuple(d.t - now for d in dec), tuple(d.accept_length for d in dec),
+                              "magenta"))
+        else:
+            mw = [m for m in snap.metrics if m.accept_length]
+            if mw:
+                acc.append(Series("window", tuple(m.t - now for m in mw), tuple(m.accept_length for m in mw),
+                                  "magenta"))
+        ra = [r for r in snap.requests if r.accept_length]
+        if ra:
+            acc.append(Series("per request", tuple(r.t - now for r in ra), tuple(r.accept_length for r in ra),
+                              "cyan", scatter=True))
+        run_al = snap.run.get("accept_length")
+        self.query_one("#chart-accept", TimeChart).show(acc, run_al, f"run τ {run_al:.2f}" if run_al else "")
+        self.query_one(HistogramChart).show(snap.run.get("accept_histogram"))
+        mr = [m for m in snap.metrics if m.running is not None]
+        qs = [Series("running", tuple(m.t - now for m in mr), tuple(m.running for m in mr), "green"),
+              Series("queued", tuple(m.t - now for m in mr), tuple(m.queued or 0.0 for m in mr), "yellow")]
+        self.query_one("#chart-requests", TimeChart).show(qs)

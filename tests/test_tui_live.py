@@ -1,0 +1,197 @@
+"""The dashboard's Textual-free parts: the live collector (against the simulator and
+fakes), the process-tree helpers and the session's preset saving."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specdash.collect.live import LiveCollector, PollIntervals, normalise_record, request_sample, slim_record
+from specdash.collect.proc import ProcTreeSampler, alive_descendants, tree_pids, wait_gone
+
+FAST = PollIntervals(metrics=0.2, server_info=0.4, gpu=0.3, logs=0.05)
+SIM_ARGS = ["--model-path", "sim:llama-3.1-8b", "--speculative-algorithm", "EAGLE3",
+            "--speculative-draft-model-path", "sim:llama-3.1-8b-eagle3", "--speculative-num-steps", "3",
+            "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4", "--enable-metrics",
+            "--time-scale", "10", "--decode-log-interval", "10"]
+
+
+async def until(cond, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def test_collector_against_simulator_without_ui() -> None:
+    """Collection works with no UI: metrics rates, simulated GPUs, server info and
+    run-scoped acceptance from the load driver's records (the runner's send_suite)."""
+    from specdash.bench.runner import send_suite, work_items
+    from specdash.profile import load_suite
+    from specdash.sglang.client import SGLangClient
+    from specdash.sim.testing import SimProcess
+
+    with SimProcess(SIM_ARGS) as sim:
+        async with SGLangClient(sim.url) as client:
+            col = LiveCollector(client, intervals=FAST)
+            await col.start()
+            col.new_run("test")
+            suite = load_suite("seeds-five")
+            await send_suite(client, suite, work_items(suite, 2), concurrency=2, max_tokens=64,
+                             on_record=col.add_record)
+            await until(lambda: any((m.tok_s or 0) > 0 for m in col.snapshot().metrics))
+            await until(lambda: col.snapshot().gpu.devices and col.snapshot().server_info)
+            await until(lambda: col.snapshot().run_server_accept_length is not None)
+            snap = col.snapshot()
+            await col.stop()
+        assert not col.running
+        assert snap.gpu.status == "simulated" and snap.gpu.devices[0].simulated
+        assert snap.simulated and snap.server_info["speculative_algorithm"] == "EAGLE3"
+        assert snap.run["requests"] == 10
+        assert 1.5 < snap.run["accept_length"] <= 4.0
+        assert 0 < snap.run["accept_rate"] <= 1.0
+        assert sum(snap.run["accept_histogram"]) > 0
+        assert snap.run["ttft_ms"]["p50"] > 0 and snap.run["tpot_ms"]["p50"] > 0
+        assert snap.run_server_accept_length == pytest.approx(snap.run["accept_length"], rel=0.15)
+        assert len(snap.requests) == 10 and all(r.accept_length for r in snap.requests)
+        assert snap.metrics_enabled is True
+
+
+class SlowClient:
+    """A fake client whose calls take longer than the poll interval and count overlaps."""
+
+    base_url = "http://fake"
+
+    def __init__(self, delay: float = 0.05) -> None:
+        self.delay = delay
+        self.active: dict[str, int] = {}
+        self.max_active: dict[str, int] = {}
+        self.fail_metrics = False
+
+    async def _call(self, name: str):
+        self.active[name] = self.active.get(name, 0) + 1
+        self.max_active[name] = max(self.max_active.get(name, 0), self.active[name])
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.active[name] -= 1
+
+    async def metrics_text(self):
+        await self._call("metrics")
+        if self.fail_metrics:
+            raise ConnectionError("refused")
+        return ('sglang:realtime_tokens_total{mode="decode"} %d\nsglang:num_running_reqs 2\n'
+                "sglang:num_queue_reqs 0\n" % int(time.monotonic() * 100))
+
+    async def server_info(self):
+        await self._call("server_info")
+        return {"version": "0.5.23", "simulated": False}
+
+
+async def test_polls_never_overlap_and_failures_stay_local() -> None:
+    client = SlowClient(delay=0.05)
+    col = LiveCollector(client, intervals=PollIntervals(metrics=0.01, server_info=0.01, gpu=0.01), gpu_source="off")
+    await col.start()
+    await asyncio.sleep(0.6)
+    assert client.max_active == {"metrics": 1, "server_info": 1}
+    assert col.polls["metrics"] >= 4
+    snap = col.snapshot()
+    assert snap.latest_metrics.running == 2.0
+    assert snap.latest_metrics.tok_s == pytest.approx(100.0, rel=0.3)  # 100 tokens per second of the fake
+    client.fail_metrics = True
+    await until(lambda: "metrics" in col.snapshot().errors, timeout=3)
+    n_info = col.polls["server_info"]
+    await asyncio.sleep(0.2)
+    assert col.polls["server_info"] > n_info  # the other loops go on
+    assert "refused" in col.snapshot().errors["metrics"]
+    await col.stop()
+    assert not col.running
+
+
+async def test_log_ring_is_read_incrementally() -> None:
+    from specdash.sglang.logs import LogRing
+
+    class FakeServer:
+        pid = None
+
+        def __init__(self) -> None:
+            self.ring = LogRing()
+
+    srv = FakeServer()
+    col = LiveCollector(SlowClient(), server=srv, gpu_source="off")
+    srv.ring.extend([
+        "[2026-05-10 12:00:00] Max running requests is reset to 48 for speculative decoding.",
+        '[2026-05-10 12:00:01] INFO:     127.0.0.1:5000 - "GET /health HTTP/1.1" 200 OK',
+        "[2026-05-10 12:00:02] The server is fired up and ready to roll!",
+        "[2026-05-10 12:00:05] Decode batch, #running-req: 8, #token: 5120, token usage: 0.03, accept len: 3.42, "
+        "accept rate: 0.61, cuda graph: True, gen throughput (token/s): 1234.56, #queue-req: 1",
+    ])
+    col.poll_logs_sync()
+    snap = col.snapshot()
+    assert [e.kind for e in snap.log] == ["adjustment", "ready", "decode"]  # access lines are not shown
+    d = snap.latest_decode
+    assert (d.accept_length, d.accept_rate, d.gen_tok_s, d.running, d.queued) == (3.42, 0.61, 1234.56, 8, 1)
+    srv.ring.append("[2026-05-10 12:00:06] WARNING: something odd")
+    col.poll_logs_sync()
+    snap = col.snapshot()
+    assert len(snap.log) == 4 and snap.log[-1].kind == "warning"
+    assert snap.log_counts == {"adjustment": 1, "ready": 1, "decode": 1, "warning": 1}
+
+
+def test_client_records_are_normalised_for_run_stats() -> None:
+    rec = {"ok": True, "completion_tokens": 100, "started_at": 1000.0, "e2e_s": 2.0, "ttft_s": 0.1,
+           "spec_verify_ct": 40, "spec_correct_drafts": 60, "spec_proposed_drafts": 120,
+           "spec_histogram": [5, 10, 25], "itl_s": [0.01] * 99, "text": "x" * 1000}
+    n = normalise_record(rec)
+    assert n["spec"] == {"verify_ct": 40, "correct_drafts": 60, "proposed_drafts": 120, "histogram": [5, 10, 25]}
+    assert (n["ts_sent"], n["ts_done"]) == (1000.0, 1002.0)
+    slim = slim_record(rec)
+    assert "itl_s" not in slim and "text" not in slim
+    r = request_sample(rec, 5.0)
+    assert r.accept_length == 2.5 and r.tok_s == 50.0 and r.ttft_ms == pytest.approx(100.0)
+    assert r.tpot_ms == pytest.approx(1900.0 / 99)
+
+
+def test_process_tree_helpers() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid in tree_pids(os.getpid())
+        assert child.pid in alive_descendants(os.getpid())
+        sampler = ProcTreeSampler(os.getpid())
+        first = sampler.sample()
+        assert first[0].pid == os.getpid() and first[0].depth == 0
+        assert any(p.pid == child.pid and p.depth == 1 and p.rss_mib > 0 for p in sampler.sample())
+    finally:
+        child.kill()
+        child.wait()
+    assert wait_gone([child.pid], 2.0) == []
+    assert tree_pids(None) == set()
+
+
+def test_session_tweak_and_save_preset(tmp_path: Path) -> None:
+    from specdash.profile import ProfileError, load_profile
+    from specdash.tui.session import Session
+
+    s = Session(load_profile("demo-eagle3"), out_dir=tmp_path / "runs")
+    prof = s.tweaked({"eagle_topk": 2, "num_draft_tokens": 6, "extra_args": ""})
+    assert prof.speculative.eagle_topk == 2 and prof.path == s.profile.path
+    s.set_profile(prof, source_text=s.source_text)
+    preview = s.preview_launch()
+    assert preview.effective["speculative_eagle_topk"] == 2 and "--speculative-eagle-topk" in preview.argv
+    out = s.save_preset("tree-6", directory=tmp_path)
+    text = out.read_text()
+    assert text.startswith("# Saved by the specdash dashboard")
+    assert "# Simulator demo" in text and "eagle_topk = 2" in text and 'name = "tree-6"' in text
+    assert load_profile(str(out)).speculative.num_draft_tokens == 6
+    with pytest.raises(ProfileError):
+        s.save_preset("tree-6", directory=tmp_path)
+    assert s.save_preset("tree-6", directory=tmp_path, force=True) == out
+    with pytest.raises(ProfileError):
+        s.tweaked({"num_steps": -1})
