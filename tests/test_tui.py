@@ -6,6 +6,7 @@ with a time scale so a launch takes about a second.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -233,3 +234,61 @@ def test_collection_imports_no_textual(module: str) -> None:
 
     code = f"import sys, {module}; assert 'textual' not in sys.modules, sorted(m for m in sys.modules if 'textual' in m)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+LEFTOVER_SCRIPT = """
+import asyncio, sys, time
+from specdash.profile import load_profile
+from specdash.sglang.command import build_launch
+from specdash.sglang.process import ServerProcess, free_port
+launch = build_launch(load_profile("demo-baseline"), port=free_port())
+srv = ServerProcess(launch.argv, env=launch.env, url=launch.base_url).start()
+asyncio.run(srv.wait_ready(launch.base_url, 30))
+print(srv.pid, flush=True)
+time.sleep(120)
+"""
+
+
+async def test_offers_to_stop_servers_left_by_a_killed_specdash(tmp_path: Path) -> None:
+    """A specdash killed with SIGKILL cannot clean up: the next dashboard offers to stop
+    what it left (CONTRACTS.md "Stopping")."""
+    import signal
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen([sys.executable, "-c", LEFTOVER_SCRIPT], stdout=subprocess.PIPE, text=True)
+    server_pid = -1
+    try:
+        server_pid = int(owner.stdout.readline())
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(5)
+        assert psutil.pid_exists(server_pid)
+        app = create_app(config(tmp_path, profile="demo-baseline"))
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", what="leftover question")
+            assert str(server_pid) in screen_text(app)
+            await pilot.press("y")
+            await wait_for(pilot, lambda: not psutil.pid_exists(server_pid)
+                           or psutil.Process(server_pid).status() == psutil.STATUS_ZOMBIE, what="leftover stopped")
+            await pilot.press("q")
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+        with contextlib.suppress(psutil.Error, ValueError):
+            psutil.Process(server_pid).kill()
+
+
+async def test_server_that_dies_is_reported(tmp_path: Path) -> None:
+    """A launched server that exits on its own shows as EXITED (with its exit code)."""
+    import signal
+
+    app = create_app(config(tmp_path, profile="demo-baseline", autostart=True, autoload=False))
+    async with app.run_test(size=SIZE) as pilot:
+        s = app.session
+        await wait_for(pilot, lambda: s.state == ServerState.READY, what="server ready")
+        os.killpg(s.server.pid, signal.SIGKILL)
+        await wait_for(pilot, lambda: s.state == ServerState.EXITED, what="exit noticed")
+        assert "-9" in s.state_detail
+        assert app.check_action("launch", ()) is True  # it can be launched again
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, what="app exit")

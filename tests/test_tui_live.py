@@ -87,8 +87,9 @@ class SlowClient:
         await self._call("metrics")
         if self.fail_metrics:
             raise ConnectionError("refused")
-        return ('sglang:realtime_tokens_total{mode="decode"} %d\nsglang:num_running_reqs 2\n'
-                "sglang:num_queue_reqs 0\n" % int(time.monotonic() * 100))
+        tokens = int(time.monotonic() * 100)
+        return (f'sglang:realtime_tokens_total{{mode="decode"}} {tokens}\nsglang:num_running_reqs 2\n'
+                "sglang:num_queue_reqs 0\n")
 
     async def server_info(self):
         await self._call("server_info")

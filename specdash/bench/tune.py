@@ -62,7 +62,8 @@ def save_preset(source, winner, out_dir: Path, settings) -> Path:
     return write_new_file(path, text)
 
 
-async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=None) -> dict:
+async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=None,
+               preset_dir: Path | None = None) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Raises:
@@ -107,7 +108,10 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
     if best != planner.start:
         _, cmp = await run_ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
                               baseline_of(profile), suite, replace(opts, preflight=False), rounds=1)
-    preset_dir = out
+    if preset_dir is None:
+        from specdash.profile import user_profile_dir
+
+        preset_dir = user_profile_dir()
     preset = save_preset(profile, winner, preset_dir, best) if best != planner.start else None
     return {
         "profile": profile.name,
@@ -143,6 +147,8 @@ def tune_main(argv: list[str]) -> int:
     p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")
     p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
     p.add_argument("--json", action="store_true", help="print only the tune report JSON")
+    p.add_argument("--save-to", metavar="DIR",
+                   help="where the winner preset is written (default: your profile directory)")
     p.add_argument("--force", action="store_true", help="launch despite preflight errors")
     args = p.parse_args(argv)
     if args.budget < 1:
@@ -159,7 +165,8 @@ def tune_main(argv: list[str]) -> int:
     out = Path(args.out)
     opts = RunOptions(out_dir=out, progress=progress, force=args.force)
     try:
-        report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts))
+        report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
+                                  preset_dir=Path(args.save_to) if args.save_to else None))
     except PreflightBlocked as exc:
         print(exc.report.render(), file=sys.stderr)
         print("specdash tune: preflight found errors; fix them or pass --force", file=sys.stderr)

@@ -379,7 +379,7 @@ class LiveCollector:
                 self._last_ok[name] = self.clock()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a failing source must not stop the others  # noqa: BLE001
+            except Exception as exc:  # a failing source must not stop the others
                 msg = f"{type(exc).__name__}: {exc}".strip()
                 if self._errors.get(name) != msg:
                     self._errors[name] = msg

@@ -347,7 +347,11 @@ class ServerProcess:
             extra = _alive(self._known)
             _terminate_tree(proc.pid, extra, timeout_s, wait_main=proc,
                             not_before=(self._record or {}).get("create_time"))
-            code = proc.wait()
+            try:
+                code = proc.wait(timeout=10.0)
+            except subprocess.TimeoutExpired:  # unkillable (e.g. stuck in the GPU driver)
+                log.error("server pid=%d survived SIGKILL; its leftover record is kept", proc.pid)
+                return None
             if self._reader is not None:
                 self._reader.join(timeout=5.0)
             self._stopped = True

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from textual import work
@@ -26,8 +24,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
-from specdash.collect.live import PollIntervals, empty_snapshot
+from specdash.collect.live import empty_snapshot
 from specdash.tui import keys
+from specdash.tui.config import DEMO_SUITE, TABS, AppConfig
+from specdash.tui.flows import FlowsMixin
 from specdash.tui.session import (
     CONCURRENCY_STEPS,
     LaunchInfo,
@@ -41,7 +41,7 @@ from specdash.tui.state import ViewState
 from specdash.tui.widgets.advice import AdvicePanel, StatusBar
 from specdash.tui.widgets.findings import VerifyBanner
 from specdash.tui.widgets.gpu import GpuPanel
-from specdash.tui.widgets.launch import LaunchPanel, launch_preview_renderable
+from specdash.tui.widgets.launch import LaunchPanel
 from specdash.tui.widgets.live import LivePanel
 from specdash.tui.widgets.log import LogPanel
 
@@ -80,70 +80,6 @@ class AdviceReady(Message):
         self.advice, self.note = advice, note
 
 
-# --- configuration ------------------------------------------------------------------------------
-
-DEMO_SUITE = "seeds-five"
-DEMO_MAX_TOKENS = 256
-DEMO_CONCURRENCY = 4
-TABS = ("launch", "live", "gpu", "log", "advice")
-
-
-@dataclass
-class AppConfig:
-    """Everything the app needs, injectable for tests (posting's app-factory pattern).
-
-    ``profile``: name or path; ``url``: attach instead of launching; ``demo``: simulator
-    demo (launch at once and loop the load); ``autostart`` / ``autoload`` default to
-    ``demo``; ``time_scale`` overrides a simulated profile's ``[sim] time_scale``;
-    ``max_tokens`` / ``concurrency`` override the suite's for the load driver;
-    ``redraw_hz``: UI refresh rate (≥ 2); ``frozen``: draw this fixed :class:`ViewState` and
-    start nothing (snapshot tests); ``preset_dir``: where presets are saved (default: the
-    user's profile directory); ``baseline``: profile name whose newest run under ``out_dir``
-    gives the baseline line; ``baseline_tok_s``: give it directly.
-    """
-
-    profile: str | None = None
-    url: str | None = None
-    api_key: str | None = None
-    demo: bool = False
-    suite: str | None = None
-    out_dir: Path = Path("runs")
-    autostart: bool | None = None
-    autoload: bool | None = None
-    force: bool = False
-    time_scale: float | None = None
-    max_tokens: int | None = None
-    concurrency: int | None = None
-    intervals: PollIntervals = field(default_factory=PollIntervals)
-    redraw_hz: float = 4.0
-    frozen: ViewState | None = None
-    frozen_tab: str = "launch"
-    preset_dir: Path | None = None
-    baseline: str | None = None
-    baseline_tok_s: float | None = None
-    sglang_version: str | None = None
-    ready_timeout_s: float | None = None
-    gpu_source: str = "auto"
-
-    @classmethod
-    def from_args(cls, args: Any) -> AppConfig:
-        """From the ``specdash`` argparse namespace (``cli.py``)."""
-        demo = bool(getattr(args, "demo", False))
-        return cls(
-            profile=getattr(args, "profile", None),
-            url=getattr(args, "url", None),
-            api_key=getattr(args, "api_key", None) or os.environ.get("SGLANG_API_KEY"),
-            demo=demo,
-            suite=getattr(args, "suite", None),
-            out_dir=Path(getattr(args, "out", None) or "runs"),
-            force=bool(getattr(args, "force", False)),
-            max_tokens=getattr(args, "max_tokens", None) or (DEMO_MAX_TOKENS if demo else None),
-            concurrency=getattr(args, "concurrency", None) or (DEMO_CONCURRENCY if demo else None),
-            baseline=getattr(args, "baseline", None) or ("demo-baseline" if demo else None),
-            sglang_version=getattr(args, "sglang_version", None),
-        )
-
-
 class _Listener:
     """Session → app: each call becomes a typed message on the app's queue."""
 
@@ -160,7 +96,7 @@ class _Listener:
         self.app.post_message(LoadChanged(status))
 
 
-class SpecdashApp(App[int]):
+class SpecdashApp(FlowsMixin, App[int]):
     """The dashboard (see module docstring).  Build it with :func:`create_app`."""
 
     CSS_PATH = "app.tcss"
@@ -247,6 +183,7 @@ class SpecdashApp(App[int]):
         if cfg.baseline and self.session.baseline_tok_s is None:
             self.session.baseline_tok_s = find_baseline_tok_s(cfg.out_dir, cfg.baseline)
             self._baseline_label = f"({cfg.baseline})" if self.session.baseline_tok_s else ""
+        self.leftovers_worker()
         if cfg.url:
             self.attach_worker()
             return
@@ -319,6 +256,8 @@ class SpecdashApp(App[int]):
 
         Panels that are hidden are not drawn; the visible one is redrawn only when its
         inputs changed (the snapshot's ``version``, the server or load state, …)."""
+        if self.config.frozen is None:
+            self.session.check_alive()
         v = self.view()
         tab = self.active_tab
         key = (v.snapshot.version, v.server_state, v.state_detail, id(v.profile), v.profile_error, id(v.preflight),
@@ -328,7 +267,7 @@ class SpecdashApp(App[int]):
         if self._drawn.get("_status") != key:
             self.query_one(StatusBar).show(v)
             self.query_one(VerifyBanner).show(v)
-            self.screen.set_class(v.collapsed, "-collapsed")
+            self.screen_stack[0].set_class(v.collapsed, "-collapsed")
             self._drawn["_status"] = key
         if self._drawn.get(tab) == key:
             return
@@ -382,8 +321,11 @@ class SpecdashApp(App[int]):
     def on_load_changed(self, msg: LoadChanged) -> None:
         """Refresh the footer (stop / loop availability) when the load starts or stops."""
         self.refresh_bindings()
-        if msg.status.error:
-            self.notify(msg.status.error, title="load", severity="error")
+        st = msg.status
+        if st.error:
+            self.notify(st.error, title="load", severity="error")
+        elif not st.running and st.done:
+            self.notify(f"load finished: {st.done} requests ({st.failed} failed), suite {st.suite}", timeout=4)
 
     def on_advice_ready(self, msg: AdviceReady) -> None:
         """Store the advisor's output for the Suggestions panel."""
@@ -403,7 +345,7 @@ class SpecdashApp(App[int]):
         self._advice_key, self._advice_at = key, now
         try:
             inputs = self.session.advice_inputs()
-        except Exception as exc:  # advice must never break the dashboard  # noqa: BLE001
+        except Exception as exc:  # advice must never break the dashboard
             self.post_message(AdviceReady(None, f"advisor unavailable: {exc}"))
             return
         self.advise_worker(inputs)
@@ -416,7 +358,7 @@ class SpecdashApp(App[int]):
         try:
             adv = advise_from(inputs)
             note = "" if adv else ViewState().advice_note
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             adv, note = None, f"advisor: {type(exc).__name__}: {exc}"
         self.post_message(AdviceReady(adv, note))
 
@@ -443,7 +385,7 @@ class SpecdashApp(App[int]):
                     await self.session.launch(force=True)
         except ProfileError as exc:
             self.notify(str(exc), title="launch", severity="error", timeout=10)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.notify(f"{type(exc).__name__}: {exc}", title="launch failed", severity="error", timeout=10)
         finally:
             self._drawn.clear()
@@ -462,6 +404,26 @@ class SpecdashApp(App[int]):
         await self.session.attach()
         self.refresh_bindings()
 
+    @work(exclusive=True, group="leftovers")
+    async def leftovers_worker(self) -> None:
+        """Servers left by an earlier specdash that was killed (SIGKILL cannot clean up):
+        offer to stop them (CONTRACTS.md "Stopping")."""
+        from specdash.sglang.process import find_leftovers, kill_leftover
+        from specdash.tui.screens.dialogs import ConfirmScreen
+
+        records = await asyncio.to_thread(find_leftovers)
+        if not records:
+            return
+        lines = "\n".join(f"  pid {r['pid']} ({' '.join(r.get('argv') or [])}) — {len(r['alive_pids'])} process(es)"
+                          for r in records)
+        stop = await self.push_screen_wait(ConfirmScreen(
+            f"Servers started by an earlier specdash are still running:\n{lines}\nStop them?",
+            yes="Stop them", no="Leave them"))
+        if stop:
+            for r in records:
+                await asyncio.to_thread(kill_leftover, r)
+            self.notify(f"stopped {len(records)} leftover server(s)", timeout=4)
+
     # -- workers: load --------------------------------------------------------------------------
     @work(exclusive=True, group="load")
     async def load_worker(self, loop: bool) -> None:
@@ -469,7 +431,7 @@ class SpecdashApp(App[int]):
         try:
             await self.session.run_load(loop=loop, concurrency=self.session.load.concurrency,
                                         max_tokens=self.session.load.max_tokens)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.notify(str(exc), title="load", severity="warning")
         self.refresh_bindings()
 
@@ -542,108 +504,6 @@ class SpecdashApp(App[int]):
 
         self.push_screen(HelpScreen())
 
-    def action_choose_profile(self) -> None:
-        """Open the profile picker."""
-        from specdash.profile import list_profiles, user_profile_dir
-        from specdash.tui.screens.picker import ProfilePicker
-
-        cur = self.session.profile.name if self.session.profile else None
-
-        def chosen(path: str | None) -> None:
-            if path:
-                self.use_profile(path)
-                self.action_show_tab("launch")
-
-        self.push_screen(ProfilePicker(list_profiles(), user_dir=user_profile_dir(), current=cur), chosen)
-
-    def action_choose_suite(self) -> None:
-        """Choose the load suite."""
-        from specdash.profile import ProfileError, list_suites, load_suite
-        from specdash.tui.screens.dialogs import ChoiceScreen
-
-        def chosen(name: str | None) -> None:
-            if not name:
-                return
-            try:
-                self.session.suite = load_suite(name)
-                self.session.load.suite = self.session.suite.name
-                self._drawn.clear()
-            except ProfileError as exc:
-                self.notify(str(exc), severity="error")
-
-        cur = self.session.suite.name if self.session.suite else None
-        self.push_screen(ChoiceScreen("Suite for the load driver", [(n, n) for n, _ in list_suites()],
-                                      current=cur), chosen)
-
-    def action_tweak(self) -> None:
-        """Open the tweak form for the speculative settings."""
-        from specdash.tui.screens.tweak import TweakScreen
-
-        s = self.session
-        if s.profile is None:
-            self.notify("pick a profile first (p)", severity="warning")
-            return
-        spec = s.profile.speculative.model_dump() if s.profile.speculative else {}
-
-        def preview(changes: dict) -> Any:
-            return launch_preview_renderable(s.preview_launch(s.tweaked(changes)))
-
-        self.push_screen(TweakScreen(spec, preview, title=f"Tweak {s.profile.name}"), self._tweaked)
-
-    def _tweaked(self, result: Any) -> None:
-        from specdash.profile import ProfileError
-
-        if result is None:
-            return
-        try:
-            prof = self.session.tweaked(result.changes)
-        except ProfileError as exc:
-            self.notify(str(exc), title="tweak", severity="error")
-            return
-        self.session.set_profile(prof, source_text=self.session.source_text)
-        self._refresh_profile()
-        if result.action == "relaunch":
-            self.launch_worker(force=self.config.force)
-        elif result.action == "save":
-            self.action_save_preset()
-        else:
-            self.notify("settings applied: press l (or r) to launch with them", timeout=4)
-
-    def action_save_preset(self) -> None:
-        """Save the current settings as a new preset."""
-        self.save_worker()
-
-    @work(exclusive=True, group="save")
-    async def save_worker(self) -> None:
-        """Ask for a name; ask again before overwriting; write the TOML."""
-        from specdash.profile import ProfileError
-        from specdash.tui.screens.dialogs import ConfirmScreen, PromptScreen
-
-        s = self.session
-        if s.profile is None:
-            self.notify("pick a profile first (p)", severity="warning")
-            return
-        directory = self.config.preset_dir
-        name = await self.push_screen_wait(PromptScreen(
-            "Save the current settings as a preset named:", suggested_name(s.profile),
-            hint=f"written to {s.preset_path('NAME', directory).parent}/NAME.toml (comments of the source kept)"))
-        if not name:
-            return
-        path = s.preset_path(name, directory)
-        force = False
-        if path.exists():
-            force = await self.push_screen_wait(ConfirmScreen(f"{path} exists.\nOverwrite it?", yes="Overwrite",
-                                                              no="Keep it", danger=True))
-            if not force:
-                self.notify("not saved", timeout=3)
-                return
-        try:
-            out = s.save_preset(name, directory=directory, force=force)
-        except ProfileError as exc:
-            self.notify(str(exc), title="save", severity="error")
-            return
-        self.notify(f"saved {out}", title="preset saved", timeout=6)
-
     # -- quitting -------------------------------------------------------------------------------
     async def action_quit(self) -> None:
         """Quit; stop what specdash started, asking first while a server is running."""
@@ -684,15 +544,6 @@ class SpecdashApp(App[int]):
                 continue
             seen.add(k.action)
             yield SystemCommand(f"{k.description} ({keys.key_display(k)})", k.help, partial(self.run_action, k.action))
-
-
-def suggested_name(profile: Any) -> str:
-    """A preset name that says what changed: ``<name>-s<steps>-k<topk>-d<draft tokens>``."""
-    sp = profile.speculative
-    if sp is None or not sp.algorithm:
-        return f"{profile.name}-copy"
-    base = profile.name.split("-s")[0] if "-s" in profile.name and profile.name[-1].isdigit() else profile.name
-    return f"{base}-s{sp.num_steps or 'a'}-k{sp.eagle_topk or 'a'}-d{sp.num_draft_tokens or 'a'}"
 
 
 def _startup_lines(snap: Any) -> tuple[str, ...]:

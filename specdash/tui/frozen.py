@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from specdash.collect.gpu import GpuProcess, GpuSample
-from specdash.collect.live import (DecodeWindow, GpuView, LiveSnapshot, LogEntry, MetricsSample, RequestSample)
+from specdash.collect.live import DecodeWindow, GpuView, LiveSnapshot, LogEntry, MetricsSample, RequestSample
 from specdash.collect.proc import ProcSample
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState
 from specdash.tui.state import ViewState

@@ -20,7 +20,7 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,7 +34,7 @@ CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
 LOOP_CHUNK = 20
 
 
-class ServerState(str, Enum):
+class ServerState(StrEnum):
     """Where the server is in its life (the launch panel's state line)."""
 
     IDLE = "idle"
@@ -220,7 +220,7 @@ class Session:
             return None
         try:
             self.preflight_report = run_doctor(self.profile, sglang_version=self.sglang_version)
-        except Exception as exc:  # a broken profile is shown, never a crash  # noqa: BLE001
+        except Exception as exc:  # a broken profile is shown, never a crash
             self.preflight_error = f"{type(exc).__name__}: {exc}"
         return self.preflight_report
 
@@ -234,7 +234,7 @@ class Session:
             return None
         try:
             spec = build_launch(prof.expanded(), version=self.sglang_version)
-        except (ProfileError, Exception) as exc:  # noqa: BLE001
+        except (ProfileError, Exception) as exc:
             return LaunchInfo([], {}, "", {}, {}, [], [], "", error=f"{type(exc).__name__}: {exc}")
         return _launch_info(spec)
 
@@ -252,6 +252,21 @@ class Session:
     def connected(self) -> bool:
         """True when a server (launched and ready, or attached) can take requests."""
         return self.client is not None and self.state in (ServerState.READY, ServerState.ATTACHED)
+
+    def check_alive(self) -> bool:
+        """Notice a launched server that exited on its own (crash, OOM, kill): the state
+        becomes EXITED with its exit code; the load stops.  Cheap (``Popen.poll``); the
+        UI calls it on its redraw clock.  Returns False when it just exited."""
+        srv = self.server
+        if srv is None or self.state != ServerState.READY:
+            return True
+        code = srv.returncode
+        if code is None:
+            return True
+        self._set_state(ServerState.EXITED, f"the server exited on its own with code {code} (see the Log panel)")
+        if self._load_stop is not None:
+            self._load_stop.set()
+        return False
 
     # -- attach ---------------------------------------------------------------------------------
     async def attach(self) -> None:
@@ -316,7 +331,7 @@ class Session:
             except asyncio.CancelledError:
                 await self._stop_locked()
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 info.error = f"{type(exc).__name__}: {exc}"
                 self._set_state(ServerState.FAILED, f"did not become ready: {info.error}")
                 await self._stop_locked(final_state=ServerState.FAILED, detail=f"did not become ready: {info.error}")
@@ -342,7 +357,7 @@ class Session:
         records = self.collector.records if self.collector is not None else []
         try:
             report = verify_server(self.profile or info, info or {}, lines, records)
-        except Exception as exc:  # verification must never take the dashboard down  # noqa: BLE001
+        except Exception as exc:  # verification must never take the dashboard down
             report = _FailedReport(f"{type(exc).__name__}: {exc}")
         self.verification_report = report
         self.listener.verification(report)
@@ -456,7 +471,7 @@ class Session:
                     break
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             st.error = f"{type(exc).__name__}: {exc}"
         finally:
             st.running = False

@@ -115,7 +115,7 @@ class TweakScreen(ModalScreen[TweakResult | None]):
             target.update(self.preview_fn(changes))
             target.remove_class("-error")
             return changes
-        except Exception as exc:  # shown in the form, never raised  # noqa: BLE001
+        except Exception as exc:  # shown in the form, never raised
             target.update(Group(Text("cannot use these settings:", style="bold red"), Text(str(exc))))
             target.add_class("-error")
             return None

@@ -65,15 +65,20 @@ class TimeChart(PlotextPlot):
         window = min(self.max_window_s, max(30.0, span))
         self.window_s = window
         plt.xlim(-window, 0)
+        step = next((st for st in (5, 10, 15, 30, 60, 120) if window / st <= 6), 300)
+        ticks = [-k * step for k in range(int(window // step), -1, -1)]
+        plt.xticks(ticks, [str(int(t)) for t in ticks])
         ymax = 0.0
+        ymin_data = None
         any_data = False
         for s in series:
-            pts = [(x, y) for x, y in zip(s.xs, s.ys) if x >= -self.window_s and y is not None]
+            pts = [(x, y) for x, y in zip(s.xs, s.ys, strict=False) if x >= -self.window_s and y is not None]
             if not pts:
                 continue
             any_data = True
             xs, ys = [p[0] for p in pts], [p[1] for p in pts]
             ymax = max(ymax, max(ys))
+            ymin_data = min(ys) if ymin_data is None else min(ymin_data, min(ys))
             if s.scatter:
                 plt.scatter(xs, ys, label=s.label, color=s.color, marker="dot")
             else:
@@ -85,6 +90,10 @@ class TimeChart(PlotextPlot):
                      alignment="left")
         if self.ymin is not None:
             plt.ylim(self.ymin, (ymax * 1.15) if ymax > 0 else 1.0)
+        elif ymin_data is not None:  # a free axis, but never narrower than 0.5 (no noise magnified)
+            lo = min(ymin_data, hline) if hline is not None else ymin_data
+            mid, half = (lo + ymax) / 2, max(0.25, (ymax - lo) / 2 * 1.15)
+            plt.ylim(mid - half, mid + half)
         if not any_data:
             plt.text("waiting for data…", -self.window_s * 0.5, 0.5 * ((ymax * 1.15) if ymax > 0 else 1.0))
 

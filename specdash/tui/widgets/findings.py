@@ -73,7 +73,7 @@ class VerifyBanner(Static):
             if acc == "pending":
                 t.append("acceptance pending (judged after the first few hundred tokens: g or o sends load)")
             elif al:
-                t.append(f"acceptance {acc} (accept length {al:.2f} over {getattr(rep, 'tokens', 0)} tokens)")
+                t.append(f"acceptance {acc} (accept length {al:.2f} over the first {getattr(rep, 'tokens', 0)} tokens)")
             elif acc:
                 t.append(f"acceptance {acc}")
             if getattr(rep, "error", None):

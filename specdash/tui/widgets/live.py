@@ -139,7 +139,11 @@ class LivePanel(Vertical):
                               "cyan", scatter=True))
         run_al = snap.run.get("accept_length")
         self.query_one("#chart-accept", TimeChart).show(acc, run_al, f"run τ {run_al:.2f}" if run_al else "")
-        self.query_one(HistogramChart).show(snap.run.get("accept_histogram"))
+        hist = list(snap.run.get("accept_histogram") or [])
+        steps = (snap.server_info or {}).get("speculative_num_steps")
+        if hist and isinstance(steps, int) and len(hist) < steps + 1:
+            hist += [0] * (steps + 1 - len(hist))  # k = 0 … steps, so a collapse shows as one bar at 0
+        self.query_one(HistogramChart).show(hist)
         mr = [m for m in snap.metrics if m.running is not None]
         qs = [Series("running", tuple(m.t - now for m in mr), tuple(m.running for m in mr), "green"),
               Series("queued", tuple(m.t - now for m in mr), tuple(m.queued or 0.0 for m in mr), "yellow")]

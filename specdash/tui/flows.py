@@ -1,0 +1,129 @@
+"""Profile, suite, tweak and save-preset flows of the dashboard (a mixin of the app).
+
+Kept apart from ``app.py`` so that file stays about layout, redraw and the server/load
+workers.  Every flow ends in the same :class:`~specdash.tui.session.Session` calls the
+tests drive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+
+from specdash.tui.widgets.launch import launch_preview_renderable
+
+
+class FlowsMixin:
+    """Actions behind ``p`` (profile), ``u`` (suite), ``t`` (tweak) and ``w`` (save preset)."""
+
+    def action_choose_profile(self) -> None:
+        """Open the profile picker."""
+        from specdash.profile import list_profiles, user_profile_dir
+        from specdash.tui.screens.picker import ProfilePicker
+
+        cur = self.session.profile.name if self.session.profile else None
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.use_profile(path)
+                self.action_show_tab("launch")
+
+        self.push_screen(ProfilePicker(list_profiles(), user_dir=user_profile_dir(), current=cur), chosen)
+
+    def action_choose_suite(self) -> None:
+        """Choose the load suite."""
+        from specdash.profile import ProfileError, list_suites, load_suite
+        from specdash.tui.screens.dialogs import ChoiceScreen
+
+        def chosen(name: str | None) -> None:
+            if not name:
+                return
+            try:
+                self.session.suite = load_suite(name)
+                self.session.load.suite = self.session.suite.name
+                self._drawn.clear()
+            except ProfileError as exc:
+                self.notify(str(exc), severity="error")
+
+        cur = self.session.suite.name if self.session.suite else None
+        self.push_screen(ChoiceScreen("Suite for the load driver", [(n, n) for n, _ in list_suites()],
+                                      current=cur), chosen)
+
+    def action_tweak(self) -> None:
+        """Open the tweak form for the speculative settings."""
+        from specdash.tui.screens.tweak import TweakScreen
+
+        s = self.session
+        if s.profile is None:
+            self.notify("pick a profile first (p)", severity="warning")
+            return
+        spec = s.profile.speculative.model_dump() if s.profile.speculative else {}
+
+        def preview(changes: dict) -> Any:
+            return launch_preview_renderable(s.preview_launch(s.tweaked(changes)))
+
+        self.push_screen(TweakScreen(spec, preview, title=f"Tweak {s.profile.name}"), self._tweaked)
+
+    def _tweaked(self, result: Any) -> None:
+        from specdash.profile import ProfileError
+
+        if result is None:
+            return
+        try:
+            prof = self.session.tweaked(result.changes)
+        except ProfileError as exc:
+            self.notify(str(exc), title="tweak", severity="error")
+            return
+        self.session.set_profile(prof, source_text=self.session.source_text)
+        self._refresh_profile()
+        if result.action == "relaunch":
+            self.launch_worker(force=self.config.force)
+        elif result.action == "save":
+            self.action_save_preset()
+        else:
+            self.notify("settings applied: press l (or r) to launch with them", timeout=4)
+
+    def action_save_preset(self) -> None:
+        """Save the current settings as a new preset."""
+        self.save_worker()
+
+    @work(exclusive=True, group="save")
+    async def save_worker(self) -> None:
+        """Ask for a name; ask again before overwriting; write the TOML."""
+        from specdash.profile import ProfileError
+        from specdash.tui.screens.dialogs import ConfirmScreen, PromptScreen
+
+        s = self.session
+        if s.profile is None:
+            self.notify("pick a profile first (p)", severity="warning")
+            return
+        directory = self.config.preset_dir
+        name = await self.push_screen_wait(PromptScreen(
+            "Save the current settings as a preset named:", suggested_name(s.profile),
+            hint=f"written to {s.preset_path('NAME', directory).parent}/NAME.toml (comments of the source kept)"))
+        if not name:
+            return
+        path = s.preset_path(name, directory)
+        force = False
+        if path.exists():
+            force = await self.push_screen_wait(ConfirmScreen(f"{path} exists.\nOverwrite it?", yes="Overwrite",
+                                                              no="Keep it", danger=True))
+            if not force:
+                self.notify("not saved", timeout=3)
+                return
+        try:
+            out = s.save_preset(name, directory=directory, force=force)
+        except ProfileError as exc:
+            self.notify(str(exc), title="save", severity="error")
+            return
+        self.notify(f"saved {out}", title="preset saved", timeout=6)
+
+
+def suggested_name(profile: Any) -> str:
+    """A preset name that says what changed: ``<name>-s<steps>-k<topk>-d<draft tokens>``."""
+    sp = profile.speculative
+    if sp is None or not sp.algorithm:
+        return f"{profile.name}-copy"
+    base = profile.name.split("-s")[0] if "-s" in profile.name and profile.name[-1].isdigit() else profile.name
+    return f"{base}-s{sp.num_steps or 'a'}-k{sp.eagle_topk or 'a'}-d{sp.num_draft_tokens or 'a'}"
