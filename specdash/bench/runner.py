@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specdash.bench.rundir import RunDir
-from specdash.collect.stream import RunStats, request_record
+from specdash.collect.stream import RunStats
 from specdash.profile import Profile, Suite
 
 #: Seconds to wait for a launched server's ``/health`` (real servers: 1–5 min; CUDA graphs, JIT).
@@ -131,7 +131,7 @@ async def send_suite(
                 )
             else:
                 res = await client.generate_stream(prompt.text, sampling_params(suite, n), rid=rid)
-            rec = request_record(res.to_json())
+            rec = res.to_json()
             rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
             records.append(rec)
             if on_record is not None:

@@ -44,11 +44,11 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
-from specdash.collect.proc import ProcSample, ProcTreeSampler, owned_gpu_pids
+from specdash.collect.proc import ProcSample, ProcTreeSampler
 from specdash.collect.stream import RunStats, distribution_ms, tpot_s
 
 #: Samples kept per series (10 min at 1 Hz for metrics; decode-log windows; requests).
@@ -585,19 +585,7 @@ class LiveCollector:
         )
 
 
-def server_gpu_pids(view: GpuView) -> set[int]:
-    """PIDs of GPU processes that belong to the server's tree (for marking them)."""
-    pids = {p.pid for d in view.devices for p in d.processes}
-    return owned_gpu_pids(pids, set(view.server_pids))
-
-
-def with_label(snap: LiveSnapshot, **changes: Any) -> LiveSnapshot:
-    """A copy of ``snap`` with fields replaced (tests and screenshots freeze data this way)."""
-    return replace(snap, **changes)
-
-
 __all__ = [
     "HISTORY", "DecodeWindow", "GpuView", "LiveCollector", "LiveSnapshot", "LogEntry", "MetricsSample",
-    "PollIntervals", "RequestSample", "empty_snapshot", "request_sample", "server_gpu_pids", "slim_record",
-    "with_label",
+    "PollIntervals", "RequestSample", "empty_snapshot", "normalise_record", "request_sample", "slim_record",
 ]

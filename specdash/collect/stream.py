@@ -29,27 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-_FLAT_SPEC = ("verify_ct", "correct_drafts", "proposed_drafts", "histogram", "accept_length", "accept_rate")
-
-
-def request_record(flat: dict) -> dict:
-    """The canonical ``requests.jsonl`` record from a client result's ``to_json()``.
-
-    Adds wall-clock ``ts_sent`` / ``ts_done`` (epoch s: ``started_at`` and ``started_at +
-    e2e_s``) and folds the flat ``spec_*`` keys into one ``spec`` object (None without
-    speculation), the shape every consumer (stats, comparison, verification) reads.
-    Idempotent.
-    """
-    rec = {k: v for k, v in flat.items() if not (k.startswith("spec_") and k[5:] in _FLAT_SPEC)}
-    if "spec" not in flat:
-        spec = {k: flat.get(f"spec_{k}") for k in _FLAT_SPEC}
-        rec["spec"] = spec if spec["verify_ct"] else None
-    if rec.get("ts_sent") is None and rec.get("started_at"):
-        rec["ts_sent"] = rec["started_at"]
-        rec["ts_done"] = rec["started_at"] + float(rec.get("e2e_s") or 0.0)
-    return rec
-
-
 def distribution_ms(values_s: Sequence[float]) -> dict | None:
     """``{mean, p50, p90, p99}`` in ms of values given in seconds; None when empty."""
     if len(values_s) == 0:

@@ -179,13 +179,15 @@ class GenerateResult:
         return (self.e2e_s - self.ttft_s) / (self.completion_tokens - 1)
 
     def to_json(self, *, include_text: bool = False) -> dict:
-        """A flat JSON-able record (one line of ``requests.jsonl``).
+        """The canonical JSON record of one request (a line of ``requests.jsonl``).
 
-        Keys: the dataclass fields except ``spec`` (flattened to ``spec_verify_ct``,
-        ``spec_correct_drafts``, ``spec_proposed_drafts``, ``spec_histogram``,
-        ``spec_accept_length``, ``spec_accept_rate``; all None without speculation) and
-        ``text`` (only with ``include_text``), plus ``tpot_s``.  ``itl_s`` is rounded to
-        0.1 µs.  :meth:`from_json` reads it back.
+        Keys: the dataclass fields except ``spec`` and ``text`` (``text`` only with
+        ``include_text``), plus ``tpot_s``, wall-clock ``ts_sent`` / ``ts_done`` (epoch s:
+        ``started_at`` and ``started_at + e2e_s``, the window :class:`RunStats` measures
+        duration over) and ``spec``: ``{verify_ct, correct_drafts, proposed_drafts,
+        histogram, accept_length, accept_rate}`` or None without speculation — the shape
+        the statistics, the comparison and the verification all read.  ``itl_s`` is
+        rounded to 0.1 µs.  :meth:`from_json` reads it back.
         """
         spec = self.spec
         rec = {
@@ -195,6 +197,8 @@ class GenerateResult:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "started_at": self.started_at,
+            "ts_sent": self.started_at,
+            "ts_done": self.started_at + self.e2e_s,
             "t_sent": self.t_sent,
             "t_first": self.t_first,
             "t_done": self.t_done,
@@ -204,12 +208,14 @@ class GenerateResult:
             "tpot_s": self.tpot_s,
             "finish_reason": self.finish_reason,
             "events": self.events,
-            "spec_verify_ct": spec.verify_ct if spec else None,
-            "spec_correct_drafts": spec.correct_drafts if spec else None,
-            "spec_proposed_drafts": spec.proposed_drafts if spec else None,
-            "spec_histogram": spec.histogram if spec else None,
-            "spec_accept_length": spec.accept_length if spec else None,
-            "spec_accept_rate": spec.accept_rate if spec else None,
+            "spec": None if spec is None else {
+                "verify_ct": spec.verify_ct,
+                "correct_drafts": spec.correct_drafts,
+                "proposed_drafts": spec.proposed_drafts,
+                "histogram": spec.histogram,
+                "accept_length": spec.accept_length,
+                "accept_rate": spec.accept_rate,
+            },
             "itl_s": [round(x, 7) for x in self.itl_s],
         }
         if include_text:
@@ -219,15 +225,16 @@ class GenerateResult:
     @classmethod
     def from_json(cls, rec: dict) -> GenerateResult:
         """Inverse of :meth:`to_json` (for ``--resume``); unknown keys are ignored."""
+        sp = rec.get("spec")
         spec = None
-        if rec.get("spec_verify_ct") is not None:
+        if sp and sp.get("verify_ct") is not None:
             spec = SpecMeta(
-                verify_ct=rec["spec_verify_ct"],
-                correct_drafts=rec.get("spec_correct_drafts"),
-                proposed_drafts=rec.get("spec_proposed_drafts"),
-                histogram=rec.get("spec_histogram"),
-                accept_length=rec.get("spec_accept_length"),
-                accept_rate=rec.get("spec_accept_rate"),
+                verify_ct=sp["verify_ct"],
+                correct_drafts=sp.get("correct_drafts"),
+                proposed_drafts=sp.get("proposed_drafts"),
+                histogram=sp.get("histogram"),
+                accept_length=sp.get("accept_length"),
+                accept_rate=sp.get("accept_rate"),
             )
         return cls(
             rid=rec.get("rid"),

@@ -14,7 +14,14 @@ Rules (DESIGN.md "No orphans, no shell"; CONTRACTS.md "Stopping"):
   ``$SPECDASH_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/specdash/servers/``
   (removed on a clean stop); :func:`find_leftovers` lists the records whose servers
   still run and :func:`kill_leftover` stops one.  A copy of the record, with the exit
-  code, stays in the run directory as ``server_process.json``.
+  code, stays in the run directory as ``server_process.json``;
+* on Linux the server also gets a **parent-death signal** (``prctl(PR_SET_PDEATHSIG,
+  SIGTERM)``, set by a two-line ``python -c`` shim that then ``exec``s the real argv, so
+  no ``preexec_fn`` runs in a threaded parent): when specdash dies, even by SIGKILL, the
+  kernel sends the server SIGTERM and SGLang (or the simulator) shuts its tree down.
+  The kernel ties this signal to the *thread* that forked, so every server is forked by
+  one long-lived spawner thread, never by a short-lived worker.  ``SPECDASH_NO_PDEATHSIG=1``
+  turns it off (the leftover records still work).
 """
 
 from __future__ import annotations
@@ -56,6 +63,40 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: Runs in the child before the real server: arm the parent-death signal, bail out if the
+#: parent is already gone (the race prctl leaves open), then become the server (same pid).
+_PDEATHSIG_SHIM = (
+    "import ctypes,os,signal,sys\n"
+    "ctypes.CDLL(None,use_errno=True).prctl(1,int(signal.SIGTERM),0,0,0)\n"
+    "os.getppid()==int(sys.argv[1]) or sys.exit(143)\n"
+    "os.execvp(sys.argv[2],sys.argv[2:])"
+)
+_SPAWNER: Any = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _pdeathsig_argv(argv: list[str]) -> list[str]:
+    """``argv`` wrapped in the parent-death shim (Linux, unless SPECDASH_NO_PDEATHSIG=1)."""
+    import shutil
+
+    if not sys.platform.startswith("linux") or os.environ.get("SPECDASH_NO_PDEATHSIG") == "1":
+        return argv
+    if shutil.which(argv[0]) is None:  # say so here, as Popen would, not as a shim exit code
+        raise FileNotFoundError(2, f"no such program: {argv[0]}", argv[0])
+    return [sys.executable, "-c", _PDEATHSIG_SHIM, str(os.getpid()), *argv]
+
+
+def _spawn(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` (a Popen) on the one long-lived spawner thread (see the module docstring)."""
+    global _SPAWNER
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specdash-spawner")
+    return _SPAWNER.submit(fn).result()
+
 
 _REGISTRY: dict[int, ServerProcess] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -167,8 +208,9 @@ class ServerProcess:
                 self.run_dir.mkdir(parents=True, exist_ok=True)
             if self.log_path is not None:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._proc = subprocess.Popen(
-                self.argv,
+            argv = _pdeathsig_argv(self.argv)
+            self._proc = _spawn(lambda: subprocess.Popen(
+                argv,
                 env=env,
                 cwd=self._cwd,
                 stdin=subprocess.DEVNULL,
@@ -176,7 +218,7 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
-            )
+            ))
             self.started_at = time.monotonic()
             log_file = open(self.log_path, "ab", buffering=0) if self.log_path else None  # noqa: SIM115
             self._reader = threading.Thread(

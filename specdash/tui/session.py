@@ -18,7 +18,6 @@ import datetime as _dt
 import json
 import shlex
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -191,7 +190,7 @@ class Session:
         self._load_task: asyncio.Task | None = None
         self._load_stop: asyncio.Event | None = None
         self._collapse: Any = None
-        self._records_since_verify = 0
+        self._verify_task: asyncio.Task | None = None
         self.baseline_tok_s = baseline_tok_s
         #: (settings or None, run summary, concurrency) per measured launch, for the advisor.
         self.measurements: dict[int, tuple[Any, dict, int]] = {}
@@ -209,6 +208,10 @@ class Session:
                 self.source_text = profile.path.read_text(encoding="utf-8")
         self.preflight_report = None
         self.preflight_error = None
+        if not self.server_running:  # what was shown belongs to the previous profile's launch
+            self.launch_info = None
+            self.verification_report = None
+            self.collector = None
 
     def run_preflight(self) -> Any:
         """Preflight findings (``run_doctor``) for the current profile; errors reading the
@@ -457,7 +460,6 @@ class Session:
         label = f"{suite.name} ×{st.concurrency}" + (" (loop)" if st.loop else "")
         if self.collector is not None:
             self.collector.new_run(label)
-        self._records_since_verify = 0
         repeats = suite.suite.repeats
         offset = 0
         try:
@@ -666,9 +668,3 @@ def _launch_info(spec) -> LaunchInfo:
         base_url=spec.base_url,
     )
 
-
-def noop(*_a, **_k) -> None:
-    """A do-nothing callback."""
-
-
-Callback = Callable[..., None]

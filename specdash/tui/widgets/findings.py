@@ -23,8 +23,9 @@ VERIFY_MEANING = {
 }
 
 
-def render_findings(findings: Sequence[Any], *, empty: str = "no findings") -> Group | Text:
-    """Findings with their why and fix, most severe first."""
+def render_findings(findings: Sequence[Any], *, empty: str = "no findings", verbose_info: bool = False) -> Group | Text:
+    """Findings with their fix, most severe first; errors and warnings also say why (info
+    findings only with ``verbose_info``)."""
     if not findings:
         return Text("✔ " + empty, style="green")
     order = {"error": 0, "warning": 1, "info": 2}
@@ -36,7 +37,7 @@ def render_findings(findings: Sequence[Any], *, empty: str = "no findings") -> G
         t.append(f"{SEVERITY_MARK.get(sev, '•')} {sev.upper()} ", style=SEVERITY_STYLE.get(sev, ""))
         t.append(str(finding_get(f, "code", "")), style="bold")
         t.append(f"  {finding_get(f, 'message', '')}\n")
-        why = finding_get(f, "why")
+        why = finding_get(f, "why") if (verbose_info or sev != "info") else None
         if why:
             t.append("    why: ", style="dim")
             t.append(f"{why}\n")

@@ -3,6 +3,8 @@ silent adjustments and skipped weights marked."""
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -26,11 +28,15 @@ COUNTED = (("decode", "decode batches"), ("warning", "warnings"), ("error", "err
            ("adjustment", "silent adjustments"), ("weight_skip", "skipped weights"))
 
 
+_DATE = re.compile(r"^\[\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d(?:\.\d+)?)")
+
+
 def log_line(entry: LogEntry) -> Text:
-    """One styled log line with its margin mark."""
+    """One styled log line with its margin mark (the date of SGLang's prefix is dropped,
+    the time kept, so more of the line fits)."""
     mark, style = KIND_STYLE.get(entry.kind, ("  ", ""))
     t = Text(mark, style=style or "dim")
-    t.append(entry.text, style=style)
+    t.append(_DATE.sub(r"[\1", entry.text, count=1), style=style)
     return t
 
 
