@@ -1121,16 +1121,23 @@ def _fast_transport(https: bool) -> httpx.AsyncBaseTransport:
     after 4 s, below uvicorn's 5 s keep-alive, so a reused connection is never one the
     server is closing.
     """
-    transport = httpx.AsyncHTTPTransport(verify=False, trust_env=False)
-    # Replace the pool httpx built with one on the asyncio backend (same httpcore class
-    # and arguments httpx passes, plus ``network_backend``).
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context() if https else None,
-        max_connections=None,
-        max_keepalive_connections=None,
-        keepalive_expiry=4.0,
-        network_backend=_AsyncioBackend(),
-    )
+    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    try:
+        # Replace the pool httpx built with one on the asyncio backend (same httpcore class
+        # and arguments httpx passes, plus ``network_backend``).  This touches a private
+        # attribute: if another httpx/httpcore release lacks it, keep httpx's own pool.
+        pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context() if https else None,
+            max_connections=None,
+            max_keepalive_connections=None,
+            keepalive_expiry=4.0,
+            network_backend=_AsyncioBackend(),
+        )
+        if not hasattr(transport, "_pool"):
+            raise AttributeError("_pool")
+        transport._pool = pool
+    except (AttributeError, TypeError) as exc:  # pragma: no cover - depends on the installed httpx
+        log.debug("fast transport unavailable (%s); using httpx's default pool", exc)
     return transport
 
 
