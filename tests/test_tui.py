@@ -256,7 +256,10 @@ async def test_offers_to_stop_servers_left_by_a_killed_specdash(tmp_path: Path) 
     import subprocess
     import sys
 
-    owner = subprocess.Popen([sys.executable, "-c", LEFTOVER_SCRIPT], stdout=subprocess.PIPE, text=True)
+    # Without the parent-death signal (non-Linux, or SPECDASH_NO_PDEATHSIG=1) the server
+    # outlives a SIGKILLed specdash: the case the leftover records exist for.
+    env = dict(os.environ, SPECDASH_NO_PDEATHSIG="1")
+    owner = subprocess.Popen([sys.executable, "-c", LEFTOVER_SCRIPT], stdout=subprocess.PIPE, text=True, env=env)
     server_pid = -1
     try:
         server_pid = int(owner.stdout.readline())
@@ -292,3 +295,33 @@ async def test_server_that_dies_is_reported(tmp_path: Path) -> None:
         assert app.check_action("launch", ()) is True  # it can be launched again
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, what="app exit")
+
+
+async def test_gpu_panel_says_why_without_nvml(tmp_path: Path) -> None:
+    """No driver: the GPU panel names the reason (-no-gpu), it does not go blank."""
+    from dataclasses import replace
+
+    from specdash.collect.live import GpuView
+    from specdash.tui.frozen import frozen_view
+
+    view = frozen_view("healthy")
+    view = replace(view, snapshot=replace(view.snapshot, gpu=GpuView(
+        status="no NVIDIA driver (NVML Shared Library Not Found)"), procs=()), mode="attach")
+    app = create_app(AppConfig(frozen=view, frozen_tab="gpu"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = app.query_one("#gpu-panel")
+        assert panel.has_class("-no-gpu")
+        assert "no NVIDIA driver (NVML Shared Library Not Found)" in screen_text(app, "#gpu-body")
+
+
+def test_tweak_form_parsing() -> None:
+    from specdash.tui.screens.tweak import parse_form
+
+    out = parse_form({"algorithm": "EAGLE3", "draft_model_path": " /d ", "num_steps": "5", "eagle_topk": "",
+                      "num_draft_tokens": "auto", "extra_args": "--speculative-attention-mode decode"})
+    assert out == {"algorithm": "EAGLE3", "draft_model_path": "/d", "num_steps": 5, "eagle_topk": None,
+                   "num_draft_tokens": None, "extra_args": ["--speculative-attention-mode", "decode"]}
+    assert parse_form({"algorithm": "none"})["algorithm"] is None
+    with pytest.raises(ValueError, match="steps"):
+        parse_form({"algorithm": "EAGLE3", "num_steps": "x"})
