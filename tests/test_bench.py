@@ -269,3 +269,23 @@ def test_leftover_from_a_killed_specdash_is_found_and_stopped(tmp_path, monkeypa
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert find_leftovers() == []
     assert ServerProcess  # imported API
+
+
+def test_resume_continues_a_partial_run(tmp_path, capsys):
+    prof = sim_profile(tmp_path, "res")
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "s"\nmax_tokens = 64\nwarmup = 0\n[[prompts]]\ntext = "a"\n'
+                     '[[prompts]]\ntext = "b"\n[[prompts]]\ntext = "c"\n')
+    base = ["--bench", "--profile", str(prof), "--suite", str(suite), "--out", str(tmp_path / "runs"), "--json"]
+    assert main(base) == 0
+    run_dir = Path(json.loads(capsys.readouterr().out)["runs"][0]["run_dir"])
+    lines = (run_dir / "requests.jsonl").read_text().splitlines()
+    (run_dir / "requests.jsonl").write_text(lines[0] + "\n" + lines[1][:40])     # a crash: one kept, one torn
+    done_prompt = json.loads(lines[0])["prompt_index"]
+    assert main(base + ["--resume", str(run_dir)]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert run["run_dir"] == str(run_dir) and run["requests"] == 3 and run["output_tokens"] == 3 * 64
+    recs = [json.loads(x) for x in (run_dir / "requests.jsonl").read_text().splitlines() if x.startswith("{") and x.endswith("}")]
+    assert sorted(r["prompt_index"] for r in recs) == [0, 1, 2]
+    assert [r["segment"] for r in recs if r["prompt_index"] == done_prompt] == [0]
+    assert {r["segment"] for r in recs if r["prompt_index"] != done_prompt} == {1}

@@ -93,7 +93,14 @@ class RunDir:
     def append_request(self, record: dict) -> None:
         """Append one record to ``requests.jsonl`` and flush it to the OS at once."""
         if self._requests_fh is None:
+            torn = False
+            if self.requests_path.is_file() and self.requests_path.stat().st_size:
+                with open(self.requests_path, "rb") as fh:
+                    fh.seek(-1, os.SEEK_END)
+                    torn = fh.read(1) != b"\n"
             self._requests_fh = open(self.requests_path, "a", encoding="utf-8")
+            if torn:  # a crash cut the last line: end it, so the next record stays readable
+                self._requests_fh.write("\n")
         self._requests_fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
         self._requests_fh.flush()
 

@@ -228,7 +228,7 @@ class Session(PresetsMixin):
 
     def preview_launch(self, profile: Profile | None = None) -> LaunchInfo | None:
         """Argv / env / asked vs effective for ``profile`` (default: the current one) without
-        starting anything (port 0 stays 0: a free port is chosen at launch)."""
+        starting anything (port 0 is shown as "a free port at launch")."""
         from specdash.sglang.command import build_launch
 
         prof = profile or self.profile
@@ -236,9 +236,13 @@ class Session(PresetsMixin):
             return None
         try:
             spec = build_launch(prof.expanded(), version=self.sglang_version)
-        except (ProfileError, Exception) as exc:
+        except (ProfileError, Exception) as exc:  # a broken profile is shown, never raised
             return LaunchInfo([], {}, "", {}, {}, [], [], "", error=f"{type(exc).__name__}: {exc}")
-        return _launch_info(spec)
+        info = _launch_info(spec)
+        if spec.port == 0:  # shown as what will happen, not as a literal 0
+            info.argv = [("(a free port at launch)" if w == "0" and i and info.argv[i - 1] == "--port" else w)
+                         for i, w in enumerate(info.argv)]
+        return info
 
     # -- state ----------------------------------------------------------------------------------
     def _set_state(self, state: ServerState, detail: str = "") -> None:

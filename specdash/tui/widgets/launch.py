@@ -157,14 +157,13 @@ class LaunchPanel(Horizontal):
         if rep is None:
             return Group(head, Text("not run yet" if view.mode != "attach" else "not applicable when attached",
                                     style="dim"))
-        blocked = Text()
-        if getattr(rep, "has_errors", False):
-            blocked = Text("Launch is blocked by errors: fix the profile (t to tweak), or press l and confirm "
-                           "to launch anyway.", style="bold red")
         ver = getattr(rep, "sglang_version", None)
         src = getattr(rep, "version_source", None)
-        sub = Text(f"judged against SGLang {ver} ({src})" if ver else "", style="dim")
-        return Group(head, sub, render_findings(rep.findings, empty="no preflight findings"), blocked)
+        parts = [head, Text(f"judged against SGLang {ver} ({src})" if ver else "", style="dim")]
+        if getattr(rep, "has_errors", False):
+            parts.append(Text("Launch is blocked by errors: fix the profile (t to tweak), or press l and confirm "
+                              "to launch anyway.", style="bold red"))
+        return Group(*parts, render_findings(rep.findings, empty="no preflight findings"))
 
     def _progress(self, view: ViewState):
         head = Text("Start-up", style="bold")
