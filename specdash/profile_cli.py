@@ -92,7 +92,7 @@ def profile_from_command(text: str, *, name: str | None = None) -> tuple[Profile
                 extra_server[flag] = value
         except ValueError:
             raise ProfileError(f"profile import: {flag} {value!r} is not a valid value") from None
-    if cmd.program and cmd.program[0].endswith(("python", "python3")) or re.search(r"python3?(\.\d+)?$", cmd.program[0]):
+    if (cmd.program and cmd.program[0].endswith(("python", "python3"))) or re.search(r"python3?(\.\d+)?$", cmd.program[0]):
         if cmd.program[0] not in ("python", "python3"):
             server["python"] = cmd.program[0]
     server["extra_args"] = flags_to_argv(extra_server)
@@ -209,7 +209,7 @@ def profile_main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     try:
         if args.cmd == "import":
-            prof, cmd = profile_from_command(args.command, name=args.name)
+            prof, _ = profile_from_command(args.command, name=args.name)
             out = Path(args.out or f"{prof.name}.toml")
             header = (
                 f"Imported by specdash profile import from:\n{_wrap(args.command)}\n"

@@ -18,7 +18,7 @@ import pytest
 
 from specdash.bench.runner import ProfileRun, RunOptions
 from specdash.cli import main
-from specdash.profile import load_profile, parse_profile, parse_suite
+from specdash.profile import load_profile, parse_suite
 from specdash.sim.testing import SimProcess
 
 REPO = Path(__file__).resolve().parents[1]

@@ -48,7 +48,7 @@ def screen_text(app: SpecdashApp, selector: str = "Static") -> str:
     """Plain text of what the Static widgets on the active screen show."""
     from rich.console import Console
 
-    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))
     for w in app.screen.query(selector):
         r = w.content
         if isinstance(r, str):

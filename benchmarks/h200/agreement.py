@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from specdash.sglang.metrics import counter_delta, parse_metrics  # noqa: E402
+from specdash.sglang.metrics import counter_delta, parse_metrics
 
 
 def rel(a, b):

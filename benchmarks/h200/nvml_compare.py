@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from specdash.collect.gpu import nvml_status, read_gpus  # noqa: E402
+from specdash.collect.gpu import nvml_status, read_gpus
 
 
 def smi() -> list[dict]:

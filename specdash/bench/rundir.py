@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from specdash import __version__
@@ -27,7 +27,7 @@ from specdash import __version__
 
 def utc_stamp() -> str:
     """``20261129T153012Z``-style UTC stamp used in directory names."""
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def safe_name(name: str) -> str:
@@ -121,7 +121,7 @@ class RunDir:
         if text is None:
             return
         if (self.path / name).exists():
-            stem, dot, ext = name.rpartition(".")
+            stem, _, ext = name.rpartition(".")
             n = 2
             while (self.path / f"{stem}-{n}.{ext}").exists():
                 n += 1

@@ -118,18 +118,18 @@ def read_gpus(*, processes: bool = True) -> list[GpuSample]:
         h = _safe(lambda i=i: nv.nvmlDeviceGetHandleByIndex(i))
         if h is None:
             continue
-        mem = _safe(lambda: nv.nvmlDeviceGetMemoryInfo(h))
-        util = _safe(lambda: nv.nvmlDeviceGetUtilizationRates(h))
-        name = _safe(lambda: nv.nvmlDeviceGetName(h), "?")
+        mem = _safe(lambda h=h: nv.nvmlDeviceGetMemoryInfo(h))
+        util = _safe(lambda h=h: nv.nvmlDeviceGetUtilizationRates(h))
+        name = _safe(lambda h=h: nv.nvmlDeviceGetName(h), "?")
         if isinstance(name, bytes):
             name = name.decode()
         procs: list[GpuProcess] = []
         if processes:
-            for p in _safe(lambda: nv.nvmlDeviceGetComputeRunningProcesses(h), []) or []:
+            for p in _safe(lambda h=h: nv.nvmlDeviceGetComputeRunningProcesses(h), []) or []:
                 used = getattr(p, "usedGpuMemory", None)
                 pname, cmd = _proc_info(p.pid)
                 procs.append(GpuProcess(p.pid, used / 2**20 if isinstance(used, int) else None, pname, cmd))
-        power = _safe(lambda: nv.nvmlDeviceGetPowerUsage(h))
+        power = _safe(lambda h=h: nv.nvmlDeviceGetPowerUsage(h))
         out.append(
             GpuSample(
                 index=i,
@@ -137,8 +137,8 @@ def read_gpus(*, processes: bool = True) -> list[GpuSample]:
                 memory_used_mib=mem.used / 2**20 if mem else 0.0,
                 memory_total_mib=mem.total / 2**20 if mem else 0.0,
                 utilization_pct=float(util.gpu) if util else None,
-                uuid=str(_safe(lambda: nv.nvmlDeviceGetUUID(h), "")),
-                temperature_c=_safe(lambda: float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
+                uuid=str(_safe(lambda h=h: nv.nvmlDeviceGetUUID(h), "")),
+                temperature_c=_safe(lambda h=h: float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
                 power_w=power / 1000.0 if isinstance(power, int) else None,
                 processes=procs,
             )

@@ -223,7 +223,7 @@ def _read_safetensors_headers(root: Path, notes: list[str]) -> dict[str, TensorI
             continue
         try:
             with safe_open(str(fpath), framework="numpy") as fh:
-                for key in fh.keys():
+                for key in fh.keys():  # noqa: SIM118 - safe_open is not a dict
                     sl = fh.get_slice(key)
                     tensors[key] = TensorInfo(key, tuple(int(x) for x in sl.get_shape()), str(sl.get_dtype()), fname)
         except Exception as exc:

@@ -35,7 +35,7 @@ def _detect_gpus(args) -> list[dict] | None:
         from specdash.collect.gpu import read_gpus
 
         found = read_gpus(processes=False)
-    except Exception:  # noqa: BLE001 - NVML problems mean "unknown", never a failure
+    except Exception:
         return None
     return [{"name": g.name, "memory_total_mib": g.memory_total_mib} for g in found] or None
 

@@ -140,7 +140,7 @@ def write_safetensors_raw(dst: str | Path, entries: list[tuple[str, dict, tuple]
                 _, spath, start, nbytes = src
                 fh = handles.get(spath)
                 if fh is None:
-                    fh = handles[spath] = open(spath, "rb")  # noqa: SIM115 - closed in finally
+                    fh = handles[spath] = open(spath, "rb")
                 fh.seek(start)
                 left = nbytes
                 while left:

@@ -148,7 +148,7 @@ def _load_named(md: ModelDir, names: list[str]) -> dict:
                 for n in group:
                     t = fh.get_tensor(n)
                     out[n] = t.float() if t.is_floating_point() else t
-        except Exception as exc:  # noqa: BLE001 - safetensors raises its own types
+        except Exception as exc:
             raise SelftestError(f"{md.path}/{fname}: cannot read tensors: {exc}") from None
     return out
 
@@ -175,7 +175,7 @@ def _load_sample(path: str | Path) -> tuple[dict, dict]:
         with safe_open(str(path), framework="pt") as fh:
             meta = fh.metadata() or {}
             data = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - safe_open is not a dict
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise SelftestError(f"{path}: cannot read the sample ({exc}); expected a safetensors file") from None
     for req in ("input_ids", "hidden_states"):
         if req not in data:

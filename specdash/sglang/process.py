@@ -220,7 +220,7 @@ class ServerProcess:
                 close_fds=True,
             ))
             self.started_at = time.monotonic()
-            log_file = open(self.log_path, "ab", buffering=0) if self.log_path else None  # noqa: SIM115
+            log_file = open(self.log_path, "ab", buffering=0) if self.log_path else None
             self._reader = threading.Thread(
                 target=self._read_output, args=(self._proc.stdout, log_file),
                 name=f"sglang-log-{self._proc.pid}", daemon=True,
