@@ -325,3 +325,16 @@ def test_tweak_form_parsing() -> None:
     assert parse_form({"algorithm": "none"})["algorithm"] is None
     with pytest.raises(ValueError, match="steps"):
         parse_form({"algorithm": "EAGLE3", "num_steps": "x"})
+
+
+async def test_servers_stopped_even_when_the_app_ends_abruptly(tmp_path: Path) -> None:
+    """An exception inside the app's lifetime (here: in the test body) still stops the server."""
+    app = create_app(config(tmp_path, profile="demo-baseline", autostart=True, autoload=False))
+    pid = None
+    with pytest.raises(RuntimeError, match="boom"):
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.session.state == ServerState.READY, what="server ready")
+            pid = app.session.server.pid
+            raise RuntimeError("boom")
+    assert pid is not None
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -15,7 +15,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-/tmp/specdash-h200-out}
-W=$OUT/h200-phase$PHASE
+WORK=${WORK:-/tmp/specdash-h200-work}
+W=$WORK/h200-phase$PHASE
 mkdir -p "$W"
 SD="python3 -m specdash"
 log() { echo "[$(date +%H:%M:%S)] $*" | tee -a "$W/steps.log"; }
@@ -58,6 +59,6 @@ fi
 nvidia-smi --query-gpu=index,name,memory.used,memory.total,utilization.gpu --format=csv > "$W/nvidia-smi-end.csv" 2>&1
 # server logs are big: keep their heads and tails only in the tarball
 find "$W/runs" -name server.log -size +200k -exec sh -c 'head -c 60000 "$1" > "$1.head"; tail -c 60000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2>/dev/null
-tar -C "$OUT" -czf "$OUT/h200-phase$PHASE.tar.gz" "h200-phase$PHASE"
-cp "$W/steps.log" "$OUT/steps-phase$PHASE.log"
+tar -C "$WORK" -czf "$OUT/h200-phase$PHASE.tar.gz" "h200-phase$PHASE"
 log "packed $(du -h "$OUT/h200-phase$PHASE.tar.gz" | cut -f1)"
+cp "$W/steps.log" "$OUT/steps-phase$PHASE.log"

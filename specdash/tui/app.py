@@ -158,6 +158,13 @@ class SpecdashApp(FlowsMixin, App[int]):
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 loop.add_signal_handler(sig, self._on_signal)
 
+    async def on_unmount(self) -> None:
+        """Stop what specdash started whatever the way out (quit, an exception, a test that
+        failed half-way): the session's servers never outlive the app."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.session.close(), 60)
+        self.session.stop_now()
+
     def _first_frame(self) -> None:
         if self.first_frame_s is None:
             self.first_frame_s = time.monotonic() - self._t0

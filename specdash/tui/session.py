@@ -325,7 +325,8 @@ class Session(PresetsMixin):
             self.rundir.write_manifest(self._manifest(prof, spec))
             self.verification_report = None
             self._collapse = None
-            self.server = ServerProcess(spec.argv, env=spec.env, run_dir=self.rundir.path, url=spec.base_url)
+            self.server = ServerProcess(spec.argv, env=spec.env, log_path=self.rundir.server_log_path,
+                                        run_dir=self.rundir.path, url=spec.base_url, name=prof.name)
             self._set_state(ServerState.STARTING, f"starting {prof.name} on {spec.base_url}")
             self.server.start()
             self.client = SGLangClient(spec.base_url, api_key=spec.api_key)
