@@ -56,6 +56,24 @@ if [ "$PHASE" = 2 ]; then
   log "TUI screenshots exit $?"
 fi
 
+if [ "$PHASE" = 3 ]; then
+  # nvidia-h200-x2: tensor parallel 2 with the seeds' NCCL variables (NVLink multicast stays off).
+  python3 -c "import torch;print('GPUs', torch.cuda.device_count())" >> "$W/steps.log" 2>&1
+  # NVML vs nvidia-smi on both devices while torch holds 20 GiB on each
+  python3 -c "
+import subprocess, sys, torch
+x = [torch.empty(20 * 2**30, dtype=torch.uint8, device=f'cuda:{i}') for i in range(torch.cuda.device_count())]
+torch.cuda.synchronize()
+print(subprocess.run([sys.executable, 'benchmarks/h200/nvml_compare.py'], capture_output=True, text=True).stdout)
+" > "$W/nvml-compare-x2.json" 2>&1
+  log "NVML compare on x2 written"
+  $SD --bench --profile h200x2-tiny-eagle3-tp2 --baseline h200x2-tiny-baseline-tp2 --suite h200-tiny --repeats 1 \
+      --out "$W/runs" --json > "$W/ab-tp2.json" 2> "$W/ab-tp2.err"
+  log "TP 2 A/B exit $?"
+  for d in "$W"/runs/*-h200x2-tiny-*; do [ -f "$d/summary.json" ] && python3 benchmarks/h200/agreement.py "$d"; done \
+      > "$W/agreement-tp2.json" 2>&1
+fi
+
 nvidia-smi --query-gpu=index,name,memory.used,memory.total,utilization.gpu --format=csv > "$W/nvidia-smi-end.csv" 2>&1
 # server logs are big: keep their heads and tails only in the tarball
 find "$W/runs" -name server.log -size +200k -exec sh -c 'head -c 60000 "$1" > "$1.head"; tail -c 60000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2>/dev/null

@@ -107,6 +107,22 @@ def _proc_info(pid: int) -> tuple[str, str]:
         return "", ""
 
 
+def _memory_info(nv, handle):
+    """Device memory as ``nvidia-smi`` reports it.
+
+    ``nvmlDeviceGetMemoryInfo`` (v1) counts driver-reserved memory as used; ``nvidia-smi``
+    on current drivers reads the v2 structure, whose ``used`` excludes it.  On a real H200
+    (driver 580, SGLang holding 72 GiB) v1 read 614.7 MiB more than nvidia-smi
+    (benchmarks/results/h200-2026-11-29).  Use v2 where the driver has it, else v1.
+    """
+    version = getattr(nv, "nvmlMemory_v2", None)
+    if version is not None:
+        mem = _safe(lambda: nv.nvmlDeviceGetMemoryInfo(handle, version=version))
+        if mem is not None:
+            return mem
+    return _safe(lambda: nv.nvmlDeviceGetMemoryInfo(handle))
+
+
 def read_gpus(*, processes: bool = True) -> list[GpuSample]:
     """Read every visible device (empty list without NVML; see :func:`nvml_status`)."""
     nv = _init()
@@ -118,7 +134,7 @@ def read_gpus(*, processes: bool = True) -> list[GpuSample]:
         h = _safe(lambda i=i: nv.nvmlDeviceGetHandleByIndex(i))
         if h is None:
             continue
-        mem = _safe(lambda h=h: nv.nvmlDeviceGetMemoryInfo(h))
+        mem = _memory_info(nv, h)
         util = _safe(lambda h=h: nv.nvmlDeviceGetUtilizationRates(h))
         name = _safe(lambda h=h: nv.nvmlDeviceGetName(h), "?")
         if isinstance(name, bytes):
