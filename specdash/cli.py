@@ -58,7 +58,22 @@ def _main_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run; returns the process exit code (see module docstring)."""
+    """Parse ``argv`` and run; returns the process exit code (see module docstring).
+
+    A reader that closes stdout early (``specdash profile show P | head``) ends the
+    command quietly with 141, as a shell pipeline would, instead of a traceback.
+    """
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0], argv[1:])
