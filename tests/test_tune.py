@@ -44,9 +44,9 @@ def grid_best(scenario: str, concurrency: int, max_tokens: int) -> tuple[float, 
 def test_tune_within_5_percent_of_grid_best(tmp_path, scenario, model, draft, concurrency, tp):
     max_tokens = 256
     prof = load_profile(str(sim_profile(tmp_path, f"t-{scenario}", scenario=scenario, model=model, draft=draft,
-                                        spec=(1, 1, 2), time_scale={"kimi-k25": 40.0, "healthy": 8.0}.get(scenario, 1.0),
+                                        spec=(1, 1, 2), time_scale={"kimi-k25": 10.0, "healthy": 8.0}.get(scenario, 1.0),
                                         tp=tp)))
-    n_prompts = max(3, concurrency)
+    n_prompts = max(4, concurrency)
     suite = parse_suite({"suite": {"name": "t", "max_tokens": max_tokens, "concurrency": concurrency,
                                    "warmup": 1, "repeats": 1},
                          "prompts": [{"text": f"prompt number {i} about topic {i * 7}"} for i in range(n_prompts)]})
