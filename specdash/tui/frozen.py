@@ -11,25 +11,17 @@ the UI snapshots.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from specdash.collect.gpu import GpuProcess, GpuSample
 from specdash.collect.live import DecodeWindow, GpuView, LiveSnapshot, LogEntry, MetricsSample, RequestSample
 from specdash.collect.proc import ProcSample
+from specdash.eagle3.rules import Finding
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState
 from specdash.tui.state import ViewState
 
 NOW = 10_000.0
 
-
-@dataclass
-class _Finding:
-    code: str
-    severity: str
-    message: str
-    why: str = ""
-    fix: str = ""
-    evidence: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -159,20 +151,20 @@ def frozen_snapshot(scenario: str = "healthy") -> LiveSnapshot:
     )
 
 
-CONTEXT_WARNING = _Finding(
+CONTEXT_WARNING = Finding(
     "CONTEXT_LEN", "warning",
     "the draft was built for 2048 positions but serves contexts up to 131072",
     "Past its trained length acceptance falls; long prompts can be slower than without speculation.",
     "bucket results by input length, or use a draft trained on longer sequences")
-SPEC_INFO = _Finding("SPEC_ARGS", "info", "max_running_requests not set: SGLang uses 48 with speculation",
+SPEC_INFO = Finding("SPEC_ARGS", "info", "max_running_requests not set: SGLang uses 48 with speculation",
                      "", "pass --max-running-requests to change it")
-ALGO_ERROR = _Finding(
+ALGO_ERROR = Finding(
     "ALGO_MISMATCH", "error",
     "the draft is an EAGLE3 head (fc in_features 12288 = 3 × hidden 4096) but it is served with "
     "--speculative-algorithm EAGLE",
     "With EAGLE the draft's fc is skipped silently and every draft token is rejected: accept length 1.00.",
     'set [speculative] algorithm = "EAGLE3" (--speculative-algorithm EAGLE3) with the same draft')
-COLLAPSE = _Finding(
+COLLAPSE = Finding(
     "VERIFY_COLLAPSE", "error", "accept length 1.00 over 8448 tokens (≤ 1.05): speculation accepts nothing",
     "A wiring fault (algorithm, weight keys, aux layers, d2t, lm_head) or an untrained draft.",
     "relaunch with --speculative-algorithm EAGLE3; `specdash draft selftest` separates the two causes")
