@@ -355,9 +355,9 @@ def _find(name: str, sub: str, kind: str) -> Path:
     known = sorted(n for n, _ in (list_suites() if sub else list_profiles()))
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
+    listing = "`specdash profile list` shows them" if not sub else f"known suites: {', '.join(known) or 'none'}"
     raise ProfileError(
-        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}; "
-        f"`specdash profile list` shows them)"
+        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}; {listing})"
     )
 
 

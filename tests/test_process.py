@@ -337,3 +337,18 @@ def test_module_does_not_install_handlers_at_import():
     )
     assert out.stdout.split() == ["True", "False"]
     assert proc_mod.state_dir().name == "state"
+
+
+def test_api_key_never_reaches_the_log(tmp_path):
+    """SGLang prints ``api_key='…'`` in its server_args line: the log file and ring get ***."""
+    srv = ServerProcess([sys.executable, "-c", "import sys; print('server_args', sys.argv[1:], flush=True)",
+                         "--api-key", "sk-SECRET-1", "--admin-api-key=sk-ADMIN-2"], run_dir=tmp_path)
+    srv.start()
+    deadline = time.monotonic() + 10
+    while srv.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    srv.stop()
+    text = (tmp_path / "server.log").read_text()
+    assert "server_args" in text and "***" in text
+    assert "sk-SECRET-1" not in text and "sk-ADMIN-2" not in text
+    assert "sk-SECRET-1" not in "\n".join(srv.ring.lines())

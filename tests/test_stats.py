@@ -137,3 +137,19 @@ def test_stop_rule_adds_repeats_until_narrow_or_budget_spent():
     assert not tight.add_repeats
     few = stop_rule([1.0], [1.1], target_width=0.05, max_pairs=10)
     assert few.add_repeats and few.more_repeats == 1
+
+
+def test_practically_equal_sides_are_not_called_slower():
+    """Same profile on both sides with near-deterministic timing: a CI of 0.997–1.000 excludes 1
+    but is inside ±1 % (MIN_EFFECT), so the verdict must not be "slower"."""
+    import numpy as np
+
+    from specdash.bench.stats import MIN_EFFECT, paired_speedup
+
+    rng = np.random.default_rng(3)
+    a = 300 * np.exp(rng.normal(0, 0.0005, 9))
+    b = a * 0.998 * np.exp(rng.normal(0, 0.0005, 9))
+    res = paired_speedup(a, b)
+    assert res.ci95[1] < 1.0 and res.ci95[0] > 1 / (1 + MIN_EFFECT)
+    assert res.verdict == "no significant difference"
+    assert paired_speedup(a, a * 0.95).verdict == "slower"

@@ -64,6 +64,7 @@ def test_tune_within_5_percent_of_grid_best(tmp_path, scenario, model, draft, co
     if scenario == "kimi-k25":
         assert report["advice"]["pays"] is False
         assert "does not pay" in report["advice_text"] and "break even" in report["advice_text"]
+        assert report["preset"] is None and "does not pay" in report["preset_not_saved"]
     if report["preset"]:
         saved = load_profile(report["preset"])
         assert (saved.speculative.num_steps, saved.speculative.eagle_topk, saved.speculative.num_draft_tokens) == (

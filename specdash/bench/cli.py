@@ -132,6 +132,34 @@ def withhold_speedup(cmp: dict, failed: list[str]) -> None:
     cmp["verification_failed"] = failed
 
 
+def check_resume(run_dir: Path, args) -> str | None:
+    """Why ``--resume run_dir`` cannot continue with these arguments (None when it can).
+
+    A run directory holds one profile, one suite and one request shape: resuming with
+    another would mix them into one summary.
+    """
+    from specdash.profile import ProfileError, load_profile, load_suite
+
+    manifest = run_dir / "manifest.json"
+    if not manifest.is_file():
+        return "no manifest.json there (not a specdash run directory, or it does not exist)"
+    m = json.loads(manifest.read_text())
+    if args.vs or args.baseline:
+        return "--resume continues one profile's run; it cannot be combined with --vs or --baseline"
+    try:
+        name = load_profile(args.profile).name if args.profile else "attached"
+        suite = load_suite(args.suite or DEFAULT_SUITE).name
+    except ProfileError as exc:
+        return str(exc)
+    for what, have, want in (("profile", m.get("profile"), name), ("suite", m.get("suite"), suite),
+                             ("--max-tokens", m.get("max_tokens"), args.max_tokens),
+                             ("--concurrency", m.get("concurrency"), args.concurrency),
+                             ("--repeats", m.get("repeats"), args.repeats)):
+        if want is not None and have is not None and have != want:
+            return f"it was run with {what} {have!r}, not {want!r}"
+    return None
+
+
 def _options(args, progress) -> RunOptions:
     return RunOptions(
         out_dir=Path(args.out),
@@ -199,7 +227,8 @@ async def run_ab(prof_a, prof_b, prof_r, suite, opts: RunOptions, rounds: int) -
 def bench_main(args) -> int:
     """Entry of ``specdash --bench`` (args from :func:`specdash.cli._main_parser`)."""
     from specdash.profile import ProfileError, load_profile, load_suite
-    from specdash.sglang.process import install_signal_handlers, stop_leftovers_interactively
+    from specdash.sglang.client import SGLangError, SGLangHTTPError
+    from specdash.sglang.process import ServerStartError, install_signal_handlers, stop_leftovers_interactively
 
     progress = Progress()
     if not args.profile and not args.url:
@@ -208,6 +237,20 @@ def bench_main(args) -> int:
     if args.vs and args.url:
         print("specdash --bench: --vs launches both sides; it cannot be combined with --url", file=sys.stderr)
         return 2
+    for flag in ("repeats", "max_tokens", "concurrency", "rounds"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            print(f"specdash --bench: --{flag.replace('_', '-')} must be at least 1 (got {value})", file=sys.stderr)
+            return 2
+    if args.url and not args.url.startswith(("http://", "https://")):
+        print(f"specdash --bench: --url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)",
+              file=sys.stderr)
+        return 2
+    if args.resume:
+        problem = check_resume(Path(args.resume), args)
+        if problem:
+            print(f"specdash --bench: cannot resume {args.resume}: {problem}", file=sys.stderr)
+            return 2
     try:
         suite = load_suite(args.suite or DEFAULT_SUITE)
         if args.profile:
@@ -241,10 +284,17 @@ def bench_main(args) -> int:
         print("specdash: preflight found errors; the server was not launched. Fix them, or pass --force "
               "to launch anyway (post-launch verification will still judge the run).", file=sys.stderr)
         return 1
-    except (RunFailed, ProfileError) as exc:
+    except (RunFailed, ProfileError, ServerStartError, SGLangError) as exc:
         progress.done()
         print(f"specdash: {exc}", file=sys.stderr)
+        if isinstance(exc, SGLangHTTPError) and exc.status in (401, 403):
+            print("specdash: the server wants an API key: pass --api-key KEY or set SGLANG_API_KEY "
+                  "(for a launched server, [server] api_key in the profile)", file=sys.stderr)
         return 1
+    except OSError as exc:
+        progress.done()
+        print(f"specdash: cannot write results: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         progress.done()
         print("specdash: interrupted; servers stopped; partial results are in the run directory", file=sys.stderr)

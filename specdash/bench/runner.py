@@ -203,6 +203,8 @@ class ProfileRun:
         """Execute the run; always stops a server it started (also on errors/cancellation)."""
         if self.opt.preflight and not self.opt.url:
             self.run_preflight()
+        if self.opt.url:
+            await self._check_attach()
         segment = self._open_rundir()
         try:
             return await self._run(segment)
@@ -210,6 +212,21 @@ class ProfileRun:
             if self.server is not None:
                 self.server.stop()
             self.rundir.close()
+
+    async def _check_attach(self) -> None:
+        """Fail before creating a run directory when the attached server does not answer."""
+        import httpx
+
+        from specdash.sglang.client import SGLangClient
+
+        async with SGLangClient(self.opt.url, api_key=self.opt.api_key) as client:
+            try:
+                ok = await client.health(timeout=10.0)
+            except httpx.HTTPError as exc:
+                raise RunFailed(f"{self.opt.url}: {exc or type(exc).__name__}") from None
+        if not ok:
+            raise RunFailed(f"{self.opt.url}: no healthy SGLang server there (/health did not answer 200: "
+                            "connection refused, still starting, or not SGLang)")
 
     async def _run(self, segment: int) -> dict:
         from specdash.sglang.client import SGLangClient
@@ -229,13 +246,14 @@ class ProfileRun:
                 await self.server.wait_ready(client, READY_TIMEOUT_S)
                 t_ready = time.monotonic() - t0
                 self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
-            elif not await client.health():
-                raise RunFailed(f"{url}: /health did not answer 200 (is the server up?)")
             info = await client.server_info()
             manifest.update(self._server_manifest(info, t_ready))
             self.rundir.write_manifest(manifest)
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
+            manifest.update({"max_tokens": max_tokens, "concurrency": concurrency,
+                             "repeats": self.opt.repeats or self.suite.suite.repeats})
+            self.rundir.write_manifest(manifest)
             await self._warmup(client, max_tokens)
             await client.flush_cache()
             metrics_before = await client.metrics_text()

@@ -127,7 +127,17 @@ def expanded_confidence(n: int, confidence: float = 0.95) -> float:
     return float(min(2.0 * stats.norm.cdf(math.sqrt(n / (n - 1)) * t) - 1.0, 0.9999))
 
 
+#: Smallest speedup worth calling a difference: ±1 %, about the run-to-run noise of a launch.
+#: An interval that excludes 1 but lies wholly inside [1/1.01, 1.01] (e.g. the same profile
+#: on both sides with near-deterministic timing: 0.998×, CI 0.997–1.000) is reported as
+#: "no significant difference" rather than "slower".
+MIN_EFFECT = 0.01
+
+
 def _verdict(lo: float, hi: float) -> str:
+    """faster / slower when the interval excludes 1 and reaches beyond ±MIN_EFFECT, else no difference."""
+    if lo >= 1.0 / (1.0 + MIN_EFFECT) and hi <= 1.0 + MIN_EFFECT:
+        return NO_DIFF
     if lo > 1.0:
         return FASTER
     if hi < 1.0:

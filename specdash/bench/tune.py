@@ -49,7 +49,7 @@ def save_preset(source, winner, out_dir: Path, settings) -> Path:
     base_text = source.path.read_text(encoding="utf-8") if source.path and source.path.is_file() else None
     prof = winner.model_copy(deep=True)
     prof.name = f"{source.name}-tuned"
-    prof.description = (f"{source.description} — tuned by specdash tune: {settings.label()}").strip(" —")
+    prof.description = f"{source.name} tuned by specdash tune: EAGLE3 {settings.label()}"
     text = profile_to_toml(prof, base_text=base_text, header=f"Tuned from {source.name} by specdash tune.")
     if base_text is not None:
         text = (f"# Tuned from {source.name} by specdash tune ({utc_stamp()}): {settings.label()}.\n"
@@ -112,7 +112,14 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
         from specdash.profile import user_profile_dir
 
         preset_dir = user_profile_dir()
-    preset = save_preset(profile, winner, preset_dir, best) if best != planner.start else None
+    preset, not_saved = None, None
+    if advice.pays is False:
+        not_saved = ("speculation does not pay with this draft (see the advice): no preset saved; "
+                     "serve without speculation until the draft improves")
+    elif best == planner.start:
+        not_saved = "the starting settings were best: nothing new to save"
+    else:
+        preset = save_preset(profile, winner, preset_dir, best)
     return {
         "profile": profile.name,
         "suite": suite.name,
@@ -131,6 +138,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
         "advice_text": advice.render(),
         "comparison": cmp,
         "preset": str(preset) if preset else None,
+        "preset_not_saved": not_saved,
     }
 
 
@@ -189,5 +197,7 @@ def tune_main(argv: list[str]) -> int:
         print(render_comparison(report["comparison"]))
     if report["preset"]:
         print(f"saved the winner as {report['preset']}")
+    elif report["preset_not_saved"]:
+        print(f"tune: {report['preset_not_saved']}")
     print(f"tune report: {tdir.path / 'tune.json'}")
     return 0

@@ -113,10 +113,14 @@ class RunStats:
         self.records.extend(records)
 
     def duration_s(self) -> float | None:
-        """Σ over segments of (last ts_done − first ts_sent), seconds; None when empty."""
+        """Σ over segments of (last ts_done − first ts_sent) of the *successful* requests, s.
+
+        Failed requests are left out of the window as their tokens are (a resumed run's
+        failed attempts must not stretch it); None when nothing succeeded.
+        """
         windows: dict[int, list[float]] = {}
         for r in self.records:
-            if r.get("ts_sent") is None or r.get("ts_done") is None:
+            if not r.get("ok") or r.get("ts_sent") is None or r.get("ts_done") is None:
                 continue
             seg = int(r.get("segment", 0))
             w = windows.setdefault(seg, [r["ts_sent"], r["ts_done"]])
@@ -143,9 +147,13 @@ class RunStats:
                 tpot.append(t)
             itl.extend(r.get("itl_s") or ())
         dur = self.duration_s()
+        done = {(r.get("prompt_index"), r.get("repeat")) for r in ok}
+        failed = [r for r in self.records if not r.get("ok")]
         return {
             "requests": len(ok),
-            "failed_requests": len(self.records) - len(ok),
+            # failures not made good later (a resumed run re-sends them)
+            "failed_requests": sum(1 for r in failed if (r.get("prompt_index"), r.get("repeat")) not in done
+                                   or r.get("prompt_index") is None),
             "output_tokens": tokens,
             "duration_s": dur,
             "output_tok_s": (tokens / dur) if dur else None,

@@ -112,7 +112,8 @@ class ServerStartError(RuntimeError):
     """
 
     def __init__(self, message: str, exit_code: int | None, log_tail: str) -> None:
-        super().__init__(f"{message}\n--- last log lines ---\n{log_tail}" if log_tail else message)
+        shown = "\n".join(ln if len(ln) <= 300 else ln[:300] + " …" for ln in log_tail.splitlines()[-15:])
+        super().__init__(f"{message}\n--- last log lines ---\n{shown}" if log_tail else message)
         self.exit_code = exit_code
         self.log_tail = log_tail
 
@@ -169,6 +170,14 @@ class ServerProcess:
         if isinstance(argv, str) or not argv:
             raise ValueError("argv must be a non-empty list of strings (no shell command lines)")
         self.argv = [str(a) for a in argv]
+        #: values of --api-key / --admin-api-key: written as *** to the log file, ring and records
+        #: (SGLang prints them in its ``server_args=ServerArgs(…)`` line).
+        self._secrets = [
+            v.encode() for v in (
+                [self.argv[i + 1] for i, w in enumerate(self.argv[:-1]) if w in ("--api-key", "--admin-api-key")]
+                + [w.split("=", 1)[1] for w in self.argv if w.startswith(("--api-key=", "--admin-api-key="))]
+            ) if v
+        ]
         self.env = dict(env or {})
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if log_path is not None:
@@ -235,6 +244,8 @@ class ServerProcess:
     def _read_output(self, stream, log_file) -> None:
         try:
             for raw in iter(stream.readline, b""):
+                for secret in self._secrets:
+                    raw = raw.replace(secret, b"***")
                 if log_file is not None:
                     log_file.write(raw)  # unbuffered: on disk line by line
                 self.ring.append(raw.decode("utf-8", "replace"))
@@ -547,6 +558,10 @@ def _on_signal(signum: int, frame: Any) -> None:
     if callable(prev):
         prev(signum, frame)
         return
+    if signum == signal.SIGINT:
+        # Also when SIGINT was ignored (a background job of a non-interactive shell): someone
+        # sent it on purpose; end the run like Ctrl-C instead of carrying on without a server.
+        raise KeyboardInterrupt
     if prev == signal.SIG_IGN:
         return
     # Default action: restore it and re-deliver, so the exit status says "killed by".

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import time
 from dataclasses import replace
@@ -35,9 +36,10 @@ from specdash.tui.session import (
     PreflightErrors,
     ServerState,
     Session,
-    find_baseline_tok_s,
+    find_baseline_run,
 )
 from specdash.tui.state import ViewState
+from specdash.tui.terminal import ExitGuard, SafeLinuxDriver
 from specdash.tui.widgets.advice import AdvicePanel, StatusBar
 from specdash.tui.widgets.findings import VerifyBanner
 from specdash.tui.widgets.gpu import GpuPanel
@@ -103,6 +105,8 @@ class SpecdashApp(FlowsMixin, App[int]):
     TITLE = "specdash"
     SUB_TITLE = "speculative decoding (EAGLE-3) on SGLang"
     BINDINGS = keys.bindings()
+    #: Informational toasts stay short (they cover the metrics on an 80×24 terminal).
+    NOTIFICATION_TIMEOUT = 3
 
     def __init__(self, config: AppConfig | None = None) -> None:
         super().__init__()
@@ -124,8 +128,26 @@ class SpecdashApp(FlowsMixin, App[int]):
         self._drawn: dict[str, Any] = {}
         self._preview: LaunchInfo | None = None
         self._baseline_label = ""
+        self._baseline_key: tuple | None = None
         self.first_frame_s: float | None = None
         self._t0 = time.monotonic()
+        #: Set by :func:`run_tui`: SIGHUP / SIGTERM / terminal loss → exit, forced after a grace period.
+        self.exit_guard: ExitGuard | None = None
+        self._verify_toast: tuple[Any, set[str]] = (None, set())
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get_driver_class(self) -> Any:
+        """Textual's driver, but on Linux one whose terminal writer cannot hang the app."""
+        from textual.drivers.linux_driver import LinuxDriver
+
+        cls = super().get_driver_class()
+        return SafeLinuxDriver if cls is LinuxDriver else cls
+
+    def request_exit_threadsafe(self) -> None:
+        """From any thread or a signal handler: stop everything and exit."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.shutdown_and_exit)
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -153,10 +175,11 @@ class SpecdashApp(FlowsMixin, App[int]):
         self.call_after_refresh(self._first_frame)
         if self.config.frozen is None:
             self.call_after_refresh(self._start)
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                loop.add_signal_handler(sig, self._on_signal)
+        self._loop = asyncio.get_running_loop()
+        if self.exit_guard is None:  # embedded / tests: run_tui installs Python-level handlers instead
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                for sig in (signal.SIGTERM, signal.SIGHUP):
+                    self._loop.add_signal_handler(sig, self._on_signal)
 
     async def on_unmount(self) -> None:
         """Stop what specdash started whatever the way out (quit, an exception, a test that
@@ -187,9 +210,7 @@ class SpecdashApp(FlowsMixin, App[int]):
             if names:
                 with contextlib.suppress(ProfileError):
                     self.session.suite = load_suite(names[0])
-        if cfg.baseline and self.session.baseline_tok_s is None:
-            self.session.baseline_tok_s = find_baseline_tok_s(cfg.out_dir, cfg.baseline)
-            self._baseline_label = f"({cfg.baseline})" if self.session.baseline_tok_s else ""
+        self._match_baseline()
         self.leftovers_worker()
         if cfg.url:
             self.attach_worker()
@@ -201,6 +222,30 @@ class SpecdashApp(FlowsMixin, App[int]):
                 self.launch_worker(force=cfg.force)
         else:
             self.action_choose_profile()
+
+    def _match_baseline(self) -> None:
+        """The ``--baseline`` figure: the newest run of that profile whose suite, max_tokens and
+        concurrency match the current load (looked up again when the load changes); else
+        none, and the label says so."""
+        cfg, s = self.config, self.session
+        if not cfg.baseline or cfg.baseline_tok_s is not None:
+            return
+        suite = s.suite.name if s.suite is not None else s.load.suite or None
+        max_tokens = s.load.max_tokens or (s.suite.suite.max_tokens if s.suite is not None else None)
+        key = (suite, max_tokens, s.load.concurrency)
+        if key == self._baseline_key:
+            return
+        self._baseline_key = key
+        run = find_baseline_run(cfg.out_dir, cfg.baseline, suite=suite, max_tokens=max_tokens,
+                                concurrency=s.load.concurrency)
+        if run is None:
+            s.baseline_tok_s = None
+            self._baseline_label = f"no matching baseline run (suite {suite}, concurrency {s.load.concurrency})"
+        else:
+            s.baseline_tok_s = float(run["output_tok_s"])
+            self._baseline_label = (f"({cfg.baseline}: suite {run.get('suite', suite)}, "
+                                    f"concurrency {run.get('concurrency', s.load.concurrency)})")
+        self._drawn.clear()
 
     # -- profile --------------------------------------------------------------------------------
     def use_profile(self, name_or_path: str) -> bool:
@@ -265,6 +310,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         inputs changed (the snapshot's ``version``, the server or load state, …)."""
         if self.config.frozen is None:
             self.session.check_alive()
+            self._match_baseline()
         v = self.view()
         tab = self.active_tab
         key = (v.snapshot.version, v.server_state, v.state_detail, id(v.profile), v.profile_error, id(v.preflight),
@@ -301,7 +347,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         """React to the server's state (auto-load in demo mode, notifications)."""
         self.refresh_bindings()
         if msg.state == ServerState.READY:
-            self.notify(msg.detail, title="server ready", timeout=4)
+            self.notify(msg.detail, title="server ready", timeout=3)
             autoload = self.config.demo if self.config.autoload is None else self.config.autoload
             if autoload:
                 self.load_worker(loop=True)
@@ -315,14 +361,29 @@ class SpecdashApp(FlowsMixin, App[int]):
         self.redraw()
 
     def on_verification_changed(self, msg: VerificationChanged) -> None:
-        """Show post-launch verification prominently."""
+        """Show post-launch verification prominently: a toast for problems a report newly
+        found (none while acceptance is still waiting for tokens); a toast whose finding a
+        later verification withdrew is taken down."""
+        from textual.notifications import Notification, Notify
+
         from specdash.tui.format import finding_get
 
-        bad = [finding_get(f, "code") for f in getattr(msg.report, "findings", []) or []
-               if finding_get(f, "severity") in ("error", "warning")]
-        if bad:
-            self.notify("post-launch verification: " + ", ".join(map(str, bad)), title="verification",
-                        severity="error", timeout=10)
+        rep = msg.report
+        bad = {str(finding_get(f, "code")) for f in getattr(rep, "findings", []) or []
+               if finding_get(f, "severity") in ("error", "warning")}
+        toast, codes = self._verify_toast
+        if toast is not None and not codes <= bad:
+            with contextlib.suppress(Exception):
+                self._unnotify(toast)
+            toast, codes = None, set()
+        new = sorted(bad - codes)
+        if new and str(getattr(rep, "status", "")) != "waiting":
+            failed = str(getattr(rep, "status", "")) == "failed"
+            toast = Notification("post-launch verification: " + ", ".join(sorted(bad)), "verification",
+                                 "error" if failed else "warning", 10 if failed else 6)
+            self.post_message(Notify(toast))
+            codes = bad
+        self._verify_toast = (toast, codes)
         self.redraw()
 
     def on_load_changed(self, msg: LoadChanged) -> None:
@@ -332,7 +393,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         if st.error:
             self.notify(st.error, title="load", severity="error")
         elif not st.running and st.done:
-            self.notify(f"load finished: {st.done} requests ({st.failed} failed), suite {st.suite}", timeout=4)
+            self.notify(f"load finished: {st.done} requests ({st.failed} failed), suite {st.suite}", timeout=3)
 
     def on_advice_ready(self, msg: AdviceReady) -> None:
         """Store the advisor's output for the Suggestions panel."""
@@ -429,7 +490,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         if stop:
             for r in records:
                 await asyncio.to_thread(kill_leftover, r)
-            self.notify(f"stopped {len(records)} leftover server(s)", timeout=4)
+            self.notify(f"stopped {len(records)} leftover server(s)", timeout=3)
 
     # -- workers: load --------------------------------------------------------------------------
     @work(exclusive=True, group="load")
@@ -539,6 +600,7 @@ class SpecdashApp(FlowsMixin, App[int]):
 
     async def _stop_everything(self) -> None:
         self.workers.cancel_group(self, "load")
+        self.workers.cancel_group(self, "server")  # a launch waiting for ready holds the session lock
         await self.session.close()
 
     # -- command palette ------------------------------------------------------------------------
@@ -576,13 +638,26 @@ def run_tui(args: Any) -> int:
     Whatever happens (normal quit, an exception, a signal), a server this process started
     is stopped before returning.
     """
+    from specdash.sglang.process import install_signal_handlers, stop_all
+
     app = create_app(AppConfig.from_args(args))
+
+    def stop_servers() -> None:
+        app.session.stop_now()
+        stop_all()
+
+    guard = ExitGuard(app.request_exit_threadsafe, stop_servers)
+    app.exit_guard = guard
     try:
         with contextlib.suppress(Exception):
-            from specdash.sglang.process import install_signal_handlers
-
             install_signal_handlers()
+        guard.install()  # after install_signal_handlers: SIGTERM goes through the guard
         rc = app.run()
     finally:
-        app.session.stop_now()
+        stop_servers()
+        if guard.reason is not None:
+            # The terminal is gone or we were told to go: do not wait on interpreter shutdown
+            # (a thread blocked on the dead tty must not keep the process alive).
+            os._exit(guard.exit_code)
+        guard.uninstall()
     return int(rc or 0) if app.return_code is None else int(app.return_code)

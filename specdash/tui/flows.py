@@ -82,7 +82,7 @@ class FlowsMixin:
         elif result.action == "save":
             self.action_save_preset()
         else:
-            self.notify("settings applied: press l (or r) to launch with them", timeout=4)
+            self.notify("settings applied: press l (or r) to launch with them", timeout=3)
 
     def action_save_preset(self) -> None:
         """Save the current settings as a new preset."""
@@ -117,7 +117,7 @@ class FlowsMixin:
         except ProfileError as exc:
             self.notify(str(exc), title="save", severity="error")
             return
-        self.notify(f"saved {out}", title="preset saved", timeout=6)
+        self.notify(f"saved {out}", title="preset saved", timeout=3)
 
 
 def suggested_name(profile: Any) -> str:

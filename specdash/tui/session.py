@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -112,21 +112,50 @@ def spec_settings(info_or_effective: dict | None):
                     int(d.get("speculative_num_draft_tokens") or 0))
 
 
-def find_baseline_tok_s(out_dir: Path, name: str) -> float | None:
-    """Output tok/s of the newest finished run of profile ``name`` under ``out_dir``
-    (``*/summary.json``), or None."""
-    best: tuple[float, float] | None = None
+def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max_tokens: int | None = None,
+                      concurrency: int | None = None) -> dict | None:
+    """The newest finished run of profile ``name`` under ``out_dir`` (``*/summary.json``) with
+    output tok/s whose suite, max_tokens and concurrency match the ones given (a value not
+    given matches anything; one missing from the summary is read from the run's
+    ``manifest.json``).  Returns the summary's run dict, or None."""
+    want = {"suite": suite, "max_tokens": max_tokens, "concurrency": concurrency}
+    best: tuple[float, dict] | None = None
     for p in Path(out_dir).glob("*/summary.json"):
         try:
             data = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
+        manifest: dict | None = None
         for run in data.get("runs", []):
-            if run.get("profile") == name and run.get("output_tok_s"):
-                m = p.stat().st_mtime
-                if best is None or m > best[0]:
-                    best = (m, float(run["output_tok_s"]))
+            if run.get("profile") != name or not run.get("output_tok_s"):
+                continue
+            ok = True
+            for key, val in want.items():
+                if val is None:
+                    continue
+                got = run.get(key)
+                if got is None:
+                    if manifest is None:
+                        try:
+                            manifest = json.loads((p.parent / "manifest.json").read_text())
+                        except (OSError, ValueError):
+                            manifest = {}
+                    got = manifest.get(key)
+                if got is None or str(got) != str(val):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            m = p.stat().st_mtime
+            if best is None or m > best[0]:
+                best = (m, run)
     return best[1] if best else None
+
+
+def find_baseline_tok_s(out_dir: Path, name: str, **match: Any) -> float | None:
+    """Output tok/s of :func:`find_baseline_run` (same matching), or None."""
+    run = find_baseline_run(out_dir, name, **match)
+    return float(run["output_tok_s"]) if run else None
 
 
 class Session(PresetsMixin):
@@ -351,7 +380,7 @@ class Session(PresetsMixin):
     async def verify(self) -> Any:
         """Post-launch verification (``verify_server``) from ``/server_info``, the log and
         this run's records; the report goes to the listener."""
-        from specdash.eagle3.verify import verify_server
+        from specdash.eagle3.verify import MIN_TOKENS_LIVE, verify_server
 
         if self.client is None:
             return None
@@ -362,8 +391,14 @@ class Session(PresetsMixin):
             return None
         lines = self.server.ring.lines() if self.server is not None else []
         records = self.collector.records if self.collector is not None else []
+        watch = self._collapse
+        decided = watch is not None and watch.decision is not None
+        need = watch.min_tokens if watch is not None else MIN_TOKENS_LIVE
         try:
-            report = verify_server(self.profile or info, info or {}, lines, records)
+            report = verify_server(self.profile or info, info or {}, lines, records if decided else [],
+                                   min_tokens=need)
+            if not decided:
+                report = _pending_acceptance(report, watch.tokens if watch is not None else 0, need)
         except Exception as exc:  # verification must never take the dashboard down
             report = _FailedReport(f"{type(exc).__name__}: {exc}")
         self.verification_report = report
@@ -592,6 +627,19 @@ class PreflightErrors(Exception):
     def __init__(self, report: Any) -> None:
         super().__init__("preflight found errors")
         self.report = report
+
+
+def _pending_acceptance(report: Any, seen: int, need: int) -> Any:
+    """``report`` before the collapse watch has seen ``need`` tokens: acceptance is not judged
+    yet (no VERIFY_COLLAPSE finding, whatever a handful of tokens or warm-up log lines said);
+    status ``waiting`` unless another check already failed.  Speculation off: unchanged."""
+    if getattr(report, "acceptance", None) == "n/a":
+        return report
+    findings = [f for f in report.findings if getattr(f, "code", None) != "VERIFY_COLLAPSE"]
+    status = "failed" if any(getattr(f, "severity", None) == "error" for f in findings) else "waiting"
+    out = replace(report, status=status, findings=findings, acceptance="pending", accept_length=None, tokens=seen)
+    out.min_tokens = need  # what the banner says it waits for
+    return out
 
 
 @dataclass

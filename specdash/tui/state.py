@@ -60,7 +60,9 @@ class ViewState:
 
     @property
     def collapsed(self) -> bool:
-        """True when verification reported VERIFY_COLLAPSE (a wiring fault, not tuning)."""
+        """True when verification reported a collapse (VERIFY_COLLAPSE as an error: a wiring
+        fault, not tuning); an UNKNOWN acceptance (the same code as a warning) is not one."""
         from specdash.tui.format import finding_get
 
-        return any(finding_get(f, "code") == "VERIFY_COLLAPSE" for f in self.verification_findings)
+        return any(finding_get(f, "code") == "VERIFY_COLLAPSE" and finding_get(f, "severity") == "error"
+                   for f in self.verification_findings)

@@ -22,12 +22,13 @@ def help_table() -> Table:
     tab.add_column("key", style="bold cyan", width=14)
     tab.add_column("id", style="dim", width=18)
     tab.add_column("what it does", ratio=1)
-    group = None
+    groups: dict[str, list] = {}  # one section per group, in first-seen order
     for k in KEYS:
-        if k.group != group:
-            group = k.group
-            tab.add_row(Text(group, style="bold underline"), "", "")
-        tab.add_row(key_display(k), k.id, k.help)
+        groups.setdefault(k.group, []).append(k)
+    for group, ks in groups.items():
+        tab.add_row(Text(group, style="bold underline"), "", "")
+        for k in ks:
+            tab.add_row(key_display(k), k.id, k.help)
     return tab
 
 

@@ -50,45 +50,59 @@ def render_findings(findings: Sequence[Any], *, empty: str = "no findings", verb
 
 
 class VerifyBanner(Static):
-    """Post-launch verification, shown above the panels: green when all checks pass, red
-    with the codes when not.  Hidden until a verification exists."""
+    """Post-launch verification, shown above the panels.  The icon and colour follow the
+    report's status: ``ok`` → ✔ green (warnings listed as warnings), ``failed`` → ✖ red,
+    ``skipped`` / ``waiting`` → neutral.  Hidden until a verification exists."""
 
     def show(self, view: ViewState) -> None:
-        """Render the banner for ``view`` (sets ``-ok`` / ``-failed`` / ``-collapsed``)."""
+        """Render the banner for ``view`` (sets ``-ok`` / ``-failed`` / ``-neutral`` / ``-collapsed``)."""
         rep = view.verification
         self.display = rep is not None
         if rep is None:
             return
-        findings = view.verification_findings
+        self.update(banner_text(rep, view.verification_findings))
         status = str(getattr(rep, "status", "ok"))
-        bad = [f for f in findings if finding_get(f, "severity") in ("error", "warning")]
-        self.set_class(not bad and status == "ok", "-ok")
-        self.set_class(bool(bad) or status == "failed", "-failed")
+        self.set_class(status == "ok", "-ok")
+        self.set_class(status == "failed", "-failed")
+        self.set_class(status not in ("ok", "failed"), "-neutral")
         self.set_class(view.collapsed, "-collapsed")
-        t = Text()
-        if not bad:
-            t.append("✔ post-launch verification: ", style="bold")
-            t.append(f"{status} — algorithm, effective settings and log checked; ")
-            acc = getattr(rep, "acceptance", None)
-            al = getattr(rep, "accept_length", None)
-            if acc == "pending":
-                t.append("acceptance pending (judged after the first few hundred tokens: g or o sends load)")
-            elif al:
-                t.append(f"acceptance {acc} (accept length {al:.2f} over the first {getattr(rep, 'tokens', 0)} tokens)")
-            elif acc:
-                t.append(f"acceptance {acc}")
-            if getattr(rep, "error", None):
-                t.append(f" (verification could not run: {rep.error})")
-            self.update(t)
-            return
-        t.append(f"✖ post-launch verification {status.upper()}: ", style="bold")
-        for f in bad:
-            code = str(finding_get(f, "code"))
-            t.append(f"\n  {code}", style="bold")
-            t.append(f"  {finding_get(f, 'message', '')}")
-            if code in VERIFY_MEANING:
-                t.append(f"\n    → {VERIFY_MEANING[code]}", style="italic")
-            fix = finding_get(f, "fix")
-            if fix:
-                t.append(f"\n    fix: {fix}")
-        self.update(t)
+
+
+#: Banner icon and style per status.
+_STATUS_LOOK = {"ok": ("✔", "bold green"), "failed": ("✖", "bold red")}
+
+
+def banner_text(rep: Any, findings: Sequence[Any]) -> Text:
+    """The banner's text for a verification report (see :class:`VerifyBanner`)."""
+    status = str(getattr(rep, "status", "ok"))
+    icon, style = _STATUS_LOOK.get(status, ("●", "bold"))
+    bad = [f for f in findings if finding_get(f, "severity") in ("error", "warning")]
+    bad.sort(key=lambda f: 0 if finding_get(f, "severity") == "error" else 1)
+    t = Text()
+    t.append(f"{icon} post-launch verification {status.upper()}", style=style)
+    t.append(" — algorithm, effective settings and log checked; ")
+    acc = getattr(rep, "acceptance", None)
+    al = getattr(rep, "accept_length", None)
+    if acc == "pending":
+        need = getattr(rep, "min_tokens", None)
+        seen = getattr(rep, "tokens", 0) or 0
+        t.append(f"acceptance: waiting for {need} tokens ({seen} so far; g or o sends load)" if need else
+                 "acceptance pending (judged after the first few hundred tokens: g or o sends load)")
+    elif al:
+        t.append(f"acceptance {acc} (accept length {al:.2f} over the first {getattr(rep, 'tokens', 0)} tokens)")
+    elif acc:
+        t.append(f"acceptance {acc}")
+    if getattr(rep, "error", None):
+        t.append(f" (verification could not run: {rep.error})")
+    for f in bad:
+        sev = str(finding_get(f, "severity"))
+        code = str(finding_get(f, "code"))
+        t.append(f"\n  {SEVERITY_MARK.get(sev, '•')} {sev.upper()} ", style=SEVERITY_STYLE.get(sev, ""))
+        t.append(code, style="bold")
+        t.append(f"  {finding_get(f, 'message', '')}")
+        if code in VERIFY_MEANING and (code != "VERIFY_COLLAPSE" or sev == "error"):
+            t.append(f"\n    → {VERIFY_MEANING[code]}", style="italic")
+        fix = finding_get(f, "fix")
+        if fix:
+            t.append(f"\n    fix: {fix}")
+    return t

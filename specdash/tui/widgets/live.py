@@ -66,8 +66,9 @@ class StatTiles(Static):
         n = live_numbers(view)
         base = view.baseline_tok_s
         run_tok = view.snapshot.run.get("output_tok_s")
-        speed = f"×{run_tok / base:.2f} vs baseline {base:.0f}" if base and run_tok else (
-            f"baseline {base:.0f} tok/s" if base else "no baseline run known")
+        label = view.baseline_label
+        speed = f"×{run_tok / base:.2f} vs baseline {base:.0f} {label}".strip() if base and run_tok else (
+            f"baseline {base:.0f} tok/s {label}".strip() if base else (label or "no baseline run known"))
         grid = Table.grid(expand=True, padding=(0, 2))
         for _ in range(6):
             grid.add_column(ratio=1)
