@@ -228,7 +228,11 @@ def bench_main(args) -> int:
     """Entry of ``specdash --bench`` (args from :func:`specdash.cli._main_parser`)."""
     from specdash.profile import ProfileError, load_profile, load_suite
     from specdash.sglang.client import SGLangError, SGLangHTTPError
-    from specdash.sglang.process import ServerStartError, install_signal_handlers, stop_leftovers_interactively
+    from specdash.sglang.process import (
+        ServerStartError,
+        install_signal_handlers,
+        stop_leftovers_interactively,
+    )
 
     progress = Progress()
     if not args.profile and not args.url:
