@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from specdash.sglang.command import (
     flags_to_argv,
     parse_command_line,
 )
+from specdash.sglang.versions import resolve_version
 
 #: Flags that map to profile fields; everything else goes to ``extra_args``.
 _SERVER_FIELDS = {
@@ -49,20 +51,53 @@ _SPEC_FIELDS = {
 }
 
 
-def profile_from_command(text: str, *, name: str | None = None) -> tuple[Profile, ParsedCommand]:
+#: Profile names: letters, digits, ``.``, ``_``, ``-``; not starting with ``.`` (a file name, no path).
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*$")
+_PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
+
+
+def check_profile_name(name: str) -> str:
+    """Return ``name`` if it is a valid profile (file) name.
+
+    Raises:
+        ProfileError: the name has path separators, spaces or other characters, or starts with ``.``.
+    """
+    if not _NAME_RE.match(name or ""):
+        raise ProfileError(
+            f"profile import: invalid profile name {name!r}: use letters, digits, '.', '_' and '-' only "
+            "(no path separators or spaces, not starting with '.'); use --out to choose the file's location"
+        )
+    return name
+
+
+def profile_from_command(
+    text: str, *, name: str | None = None, version: str | None = None
+) -> tuple[Profile, ParsedCommand]:
     """Build a :class:`Profile` from a pasted ``sglang.launch_server`` / ``sglang serve`` line.
 
     Environment assignments in front become ``[env]``; known flags become fields; other
     ``--speculative-*`` flags go to ``[speculative] extra_args``, the rest to
-    ``[server] extra_args``; ``--enable-metrics`` is implied (specdash needs it).
+    ``[server] extra_args``; ``--enable-metrics`` is implied (specdash needs it).  Flag
+    abbreviations are expanded as SGLang's argparse would for ``version`` (default: the
+    installed SGLang, else :data:`~specdash.sglang.versions.DEFAULT_VERSION`).  A launcher
+    in front of the interpreter (``uv run``, ``conda run -n X``) cannot be kept (the
+    profile holds one interpreter path): it is dropped with a note in ``cmd.notes``.
 
     Raises:
-        ProfileError: not an SGLang launch command, no ``--model-path``, or a bad value.
+        ProfileError: not an SGLang launch command, several of them, no ``--model-path``,
+            an ambiguous flag abbreviation, a bad value or an invalid ``name``.
     """
+    if name is not None:
+        check_profile_name(name)
     try:
-        cmd = parse_command_line(text)
+        cmd = parse_command_line(text, version=version or resolve_version()[0])
     except ValueError as exc:
         raise ProfileError(f"profile import: {exc}") from None
+    if not cmd.program:
+        raise ProfileError(
+            "profile import: no command found "
+            "(expected `python -m sglang.launch_server …` or `sglang serve …`)"
+        )
     prog = " ".join(cmd.program)
     if "sglang" not in prog and "launch_server" not in prog:
         raise ProfileError(
@@ -92,9 +127,7 @@ def profile_from_command(text: str, *, name: str | None = None) -> tuple[Profile
                 extra_server[flag] = value
         except ValueError:
             raise ProfileError(f"profile import: {flag} {value!r} is not a valid value") from None
-    if (cmd.program and cmd.program[0].endswith(("python", "python3"))) or re.search(r"python3?(\.\d+)?$", cmd.program[0]):
-        if cmd.program[0] not in ("python", "python3"):
-            server["python"] = cmd.program[0]
+    _take_interpreter(cmd, server)
     server["extra_args"] = flags_to_argv(extra_server)
     data: dict = {
         "name": name or default_name(server.get("model_path", "model"), spec.get("algorithm")),
@@ -108,10 +141,31 @@ def profile_from_command(text: str, *, name: str | None = None) -> tuple[Profile
     return parse_profile(data, "<imported command>"), cmd
 
 
+def _take_interpreter(cmd: ParsedCommand, server: dict) -> None:
+    """Set ``server["python"]`` from the command's interpreter; note a dropped launcher."""
+    prog = cmd.program
+    at = next((j for j, w in enumerate(prog) if _PYTHON_RE.match(w.rsplit("/", 1)[-1])), None)
+    if at is None:  # `sglang serve …`, `launch_server.py …`
+        at = next((j for j, w in enumerate(prog) if w.rsplit("/", 1)[-1] in ("sglang", "launch_server.py")), 0)
+        interp = None
+    else:
+        interp = prog[at]
+        if interp not in ("python", "python3"):
+            server["python"] = interp
+    launcher = prog[:at]
+    if launcher:
+        runs = server.get("python", "python3")
+        cmd.notes.append(
+            f"the launcher prefix `{' '.join(launcher)}` was dropped (a profile runs one interpreter): "
+            f"the profile runs `{runs} -m sglang.launch_server`; if SGLang lives in that launcher's "
+            "environment, set [server] python to its interpreter path (e.g. /path/to/.venv/bin/python)"
+        )
+
+
 def default_name(model_path: str, algorithm: str | None) -> str:
     """A file-friendly name from the model's last path part and the algorithm."""
     base = Path(model_path.rstrip("/")).name or "model"
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", base).strip("-").lower()
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", base).strip("-.").lower() or "model"
     return f"{slug}-{(algorithm or 'baseline').lower()}"
 
 
@@ -124,12 +178,12 @@ def render_show(launch: LaunchSpec, profile: Profile) -> str:
     lines.append("")
     lines.append("env:")
     for k, v in launch.redacted_env().items() or {}:
-        lines.append(f"  {k}={v}")
+        lines.append(f"  {k}={shlex.quote(v)}")
     if not launch.env:
         lines.append("  (none beyond the inherited environment)")
     lines.append("argv:")
-    argv = launch.redacted_argv()
-    lines.append("  " + argv[0] + " " + " ".join(argv[1:3]))
+    argv = [shlex.quote(w) for w in launch.redacted_argv()]
+    lines.append("  " + " ".join(argv[:3]))
     i = 3
     while i < len(argv):
         if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
@@ -201,6 +255,7 @@ def profile_main(argv: list[str]) -> int:
     imp.add_argument("--name", help="profile name (default: from the model and the algorithm)")
     imp.add_argument("--out", help="file to write (default ./<name>.toml)")
     imp.add_argument("--force", action="store_true", help="overwrite an existing file")
+    imp.add_argument("--sglang-version", help="expand flag abbreviations as this SGLang release would")
     show = sub.add_parser("show", help="print the argv + env a profile runs, asked vs effective")
     show.add_argument("profile", help="profile name or path")
     show.add_argument("--json", action="store_true")
@@ -209,7 +264,9 @@ def profile_main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     try:
         if args.cmd == "import":
-            prof, _ = profile_from_command(args.command, name=args.name)
+            prof, cmd = profile_from_command(args.command, name=args.name, version=args.sglang_version)
+            for note in cmd.notes:
+                print(f"note: {note}", file=sys.stderr)
             out = Path(args.out or f"{prof.name}.toml")
             header = (
                 f"Imported by specdash profile import from:\n{_wrap(args.command)}\n"
@@ -251,4 +308,9 @@ def _reload(path: Path) -> dict:
 def _wrap(text: str, width: int = 100) -> str:
     import textwrap
 
-    return "\n".join(textwrap.wrap(" ".join(text.split()), width=width))
+    out: list[str] = []
+    for line in text.replace("\\\n", " ").splitlines():
+        out.extend(
+            textwrap.wrap(" ".join(line.split()), width=width, break_on_hyphens=False, break_long_words=False)
+        )
+    return "\n".join(out)

@@ -192,6 +192,6 @@ def frozen_view(scenario: str = "healthy", *, profile=None) -> ViewState:
                              acceptance="collapsed" if collapsed else "ok", accept_length=1.0 if collapsed else 2.91,
                              tokens=8448),
         load=LoadStatus(running=True, loop=True, concurrency=4, done=33, suite="seeds-five", max_tokens=256),
-        baseline_tok_s=None if collapsed else 262.0, baseline_label="(demo-baseline)", mode="demo",
+        baseline_tok_s=None if collapsed else 262.0, baseline_label="(demo-baseline: suite seeds-five, concurrency 4)", mode="demo",
         url="http://127.0.0.1:30000", startup_log=tuple(e.text for e in snap.log[:6]), now=NOW,
     )
