@@ -266,7 +266,7 @@ def profile_main(argv: list[str]) -> int:
         if args.cmd == "import":
             prof, cmd = profile_from_command(args.command, name=args.name, version=args.sglang_version)
             for note in cmd.notes:
-                print(f"note: {note}", file=sys.stderr)
+                print(f"note: {note}")
             out = Path(args.out or f"{prof.name}.toml")
             header = (
                 f"Imported by specdash profile import from:\n{_wrap(args.command)}\n"

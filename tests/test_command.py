@@ -147,3 +147,119 @@ def test_cli_version_and_help_are_light():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+# --- pasted shell forms, abbreviations, names, header wrapping, show quoting -----------------
+
+_LAUNCH = "python3 -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE3 --port 30000"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"export NCCL_PROTO=LL NCCL_ALGO=Ring; {_LAUNCH}",
+        f"export NCCL_PROTO=LL NCCL_ALGO=Ring && {_LAUNCH}",
+        f"export NCCL_PROTO=LL\nexport NCCL_ALGO=Ring\n{_LAUNCH}\n",
+        f"NCCL_PROTO=LL\nNCCL_ALGO=Ring\n{_LAUNCH}",
+        f"sudo -E NCCL_PROTO=LL NCCL_ALGO=Ring {_LAUNCH}",
+        f"$ NCCL_PROTO=LL NCCL_ALGO=Ring {_LAUNCH}",
+        f"# NCCL_PROTO=LL NCCL_ALGO=Ring {_LAUNCH}",
+        f"export NCCL_PROTO=LL\n$ NCCL_ALGO=Ring nohup {_LAUNCH} > server.log 2>&1 &",
+        f"NCCL_PROTO=LL env NCCL_ALGO=Ring time {_LAUNCH}  # start it",
+        f"NCCL_PROTO=LL NCCL_ALGO=Ring \\\n  {_LAUNCH.replace(' --', chr(10) + '  --')}",
+    ],
+)
+def test_parse_pasted_shell_forms_keep_env(text):
+    c = parse_command_line(text)
+    assert c.env == {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"}
+    assert c.program == ["python3", "-m", "sglang.launch_server"]
+    assert c.flags == {"--model-path": "/m", "--speculative-algorithm": "EAGLE3", "--port": "30000"}
+    prof, _ = profile_from_command(text)
+    assert prof.env == {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring"} and prof.speculative.algorithm == "EAGLE3"
+
+
+def test_parse_cuda_visible_devices_prefix_and_other_statements():
+    c = parse_command_line(f"cd /srv && CUDA_VISIBLE_DEVICES=0,1 {_LAUNCH} --api-key '#x;y'")
+    assert c.env == {"CUDA_VISIBLE_DEVICES": "0,1"} and c.flags["--api-key"] == "#x;y"
+    assert any("cd /srv" in n for n in c.notes)
+
+
+def test_parse_refuses_several_sglang_commands():
+    from specdash.profile import ProfileError
+
+    with pytest.raises(ValueError, match="2 SGLang launch commands"):
+        parse_command_line(f"{_LAUNCH}\nsglang serve --model-path /other")
+    with pytest.raises(ProfileError, match="2 SGLang launch commands"):
+        profile_from_command(f"{_LAUNCH}; {_LAUNCH} --port 1")
+
+
+def test_import_launcher_prefix_dropped_with_note(tmp_path, capsys):
+    prof, cmd = profile_from_command(f"NCCL_PROTO=LL uv run {_LAUNCH}")
+    assert cmd.program == ["uv", "run", "python3", "-m", "sglang.launch_server"]
+    assert prof.server.python is None and prof.env == {"NCCL_PROTO": "LL"}
+    assert any("`uv run` was dropped" in n and "python3 -m sglang.launch_server" in n and "[server] python" in n
+               for n in cmd.notes)
+    prof, cmd = profile_from_command("conda run -n sgl /opt/conda/envs/sgl/bin/python -m sglang.launch_server "
+                                     "--model-path /m")
+    assert prof.server.python == "/opt/conda/envs/sgl/bin/python"
+    assert any("`conda run -n sgl` was dropped" in n for n in cmd.notes)
+    out = tmp_path / "u.toml"
+    assert main(["profile", "import", f"uv run {_LAUNCH}", "--out", str(out)]) == 0
+    assert "note: the launcher prefix `uv run` was dropped" in capsys.readouterr().out
+
+
+def test_import_expands_argparse_abbreviations():
+    text = ("python -m sglang.launch_server --model-path /m --speculative-algo EAGLE "
+            "--speculative-draft-model-p /d --speculative-num-draft 4 --speculative-num-st 3 "
+            "--speculative-eagle 1 --trust-remote --mem-frac=0.8")
+    assert "--speculative-algo" in parse_command_line(text).flags  # without a version: kept as typed
+    prof, cmd = profile_from_command(text, version="0.5.23")
+    sp = prof.speculative
+    assert (sp.algorithm, sp.draft_model_path, sp.num_draft_tokens, sp.num_steps, sp.eagle_topk) == (
+        "EAGLE", "/d", 4, 3, 1)
+    assert prof.server.mem_fraction_static == 0.8 and "--trust-remote-code" in prof.server.extra_args
+    assert any("--speculative-algo is an abbreviation of --speculative-algorithm" in n for n in cmd.notes)
+    # exact names win, unknown flags are kept as typed
+    c = parse_command_line("sglang serve --model x --tp 2 --my-plugin-flag 1", version="0.5.23")
+    assert c.flags == {"--model-path": "x", "--tp-size": "2", "--my-plugin-flag": "1"}
+
+
+def test_import_ambiguous_abbreviation_is_an_error(capsys):
+    from specdash.profile import ProfileError
+    from specdash.sglang.command import AmbiguousFlagError
+
+    with pytest.raises(AmbiguousFlagError) as exc:
+        parse_command_line("sglang serve --model-path /m --speculative-draft /d", version="0.5.23")
+    assert "--speculative-draft-model-path" in exc.value.candidates and "--speculative-draft-model" in str(exc.value)
+    with pytest.raises(ProfileError, match="ambiguous option: --speculative-draft could match"):
+        profile_from_command("sglang serve --model-path /m --speculative-draft /d", version="0.5.14")
+    assert main(["profile", "import", "sglang serve --model-path /m --spec EAGLE"]) == 2
+    assert "ambiguous option" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["../escaped", "a b/c", "a/b", ".hidden", "", "x\\y", "ok name"])
+def test_import_rejects_bad_profile_names(bad, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["profile", "import", _LAUNCH, "--name", bad]) == 2
+    assert "invalid profile name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "escaped.toml").exists()
+    assert main(["profile", "import", _LAUNCH, "--name", "my_prof-1.2"]) == 0
+    assert (tmp_path / "my_prof-1.2.toml").exists()
+
+
+def test_import_header_does_not_break_flags(tmp_path):
+    out = tmp_path / "k.toml"
+    assert main(["profile", "import", SEEDS_CMD, "--out", str(out)]) == 0
+    header = "".join(line[1:] for line in out.read_text().splitlines() if line.startswith("#"))
+    for word in SEEDS_CMD.split():
+        assert word in header.split()
+
+
+def test_show_quotes_argv_words(tmp_path, capsys):
+    p = tmp_path / "q.toml"
+    p.write_text('name="q"\n[server]\nmodel_path="/models/my llama"\nextra_args=["--chat-template", "a;b"]\n'
+                 '[env]\nX_OPTS="-a -b"\n')
+    assert main(["profile", "show", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "--model-path '/models/my llama'" in out and "--chat-template 'a;b'" in out
+    assert "X_OPTS='-a -b'" in out
