@@ -155,6 +155,9 @@ def test_wrong_algo_blocked_then_caught_after_launch(tmp_path, capsys):
     assert main(base) == 1
     err = capsys.readouterr().err
     assert "ALGO_MISMATCH" in err and "not launched" in err
+    assert main(base + ["--json"]) == 1
+    blocked = json.loads(capsys.readouterr().out)
+    assert blocked["launched"] is False and "ALGO_MISMATCH" in {f["code"] for f in blocked["preflight"]["findings"]}
     assert not (tmp_path / "runs").exists()          # nothing was launched
     assert main(base + ["--force", "--json"]) == 1    # launched, then verification fails
     out = capsys.readouterr()

@@ -284,6 +284,8 @@ def bench_main(args) -> int:
             runs, cmp, payload = [run], None, {"specdash_version": _version(), "runs": [run]}
     except PreflightBlocked as exc:
         progress.done()
+        if args.json:  # scripts reading stdout get the reason as JSON, not an empty stream
+            print(json.dumps({"error": "preflight", "launched": False, "preflight": exc.report.to_json()}, indent=2))
         print(exc.report.render(), file=sys.stderr)
         print("specdash: preflight found errors; the server was not launched. Fix them, or pass --force "
               "to launch anyway (post-launch verification will still judge the run).", file=sys.stderr)
