@@ -732,7 +732,10 @@ class _Model:
             taus = 1.0 + np.cumprod(q, axis=1).sum(axis=1)
         else:
             taus = np.ones(N_DRAWS)
-        ts = np.maximum(self.w_draws @ cost_features(s, self.batch), 0.05 * self.cost.scale_ms)
+        # A verify round is at least one target forward: no draw may be cheaper than 80 % of the
+        # fitted plain step (b0 + b1·B), else far-off settings get absurd upper bounds.
+        step = float(self.cost.w[0] + self.cost.w[1] * self.batch)
+        ts = np.maximum(self.w_draws @ cost_features(s, self.batch), max(0.05 * self.cost.scale_ms, 0.8 * step))
         toks = 1000.0 * self.batch * taus / ts
         lo, hi = (float(x) for x in np.percentile(toks, [2.5, 97.5]))
         lo, hi = min(lo, tok), max(hi, tok)
