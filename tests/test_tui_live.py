@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.collect.live import LiveCollector, PollIntervals, normalise_record, request_sample, slim_record
+from specdash.collect.live import LiveCollector, PollIntervals, request_sample, slim_record
 from specdash.collect.proc import ProcTreeSampler, alive_descendants, tree_pids, wait_gone
 
 FAST = PollIntervals(metrics=0.2, server_info=0.4, gpu=0.3, logs=0.05)
@@ -146,15 +146,18 @@ async def test_log_ring_is_read_incrementally() -> None:
     assert snap.log_counts == {"adjustment": 1, "ready": 1, "decode": 1, "warning": 1}
 
 
-def test_client_records_are_normalised_for_run_stats() -> None:
-    rec = {"ok": True, "completion_tokens": 100, "started_at": 1000.0, "e2e_s": 2.0, "ttft_s": 0.1,
-           "spec_verify_ct": 40, "spec_correct_drafts": 60, "spec_proposed_drafts": 120,
-           "spec_histogram": [5, 10, 25], "itl_s": [0.01] * 99, "text": "x" * 1000}
-    n = normalise_record(rec)
-    assert n["spec"] == {"verify_ct": 40, "correct_drafts": 60, "proposed_drafts": 120, "histogram": [5, 10, 25]}
-    assert (n["ts_sent"], n["ts_done"]) == (1000.0, 1002.0)
+def test_client_records_feed_samples_and_run_stats() -> None:
+    """The client's canonical record (GenerateResult.to_json) is what the collector reads."""
+    from specdash.sglang.client import GenerateResult, SpecMeta
+
+    res = GenerateResult(rid="r", ok=True, error=None, prompt_tokens=5, completion_tokens=100, t_sent=0.0,
+                         t_first=0.1, t_done=2.0, ttft_s=0.1, e2e_s=2.0, server_e2e_s=1.99, itl_s=[0.01] * 99,
+                         finish_reason="length", spec=SpecMeta(40, 60, 120, [5, 10, 25], 2.5, 0.5), events=40,
+                         started_at=1000.0, text="x" * 1000)
+    rec = res.to_json(include_text=True)
+    assert (rec["ts_sent"], rec["ts_done"]) == (1000.0, 1002.0)
     slim = slim_record(rec)
-    assert "itl_s" not in slim and "text" not in slim
+    assert "itl_s" not in slim and "text" not in slim and slim["spec"]["verify_ct"] == 40
     r = request_sample(rec, 5.0)
     assert r.accept_length == 2.5 and r.tok_s == 50.0 and r.ttft_ms == pytest.approx(100.0)
     assert r.tpot_ms == pytest.approx(1900.0 / 99)

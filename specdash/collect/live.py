@@ -234,28 +234,10 @@ async def _get_json(client: Any, path: str) -> dict:
     return r.json()
 
 
-def normalise_record(rec: dict) -> dict:
-    """A request record in the shape :class:`~specdash.collect.stream.RunStats` reads.
-
-    The client's ``GenerateResult.to_json()`` is flat (``spec_verify_ct``, …,
-    ``started_at`` epoch seconds); RunStats reads a ``spec`` block and ``ts_sent`` /
-    ``ts_done``.  Missing keys are derived; present ones are left alone.
-    """
-    out = dict(rec)
-    if out.get("spec") is None and out.get("spec_verify_ct") is not None:
-        out["spec"] = {"verify_ct": out.get("spec_verify_ct"), "correct_drafts": out.get("spec_correct_drafts"),
-                       "proposed_drafts": out.get("spec_proposed_drafts"), "histogram": out.get("spec_histogram")}
-    if out.get("ts_sent") is None and out.get("started_at"):
-        out["ts_sent"] = float(out["started_at"])
-        if out.get("e2e_s") is not None:
-            out["ts_done"] = float(out["started_at"]) + float(out["e2e_s"])
-    return out
-
-
 def slim_record(rec: dict) -> dict:
     """A record without its bulky parts (``itl_s``, generated ``text``): what the collector
     keeps in memory for run statistics while the full record goes to the run directory."""
-    return {k: v for k, v in normalise_record(rec).items() if k not in ("itl_s", "text", "output_text")}
+    return {k: v for k, v in rec.items() if k not in ("itl_s", "text", "output_text")}
 
 
 def request_sample(rec: dict, t: float) -> RequestSample:
@@ -264,10 +246,7 @@ def request_sample(rec: dict, t: float) -> RequestSample:
     e2e = rec.get("e2e_s")
     ttft = rec.get("ttft_s")
     tp = tpot_s(rec)
-    spec = rec.get("spec") or {}
-    vct = spec.get("verify_ct") if isinstance(spec, dict) else None
-    if vct is None:
-        vct = rec.get("spec_verify_ct")
+    vct = (rec.get("spec") or {}).get("verify_ct")
     return RequestSample(
         t=t,
         ok=bool(rec.get("ok")),
@@ -587,5 +566,5 @@ class LiveCollector:
 
 __all__ = [
     "HISTORY", "DecodeWindow", "GpuView", "LiveCollector", "LiveSnapshot", "LogEntry", "MetricsSample",
-    "PollIntervals", "RequestSample", "empty_snapshot", "normalise_record", "request_sample", "slim_record",
+    "PollIntervals", "RequestSample", "empty_snapshot", "request_sample", "slim_record",
 ]
