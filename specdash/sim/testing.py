@@ -9,7 +9,6 @@ process took to go away.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -20,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-import numpy as np
 
 #: The seeds' five benchmark prompts (``profiles/suites/seeds-five.toml``; ../shared/seeds/004_*.txt).
 SEEDS_FIVE = [
@@ -129,61 +127,24 @@ class SimProcess:
 
 # -- tiny real checkpoints (config.json + safetensors at small shapes) ---------------------------
 
-LAYER_SHAPES = {
-    "self_attn.q_proj.weight": lambda h, kv: (h, 2 * h),
-    "self_attn.k_proj.weight": lambda h, kv: (kv, 2 * h),
-    "self_attn.v_proj.weight": lambda h, kv: (kv, 2 * h),
-    "self_attn.o_proj.weight": lambda h, kv: (h, h),
-    "mlp.gate_proj.weight": lambda h, kv: (2 * h, h),
-    "mlp.up_proj.weight": lambda h, kv: (2 * h, h),
-    "mlp.down_proj.weight": lambda h, kv: (h, 2 * h),
-    "input_layernorm.weight": lambda h, kv: (h,),
-    "post_attention_layernorm.weight": lambda h, kv: (h,),
-    "hidden_norm.weight": lambda h, kv: (h,),
-}
-
-
 def make_target(path: Path, *, hidden: int = 64, layers: int = 8, arch: str = "LlamaForCausalLM",
                 vocab: int = 32000, max_pos: int = 4096) -> Path:
-    """A target directory with only config.json (the simulator reads no target weights)."""
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps({
-        "architectures": [arch], "model_type": "llama", "hidden_size": hidden, "intermediate_size": 2 * hidden,
-        "num_hidden_layers": layers, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": vocab,
-        "max_position_embeddings": max_pos, "torch_dtype": "bfloat16"}))
-    return path
+    """A tiny target directory (the simulator reads its config.json): see
+    :func:`specdash.eagle3.sample.tiny_target`, here with SGLang-like vocabulary defaults."""
+    from specdash.eagle3.sample import tiny_target
+
+    return tiny_target(path, hidden=hidden, layers=layers, arch=arch, vocab=vocab, inter=2 * hidden,
+                       max_pos=max_pos)
 
 
 def make_draft(path: Path, *, hidden: int = 64, prefix: str = "midlayer", lm_head: bool = True,
                d2t: str | None = "offsets", fc_mult: int = 3, arch: str = "LlamaForCausalLMEagle3",
                vocab: int = 32000, draft_vocab: int | None = 8000, extra_cfg: dict | None = None,
                max_pos: int = 4096) -> Path:
-    """A tiny EAGLE3 (or EAGLE) draft: config.json + model.safetensors at small shapes."""
-    from safetensors.numpy import save_file
+    """A tiny EAGLE3 (or EAGLE) draft: :func:`specdash.eagle3.sample.tiny_draft` with the
+    simulator tests' defaults (32000-token vocabulary, 8000-token draft vocabulary)."""
+    from specdash.eagle3.sample import tiny_draft
 
-    path.mkdir(parents=True, exist_ok=True)
-    kv = hidden // 2
-    cfg = {"architectures": [arch], "model_type": "llama", "hidden_size": hidden, "intermediate_size": 2 * hidden,
-           "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": hidden // 4,
-           "vocab_size": vocab, "draft_vocab_size": draft_vocab, "max_position_embeddings": max_pos,
-           "tie_word_embeddings": False, "torch_dtype": "float16"}
-    cfg.update(extra_cfg or {})
-    (path / "config.json").write_text(json.dumps(cfg))
-    t: dict[str, np.ndarray] = {}
-    for part, shape in LAYER_SHAPES.items():
-        t[f"{prefix}.{part}"] = np.zeros(shape(hidden, kv), dtype=np.float16)
-    t["fc.weight"] = np.zeros((hidden, fc_mult * hidden), dtype=np.float16)
-    t["norm.weight"] = np.ones((hidden,), dtype=np.float16)
-    dv = draft_vocab or vocab
-    if lm_head:
-        t["lm_head.weight"] = np.zeros((dv, hidden), dtype=np.float16)
-    if d2t == "offsets":
-        t["d2t"] = np.full(dv, 1000, dtype=np.int64)
-    elif d2t == "absolute":
-        t["d2t"] = np.arange(dv, dtype=np.int64) + 1000
-    if draft_vocab:
-        t2d = np.zeros(vocab, dtype=bool)
-        t2d[1000:1000 + dv] = True
-        t["t2d"] = t2d
-    save_file(t, str(path / "model.safetensors"))
-    return path
+    return tiny_draft(path, hidden=hidden, layer_prefix=prefix, lm_head=lm_head, d2t=d2t, fc_mult=fc_mult,
+                      arch=arch, vocab=vocab, draft_vocab=draft_vocab, inter=2 * hidden, extra_cfg=extra_cfg,
+                      max_pos=max_pos, draft_vocab_in_config="value" if draft_vocab else "null")
