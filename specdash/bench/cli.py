@@ -61,7 +61,6 @@ def render_table(runs: list[dict]) -> str:
             "accept rate", "server τ", "verify"]
     rows = []
     for r in runs:
-        eff = r.get("effective") or {}
         rows.append([
             r["profile"] + (" (sim)" if r.get("simulated") else ""),
             str(r["requests"]),
@@ -75,7 +74,6 @@ def render_table(runs: list[dict]) -> str:
             _fmt(r.get("server_accept_length"), 2),
             (r.get("verification") or {}).get("status", "—"),
         ])
-        _ = eff
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
     out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]

@@ -349,11 +349,8 @@ class ProfileRun:
         if metrics_before and metrics_after:
             server_al = server_accept_length(parse_metrics(metrics_before), parse_metrics(metrics_after))
         effective = effective_from_server_info(info)
-        if effective["speculative_algorithm"] is None:
-            for k in ("accept_length", "accept_rate", "accept_histogram"):
-                s[k] = None if not s.get(k) else s[k]
         log_lines = self.server.log_lines() if self.server is not None else []
-        ver = self.verification = verify_server(
+        ver = verify_server(
             self.profile, info_after or info, log_lines, self.stats.records,
         )
         return {
