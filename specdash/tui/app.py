@@ -307,7 +307,10 @@ class SpecdashApp(FlowsMixin, App[int]):
         """Draw the status line, the banner and the visible panel from a fresh snapshot.
 
         Panels that are hidden are not drawn; the visible one is redrawn only when its
-        inputs changed (the snapshot's ``version``, the server or load state, …)."""
+        inputs changed (the snapshot's ``version``, the server or load state, …).  A message
+        that arrives while the app is shutting down (its widgets already gone) draws nothing."""
+        if not self.is_running or not self.screen_stack or not self.screen_stack[0].query(StatusBar):
+            return
         if self.config.frozen is None:
             self.session.check_alive()
             self._match_baseline()
