@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specdash.eagle3.checkpoint import read_draft, read_model_dir
+from specdash.checkpoint.reader import read_draft, read_model_dir
 from specdash.eagle3.commands import add_draft_arguments, draft_fix_main
 from specdash.eagle3.convert import ConvertError, fix_draft, read_safetensors_header
 from specdash.eagle3.rules import run_doctor

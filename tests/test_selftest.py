@@ -90,7 +90,7 @@ def test_untrained_head_scores_low(tmp_path, tiny):
 def test_forward_properties(tiny):
     """Causality, fc bypass when widths match, and RoPE relative-position invariance."""
     draft, _ = tiny
-    from specdash.eagle3.checkpoint import read_model_dir
+    from specdash.checkpoint.reader import read_model_dir
 
     notes: list[str] = []
     emb = torch.randn(512, 64)

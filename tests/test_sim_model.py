@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.eagle3.checkpoint import read_draft, read_model_dir
+from specdash.checkpoint.reader import read_draft, read_model_dir
 from specdash.sim import args as A
 from specdash.sim.app import SamplingError, validate_sampling
 from specdash.sim.expected import expected

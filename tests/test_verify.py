@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specdash.eagle3.checkpoint import read_draft
+from specdash.checkpoint.reader import read_draft
 from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
 from specdash.eagle3.verify import CollapseWatch, log_accept_lengths, verify_server
 from specdash.sglang.command import normalize_speculative

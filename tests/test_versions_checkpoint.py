@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from specdash.eagle3.checkpoint import CheckpointError, read_draft, read_model_dir, read_target
+from specdash.checkpoint.reader import CheckpointError, read_draft, read_model_dir, read_target
 from specdash.sglang.versions import (
     SPEC_META_KEYS,
     eagle3_param_for_key,

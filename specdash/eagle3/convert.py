@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specdash.eagle3.checkpoint import CheckpointError, read_model_dir
+from specdash.checkpoint.reader import CheckpointError, read_model_dir
 from specdash.sglang.versions import DEFAULT_VERSION, eagle3_param_for_key, has_feature
 
 _DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,

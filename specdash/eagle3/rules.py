@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from specdash.eagle3.checkpoint import (
-    EAGLE3_ARCHS,
+from specdash.checkpoint.layout import EAGLE3_ARCHS, EAGLE3_LAYER_PARTS
+from specdash.checkpoint.reader import (
     CheckpointError,
     DraftInfo,
     ModelDir,
@@ -63,7 +63,6 @@ from specdash.sglang.command import (
 )
 from specdash.sglang.versions import (
     DEFAULT_VERSION,
-    EAGLE3_LAYER_PARTS,
     eagle3_param_for_key,
     flag_replacements,
     flag_versions,

@@ -50,8 +50,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specdash.eagle3.checkpoint import CheckpointError, ModelDir, read_model_dir
-from specdash.sglang.versions import DEFAULT_VERSION, EAGLE3_LAYER_PARTS, eagle3_param_for_key
+from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
+from specdash.checkpoint.reader import CheckpointError, ModelDir, read_model_dir
+from specdash.sglang.versions import DEFAULT_VERSION, eagle3_param_for_key
 
 SAMPLE_FORMAT_HELP = """\
 sample format (one safetensors file):

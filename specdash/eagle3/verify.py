@@ -135,7 +135,7 @@ def _resolution(obj: Any) -> tuple[SpecResolution | None, str | None]:
 def _load_draft(path: str | None):
     if not path:
         return None
-    from specdash.eagle3.checkpoint import CheckpointError, read_draft
+    from specdash.checkpoint.reader import CheckpointError, read_draft
 
     try:
         return read_draft(path)
@@ -438,7 +438,7 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
         server_info: ``GET /server_info`` (top-level ServerArgs fields and ``internal_states``).
         log_lines: the server's stdout/stderr lines so far.
         requests: early request records (module docstring); None when none yet.
-        draft_info: a :class:`~specdash.eagle3.checkpoint.DraftInfo`; read from the draft path when None.
+        draft_info: a :class:`~specdash.checkpoint.reader.DraftInfo`; read from the draft path when None.
         min_tokens: completion tokens needed before acceptance is judged from requests.
 
     Returns:

@@ -847,7 +847,7 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
     Raises:
         specdash.profile.ProfileError: via profile accessors (bad paths, unset variables).
     """
-    from specdash.eagle3.checkpoint import peek_architectures, peek_vocab
+    from specdash.checkpoint.reader import peek_architectures, peek_vocab
 
     s = profile.server
     ver = version or profile.judged_version()[0]

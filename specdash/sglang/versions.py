@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import cache, total_ordering
 from pathlib import Path
 
+from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
+
 #: The newest release specdash knows (CONTRACTS.md "Reference versions").
 DEFAULT_VERSION = "0.5.23"
 #: The release recorded on real hardware (``../shared/sglang/golden/``).
@@ -246,21 +248,6 @@ def read_spec_meta(meta: dict, quantity: str):
 
 
 # --- EAGLE3 draft weight names (FACTS.md §8 `load_weights`) -----------------------------------
-#: Parameter names of SGLang's ``LlamaForCausalLMEagle3`` after its own renames, as a
-#: checkpoint should provide them (``midlayer`` form).  Used by the doctor's
-#: WEIGHT_KEYS / MISSING_WEIGHT rules and the simulator.
-EAGLE3_LAYER_PARTS = (
-    "self_attn.q_proj.weight",
-    "self_attn.k_proj.weight",
-    "self_attn.v_proj.weight",
-    "self_attn.o_proj.weight",
-    "mlp.gate_proj.weight",
-    "mlp.up_proj.weight",
-    "mlp.down_proj.weight",
-    "input_layernorm.weight",
-    "post_attention_layernorm.weight",
-    "hidden_norm.weight",
-)
 EAGLE3_TOP_LEVEL = ("fc.weight", "norm.weight", "lm_head.weight", "embed_tokens.weight")
 #: Names the loader consumes without them being parameters.
 EAGLE3_BUFFERS = ("d2t", "t2d")

@@ -70,7 +70,7 @@ def _settings_from(flags_or_settings: Any, scenario: Scenario, version: str | No
     else:
         raise TypeError("expected() takes an SGLang command line, canonical flags, a settings dict or a "
                         "SpecResolution")
-    from specdash.eagle3.checkpoint import peek_architectures
+    from specdash.checkpoint.reader import peek_architectures
 
     archs = peek_architectures(flags.get("--model-path")) or peek_architectures(scenario.target_model)
     kwargs = {"version": version} if version else {}

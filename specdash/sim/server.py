@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specdash.eagle3.checkpoint import CheckpointError, ModelDir, interpret_draft, read_model_dir
+from specdash.checkpoint.reader import CheckpointError, ModelDir, interpret_draft, read_model_dir
 from specdash.sglang.command import SpecResolution, resolve_flags
 from specdash.sglang.versions import parse_version
 from specdash.sim import args as A

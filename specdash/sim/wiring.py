@@ -2,7 +2,7 @@
 
 SGLang starts fine and accepts (almost) nothing in several draft-wiring situations; a few
 others crash at start-up.  This module reads the draft directory (real or ``sim:`` virtual,
-through :func:`specdash.eagle3.checkpoint.read_draft`) and decides, for the emulated
+through :func:`specdash.checkpoint.reader.read_draft`) and decides, for the emulated
 release, what the server does with it.  The result is reported at ``/sim/truth``
 (``wiring``) so tests can check specdash's diagnosis against the truth.
 
@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from specdash.eagle3.checkpoint import EAGLE_ARCHS, CheckpointError, DraftInfo, ModelDir
-from specdash.sglang.versions import EAGLE3_LAYER_PARTS, eagle3_param_for_key, has_feature
+from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS, EAGLE_ARCHS
+from specdash.checkpoint.reader import CheckpointError, DraftInfo, ModelDir
+from specdash.sglang.versions import eagle3_param_for_key, has_feature
 
 #: Target architectures whose checkpoints bundle their own MTP/draft weights: SGLang uses
 #: ``--model-path`` as the draft when no draft path is given (FACTS.md §6 step 7).

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from specdash.eagle3.checkpoint import ModelDir, TensorInfo
-from specdash.sglang.versions import EAGLE3_LAYER_PARTS
+from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
+from specdash.checkpoint.reader import ModelDir, TensorInfo
 
 
 def _llama_target(hidden, layers, heads, kv_heads, inter, vocab, max_pos, arch="LlamaForCausalLM", **extra) -> dict:

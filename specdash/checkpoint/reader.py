@@ -7,7 +7,7 @@ shapes, dtypes; sharded checkpoints through ``model.safetensors.index.json``).  
 small tensors the rules need (``d2t``, ``t2d``) are ever read, on demand.
 
 ``sim:NAME`` paths resolve to the simulator's virtual models
-(:mod:`specdash.sim.models`), so demo profiles can be checked like real ones.
+(:mod:`specdash.checkpoint.virtual`), so demo profiles can be checked like real ones.
 
 Where the config keys are read follows SGLang (FACTS.md §7–§8): the target side reads
 aux layer ids only from ``eagle_config.eagle_aux_hidden_state_layer_ids``; the draft's
@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-EAGLE3_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel", "LlamaForCausalLMEagle3MLA")
-EAGLE_ARCHS = ("LlamaForCausalLMEagle", "EagleSpeculator")
+from specdash.checkpoint.layout import EAGLE3_ARCHS
 
 
 class CheckpointError(Exception):
@@ -243,7 +242,7 @@ def read_model_dir(path: str | Path) -> ModelDir:
     """
     spath = str(path)
     if spath.startswith("sim:"):
-        from specdash.sim.models import virtual_model
+        from specdash.checkpoint.virtual import virtual_model
 
         try:
             return virtual_model(spath[4:])
