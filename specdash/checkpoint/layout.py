@@ -5,8 +5,15 @@ doctor, SGLang's version table and the simulator all read.  The names follow SGL
 ``srt/models/llama_eagle3.py`` (``LlamaForCausalLMEagle3``) and ``llama_eagle.py``.
 """
 
+#: Architecture names that declare an EAGLE3 head: SGLang's ``LlamaForCausalLMEagle3`` plus the
+#: names other exporters write (speculators' ``Eagle3Speculator``, SpecForge's ``Eagle3DraftModel``,
+#: MLA variants).  Which of them SGLang can load is an SGLang fact (``specdash.sglang.capture``).
 EAGLE3_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3Speculator", "Eagle3DraftModel", "LlamaForCausalLMEagle3MLA")
-EAGLE_ARCHS = ("LlamaForCausalLMEagle", "EagleSpeculator")
+#: Architecture names that declare an EAGLE-2 head (``fc`` over concat(embeds, hidden) = 2 × hidden):
+#: the ``EntryClass`` of SGLang's ``srt/models/llama_eagle.py``, ``qwen2_eagle.py``,
+#: ``mistral_eagle.py`` and ``mistral_large_3_eagle.py``, and speculators' ``EagleSpeculator``.
+EAGLE2_ARCHS = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "MistralForCausalLMEagle",
+                "MistralLarge3ForCausalLMEagle", "EagleSpeculator")
 
 #: Parameter names of SGLang's ``LlamaForCausalLMEagle3`` after its own renames, as a
 #: checkpoint should provide them (``midlayer`` form).  Used by the doctor's

@@ -24,7 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from specdash.checkpoint.layout import EAGLE3_ARCHS
+from specdash.checkpoint.layout import EAGLE2_ARCHS, EAGLE3_ARCHS
+
+#: What :attr:`DraftInfo.head_kind` returns.
+HEAD_KINDS = ("eagle3", "eagle2", "lm", "unknown")
+#: What :func:`classify_d2t` and :meth:`DraftInfo.d2t_form` return.
+D2T_FORMS = ("absent", "unreadable", "offsets", "absolute", "ambiguous", "invalid")
 
 
 class CheckpointError(Exception):
@@ -196,6 +201,107 @@ class DraftInfo:
     def is_eagle3(self) -> bool:
         """An EAGLE3 head: EAGLE3 architecture, or ``fc`` in-features ≥ 3 × hidden."""
         return self.declares_eagle3 or (self.fc_multiple is not None and self.fc_multiple >= 3)
+
+    @property
+    def head_kind(self) -> str:
+        """What the directory is as a draft, one of :data:`HEAD_KINDS`.
+
+        ``"eagle3"``: :attr:`is_eagle3`.  ``"eagle2"``: an EAGLE-2 architecture
+        (:data:`~specdash.checkpoint.layout.EAGLE2_ARCHS`) or ``fc`` in-features = 2 × hidden
+        (SGLang's ``llama_eagle.py``: fc over concat(embeds, hidden)).  ``"lm"``: a full model
+        (an architecture ending in ``ForCausalLM`` / ``ForConditionalGeneration``), what
+        ``--speculative-algorithm STANDALONE`` serves.  ``"unknown"``: none of these.  The one
+        classifier the doctor, post-launch verification and the simulator use.
+        """
+        archs = self.model.architectures
+        if self.is_eagle3:
+            return "eagle3"
+        if any(a in EAGLE2_ARCHS for a in archs) or (self.fc_multiple is not None and abs(self.fc_multiple - 2) < 1e-6):
+            return "eagle2"
+        if any(a.endswith(("ForCausalLM", "ForConditionalGeneration")) for a in archs):
+            return "lm"
+        return "unknown"
+
+    def d2t_form(self, target_vocab: int | None = None) -> str:
+        """The form of the checkpoint's ``d2t`` table, one of :data:`D2T_FORMS`.
+
+        ``"absent"``: no ``d2t`` tensor; ``"unreadable"``: its values cannot be read; else
+        :func:`classify_d2t` of ``d2t`` and ``t2d`` (None when absent or unreadable) against
+        ``target_vocab`` (default: this config's ``vocab_size``, which must equal the target's).
+        """
+        m = self.model
+        if "d2t" not in m.tensors:
+            return "absent"
+        try:
+            d2t = np.asarray(m.load_tensor("d2t"))
+        except (CheckpointError, KeyError, ValueError, TypeError):
+            return "unreadable"
+        t2d = None
+        if "t2d" in m.tensors:
+            try:
+                t2d = np.asarray(m.load_tensor("t2d"))
+            except (CheckpointError, KeyError, ValueError, TypeError):
+                t2d = None
+        vocab = target_vocab if target_vocab else m.vocab_size
+        return classify_d2t(d2t, t2d, int(vocab) if vocab else None)
+
+
+def d2t_targets(d2t: np.ndarray) -> np.ndarray:
+    """The target ids SGLang maps draft ids to: ``d2t + arange(len(d2t))`` (int64, shape ``[n]``).
+
+    SGLang's ``srt/models/llama_eagle3.py`` ``load_weights``: ``hot_token_id = d2t +
+    arange(d2t.shape[0])`` whenever the checkpoint has a ``d2t`` tensor, and drafting uses
+    ``topk_index = hot_token_id[topk_index]``: target id = draft id + ``d2t[draft id]``.
+    """
+    d = np.asarray(d2t).astype(np.int64).reshape(-1)
+    return d + np.arange(len(d), dtype=np.int64)
+
+
+def _distinct_in_vocab(ids: np.ndarray, vocab: int | None) -> bool:
+    return bool(ids.min(initial=0) >= 0 and (vocab is None or ids.max(initial=0) < vocab)
+                and len(np.unique(ids)) == len(ids))
+
+
+def t2d_marks(t2d: np.ndarray, ids: np.ndarray) -> bool:
+    """True when the boolean mask ``t2d`` (one entry per target id) marks exactly ``ids``."""
+    marked = np.flatnonzero(np.asarray(t2d).astype(bool).reshape(-1))
+    ids = np.asarray(ids).reshape(-1)
+    return len(marked) == len(ids) and bool(np.array_equal(np.sort(ids), marked))
+
+
+def classify_d2t(d2t: np.ndarray, t2d: np.ndarray | None = None, target_vocab: int | None = None) -> str:
+    """Which form an EAGLE3 ``d2t`` table (shape ``[draft_vocab]``, integers) is in.
+
+    SGLang reads ``d2t`` as offsets, target id = draft id + ``d2t[draft id]``
+    (:func:`d2t_targets`); some exporters write the target ids themselves.  A reading is
+    *valid* when it gives distinct target ids in ``[0, target_vocab)`` (no upper bound when
+    ``target_vocab`` is None).  ``t2d`` (a boolean mask over the target vocabulary, which
+    SGLang skips but exporters write from the same id list) decides when both readings are.
+
+    Returns one of :data:`D2T_FORMS` (never ``"absent"``/``"unreadable"``, which
+    :meth:`DraftInfo.d2t_form` adds):
+
+    - ``"absolute"``: the values are target ids: only the absolute reading is valid, or both
+      are and ``t2d`` marks the values themselves and not the offset targets;
+    - ``"invalid"``: the offset reading maps outside the vocabulary or onto one id twice;
+    - ``"ambiguous"``: both readings are valid, there is no ``t2d``, and the values are
+      strictly increasing: offsets of a sorted hot vocabulary repeat wherever two hot ids are
+      adjacent, ids never do, so the table probably holds ids;
+    - ``"offsets"``: the offset reading is valid and nothing points at ids.
+    """
+    d = np.asarray(d2t).astype(np.int64).reshape(-1)
+    off = d2t_targets(d)
+    valid_off, valid_abs = _distinct_in_vocab(off, target_vocab), _distinct_in_vocab(d, target_vocab)
+    if t2d is not None:
+        if valid_off and valid_abs and t2d_marks(t2d, d) and not t2d_marks(t2d, off):
+            return "absolute"
+    if valid_abs and not valid_off:
+        return "absolute"
+    if not valid_off:
+        return "invalid"
+    if t2d is None and len(d) > 1 and bool(np.all(np.diff(d) > 0)):
+        return "ambiguous"
+    return "offsets"
 
 
 def _read_safetensors_headers(root: Path, notes: list[str]) -> dict[str, TensorInfo]:

@@ -11,7 +11,8 @@ failure leaves nothing half-written.  What it fixes (each reported as a :class:`
 * aux layer ids at the top level of ``config.json`` → ``eagle_config.eagle_aux_hidden_state_layer_ids``
   (the only place the target reads them, FACTS.md §7);
 * ``d2t`` holding absolute target ids → offsets (``d2t[i] − i``; SGLang computes
-  ``target = i + d2t[i]``), detected as the doctor does (or forced with ``d2t_absolute=True``);
+  ``target = i + d2t[i]``), when :func:`specdash.checkpoint.reader.classify_d2t` (the classifier the
+  doctor and the simulator use) says ``"absolute"`` (or forced with ``d2t_absolute=True``);
 * a missing ``d2t`` from a list of hot target ids (``hot_token_ids``: the sorted target ids of
   the draft vocabulary; public case C08), with a matching ``t2d`` mask;
 * a missing ``draft_vocab_size`` (from ``lm_head.weight`` rows, else ``len(d2t)``, else null =
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specdash.checkpoint.reader import CheckpointError, read_model_dir
+from specdash.checkpoint.reader import CheckpointError, classify_d2t, read_model_dir
 from specdash.sglang.versions import DEFAULT_VERSION, eagle3_param_for_key, has_feature
 
 _DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -182,22 +183,6 @@ def _rename_plan(names: list[str], version: str, num_layers: int) -> dict[str, s
     return plan
 
 
-def _valid_targets(t: np.ndarray, vocab: int | None) -> bool:
-    return bool(t.min(initial=0) >= 0 and (vocab is None or t.max(initial=0) < vocab) and len(np.unique(t)) == len(t))
-
-
-def _d2t_is_absolute(d2t: np.ndarray, t2d: np.ndarray | None, vocab: int | None) -> bool:
-    off = d2t + np.arange(len(d2t), dtype=np.int64)
-    v_off, v_abs = _valid_targets(off, vocab), _valid_targets(d2t, vocab)
-    if v_abs and not v_off:
-        return True
-    if v_abs and v_off and t2d is not None:
-        marked = np.flatnonzero(t2d)
-        return len(marked) == len(d2t) and np.array_equal(np.sort(d2t), marked) and not np.array_equal(
-            np.sort(off), marked)
-    return False
-
-
 def _load_hot_ids(path: str) -> np.ndarray:
     p = Path(path)
     try:
@@ -262,7 +247,7 @@ def fix_draft(src: str | Path, dst: str | Path, *, sglang_version: str | None = 
     if "d2t" in md.tensors:
         d2t = np.asarray(md.load_tensor("d2t")).astype(np.int64).reshape(-1)
         t2d = np.asarray(md.load_tensor("t2d")).astype(bool).reshape(-1) if "t2d" in md.tensors else None
-        absolute = _d2t_is_absolute(d2t, t2d, vocab) if d2t_absolute is None else d2t_absolute
+        absolute = classify_d2t(d2t, t2d, vocab) == "absolute" if d2t_absolute is None else d2t_absolute
         if absolute:
             info = md.tensors["d2t"]
             offsets = d2t - np.arange(len(d2t), dtype=np.int64)

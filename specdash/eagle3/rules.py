@@ -52,8 +52,11 @@ from specdash.checkpoint.reader import (
     CheckpointError,
     DraftInfo,
     ModelDir,
+    classify_d2t,
+    d2t_targets,
     interpret_draft,
     read_model_dir,
+    t2d_marks,
 )
 from specdash.sglang.command import (
     EAGLE_FAMILY,
@@ -78,9 +81,6 @@ SEVERITIES = ("error", "warning", "info")
 #: Draft architectures SGLang has an EAGLE3 model class for (``EntryClass`` of
 #: ``srt/models/llama_eagle3.py`` and, from 0.5.14, ``kimi_k25_eagle3.py``).
 SGLANG_EAGLE3_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM")
-#: EAGLE-2 heads (fc over concat(embeds, hidden) = 2 × hidden): ``llama_eagle.py`` & co.
-EAGLE2_ARCHS = ("LlamaForCausalLMEagle", "Qwen2ForCausalLMEagle", "MistralForCausalLMEagle",
-                "MistralLarge3ForCausalLMEagle", "EagleSpeculator")
 #: Targets whose checkpoint bundles MTP/draft weights: without a draft path SGLang uses the
 #: target path as the draft (FACTS.md §6 step 7).
 BUNDLED_MTP_PREFIXES = ("DeepseekV3", "DeepseekV32", "DeepseekV4", "Glm4Moe", "GlmMoeDsa", "BailingMoe",
@@ -457,18 +457,6 @@ def _rule_draft_path(ctx: _Ctx) -> None:
 # --- ALGO_MISMATCH --------------------------------------------------------------------------------
 
 
-def _head_kind(d: DraftInfo) -> str:
-    """'eagle3' | 'eagle2' | 'lm' (a full model) | 'unknown'."""
-    archs = d.model.architectures
-    if d.is_eagle3:
-        return "eagle3"
-    if any(a in EAGLE2_ARCHS for a in archs) or (d.fc_multiple is not None and abs(d.fc_multiple - 2) < 1e-6):
-        return "eagle2"
-    if any(a.endswith(("ForCausalLM", "ForConditionalGeneration")) for a in archs):
-        return "lm"
-    return "unknown"
-
-
 def _fc_desc(d: DraftInfo) -> str:
     fc = d.model.tensors.get("fc.weight")
     if fc is None:
@@ -482,10 +470,10 @@ def _rule_algo(ctx: _Ctx) -> None:
     d = ctx.draft
     if d is None or not _eagle_algo(ctx):
         return
-    kind = _head_kind(d)
+    kind = d.head_kind
     arch = ", ".join(d.model.architectures) or "no architectures"
     ev = {"draft_architectures": d.model.architectures, "fc_in_features": d.fc_in_features,
-          "hidden_size": d.hidden_in, "algorithm": ctx.algo}
+          "hidden_size": d.hidden_in, "algorithm": ctx.algo, "head_kind": kind}
     if ctx.algo == "EAGLE" and kind == "eagle3":
         ctx.add("ALGO_MISMATCH", "error",
                 f"the draft is an EAGLE3 head ({arch}; {_fc_desc(d)}) but it is served with "
@@ -611,7 +599,7 @@ def _fix_cmd(d: DraftInfo, version: str, suffix: str = "-fixed") -> str:
 
 def _rule_weight_keys(ctx: _Ctx) -> None:
     d = ctx.draft
-    if d is None or not _eagle_algo(ctx) or _head_kind(d) != "eagle3" or not d.model.tensors:
+    if d is None or not _eagle_algo(ctx) or d.head_kind != "eagle3" or not d.model.tensors:
         return
     nl = d.model.num_hidden_layers
     if isinstance(nl, int) and nl > 1 and not has_feature("draft_fc_norm", ctx.version):
@@ -781,7 +769,7 @@ def _shapes(ctx: _Ctx, d: DraftInfo, provided: dict[str, str]) -> None:
 
 def _rule_vocab(ctx: _Ctx) -> None:
     d = ctx.draft
-    if d is None or not _eagle_algo(ctx) or _head_kind(d) != "eagle3":
+    if d is None or not _eagle_algo(ctx) or d.head_kind != "eagle3":
         return
     m = d.model
     V = _target_vocab(ctx)
@@ -842,28 +830,18 @@ def _rule_vocab(ctx: _Ctx) -> None:
                 "SGLang indexes hot_token_id (d2t + arange) with the draft's top-k ids (FACTS.md §8): every draft id "
                 "needs exactly one entry.", "re-export d2t with one offset per draft id", d2t_len=n,
                 draft_vocab_size=eff_dvs)
-    idx = np.arange(n, dtype=np.int64)
-    off = d2t + idx
+    off = d2t_targets(d2t)
     t2d = None
     if "t2d" in m.tensors:
         try:
             t2d = np.asarray(m.load_tensor("t2d")).astype(bool).reshape(-1)
         except (CheckpointError, KeyError, ValueError, TypeError):
             t2d = None
-    hi = V if V else None
-
-    def valid(t: np.ndarray) -> bool:
-        return bool(t.min(initial=0) >= 0 and (hi is None or t.max(initial=0) < hi) and len(np.unique(t)) == len(t))
-
-    valid_off, valid_abs = valid(off), valid(d2t)
-    cons_off = cons_abs = None
-    if t2d is not None:
-        marked = np.flatnonzero(t2d)
-        cons_off = len(marked) == n and bool(np.array_equal(np.sort(off), marked))
-        cons_abs = len(marked) == n and bool(np.array_equal(np.sort(d2t), marked))
-    absolute = (not valid_off and valid_abs) or (valid_off and valid_abs and cons_abs and not cons_off)
-    ev = {"d2t_len": n, "d2t_head": d2t[:5].tolist(), "targets_as_offsets_head": off[:5].tolist(), "target_vocab": V}
-    if absolute:
+    form = classify_d2t(d2t, t2d, V)
+    cons_off = t2d_marks(t2d, off) if t2d is not None else None
+    ev = {"d2t_len": n, "d2t_head": d2t[:5].tolist(), "targets_as_offsets_head": off[:5].tolist(), "target_vocab": V,
+          "d2t_form": form}
+    if form == "absolute":
         ctx.add("VOCAB_MAP", "error",
                 f"d2t holds absolute target ids (d2t[:5] = {d2t[:5].tolist()}), not offsets",
                 "SGLang reads d2t as offsets: target_id = draft_id + d2t[draft_id] (llama_eagle3.py load_weights, "
@@ -871,7 +849,7 @@ def _rule_vocab(ctx: _Ctx) -> None:
                 + (f" ({int((off >= V).sum())} of {n} land outside the target vocabulary)" if V else "")
                 + " and every proposed token is wrong (the seeds' standalone test read them the other way).",
                 f"specdash draft fix {d.path} --out DST (rewrites d2t[i] := d2t[i] − i)", **ev)
-    elif not valid_off:
+    elif form == "invalid":
         out_of_range = int(((off < 0) | ((off >= V) if V else False)).sum())
         dups = int(len(off) - len(np.unique(off)))
         ctx.add("VOCAB_MAP", "error",
@@ -886,7 +864,7 @@ def _rule_vocab(ctx: _Ctx) -> None:
                 "SGLang skips t2d, but t2d is written from the same list as d2t: disagreement means one of them "
                 "was exported wrong (FACTS.md §8).", "re-export d2t and t2d from the same id list",
                 t2d_marked=int(t2d.sum()), **ev)
-    elif t2d is None and valid_abs and n > 1 and bool(np.all(np.diff(d2t) > 0)):
+    elif form == "ambiguous":
         ctx.add("VOCAB_MAP", "warning",
                 f"d2t is strictly increasing (d2t[:5] = {d2t[:5].tolist()}): it may hold absolute ids",
                 "Offsets of a sorted hot vocabulary repeat whenever two hot ids are adjacent; strictly increasing "
@@ -896,13 +874,13 @@ def _rule_vocab(ctx: _Ctx) -> None:
         ctx.add("VOCAB_MAP", "warning", f"t2d has {len(t2d)} entries, target vocab {V}",
                 "t2d is a mask over the target vocabulary (SGLang skips it; other engines use it).",
                 "re-export t2d with one entry per target id", t2d_len=len(t2d))
-    if eff_dvs and V and eff_dvs < V and valid_off and not absolute:
+    if eff_dvs and V and eff_dvs < V and form in ("offsets", "ambiguous"):
         ctx.add("VOCAB_MAP", "info",
                 f"reduced draft vocabulary: {eff_dvs} of {V} target ids, mapped by d2t (offsets)",
                 "SGLang maps draft ids through hot_token_id = d2t + arange (llama_eagle3.py load_weights). The "
                 "mapping lives only in the checkpoint: an engine build that drops it still runs, with acceptance "
                 "≈ 1.1 (public case C06, vllm PR #18909). If acceptance collapses after launch, suspect the mapping.",
-                "", draft_vocab_size=eff_dvs, target_vocab=V, case="C06")
+                "", draft_vocab_size=eff_dvs, target_vocab=V, d2t_form=form, case="C06")
 
 
 # --- AUX_LAYERS -----------------------------------------------------------------------------------
@@ -944,7 +922,7 @@ def capture_plan(target_architectures: list[str], num_layers: int, ids: list[int
 
 def _rule_aux(ctx: _Ctx) -> None:
     d, t = ctx.draft, ctx.target
-    if d is None or ctx.algo != "EAGLE3" or _head_kind(d) != "eagle3":
+    if d is None or ctx.algo != "EAGLE3" or d.head_kind != "eagle3":
         return
     ids_by = d.aux_layer_ids
     ec_ids = ids_by.get("eagle_config")
@@ -1417,7 +1395,6 @@ def _rule_memory(ctx: _Ctx) -> None:
 
 
 __all__ = [
-    "EAGLE2_ARCHS",
     "EAGLE3_ARCHS",
     "SEVERITIES",
     "SGLANG_EAGLE3_ARCHS",

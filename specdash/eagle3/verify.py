@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from specdash.eagle3.rules import Finding, _head_kind, render_findings
+from specdash.eagle3.rules import Finding, render_findings
 from specdash.sglang.command import LOG_TOPK1_ADJUST, SpecResolution
 from specdash.sglang.versions import read_spec_meta
 
@@ -467,7 +467,7 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
                                     f"relaunch with --speculative-algorithm {asked_algo}",
                                     {"asked": asked_algo, "server": server_algo}))
         if draft_info is not None and server_algo in ("EAGLE", "EAGLE3"):
-            kind = _head_kind(draft_info)
+            kind = draft_info.head_kind
             need = {"eagle3": "EAGLE3", "eagle2": "EAGLE"}.get(kind)
             if need and need != server_algo:
                 findings.append(Finding(

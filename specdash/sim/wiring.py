@@ -18,10 +18,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
-from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS, EAGLE_ARCHS
-from specdash.checkpoint.reader import CheckpointError, DraftInfo, ModelDir
+from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
+from specdash.checkpoint.reader import DraftInfo, ModelDir
 from specdash.sglang.versions import eagle3_param_for_key, has_feature
 
 #: Target architectures whose checkpoints bundle their own MTP/draft weights: SGLang uses
@@ -81,25 +79,6 @@ def default_aux_ids(num_layers: int) -> list[int]:
     return [1, num_layers // 2 - 1, num_layers - 4]
 
 
-def _d2t_is_absolute(d2t: np.ndarray, target_vocab: int | None) -> bool:
-    """True when ``d2t`` holds absolute target ids instead of offsets.
-
-    SGLang computes ``target = draft_id + d2t[draft_id]`` (FACTS.md §8).  Offsets are
-    non-decreasing with long runs of equal values (contiguous hot tokens share an offset);
-    absolute ids are strictly increasing, and ``arange + d2t`` then runs past the target
-    vocabulary or at least far from the ids the table names.
-    """
-    if d2t.ndim != 1 or d2t.size < 2:
-        return False
-    d = d2t.astype(np.int64)
-    mapped = np.arange(d.size, dtype=np.int64) + d
-    if target_vocab and int(mapped.max()) >= int(target_vocab):
-        return True
-    strictly_increasing = bool(np.all(np.diff(d) > 0))
-    looks_like_ids = bool(np.all(d >= np.arange(d.size)))
-    return strictly_increasing and looks_like_ids
-
-
 def analyse(
     algorithm: str | None,
     draft: DraftInfo | None,
@@ -143,16 +122,15 @@ def analyse(
                              f"draft weights: SGLang falls back to the target checkpoint as the draft and crashes "
                              f"(public case C13)", fatal=Fatal("AttributeError", msg, "load"))
 
-    w = Wiring(True, "", draft=_summary(draft), draft_max_position=draft.model.max_position_embeddings)
+    w = Wiring(True, "", draft=_summary(draft, target.vocab_size), draft_max_position=draft.model.max_position_embeddings)
     if assumed_draft:
         w.findings.append("the draft path is not a readable directory here; the scenario's virtual draft "
                           f"{draft.path} stands in for it")
     hidden = target.hidden_size
-    is_eagle2 = (any(a in EAGLE_ARCHS for a in draft.model.architectures) or
-                 (draft.fc_multiple is not None and abs(draft.fc_multiple - 2.0) < 1e-6)) and not draft.declares_eagle3
+    kind = draft.head_kind
 
     if algorithm == "EAGLE":
-        if draft.is_eagle3:
+        if kind == "eagle3":
             w.served_as_trained = False
             w.alpha_override = 0.0
             w.reason = ("EAGLE3 head served with --speculative-algorithm EAGLE: the target captures no aux hidden "
@@ -164,7 +142,7 @@ def analyse(
         return w
 
     if algorithm in ("EAGLE3",):
-        if is_eagle2 and not draft.is_eagle3:
+        if kind == "eagle2":
             h = draft.hidden_in or hidden or 0
             w.fatal = Fatal("RuntimeError", f"mat1 and mat2 shapes cannot be multiplied (1x{3 * h} and {2 * h}x{h})",
                             "warmup")
@@ -172,7 +150,7 @@ def analyse(
             w.reason = ("EAGLE (EAGLE-2) head served with --speculative-algorithm EAGLE3: its fc expects 2 × hidden "
                         "but the target sends 3 aux states (shape error at the first forward)")
             return w
-        if not draft.is_eagle3:
+        if kind != "eagle3":
             w.fatal = Fatal("AttributeError",
                             f"'{(draft.model.architectures or ['LlamaForCausalLM'])[0]}' object has no attribute "
                             "'hot_token_id'", "load")
@@ -186,15 +164,17 @@ def analyse(
     return w
 
 
-def _summary(draft: DraftInfo) -> dict:
+def _summary(draft: DraftInfo, target_vocab: int | None) -> dict:
     return {
         "path": draft.path,
         "architectures": draft.model.architectures,
         "is_eagle3": draft.is_eagle3,
+        "head_kind": draft.head_kind,
         "fc_in_features": draft.fc_in_features,
         "num_aux": draft.num_aux,
         "aux_layer_ids": draft.aux_layer_ids,
         "draft_vocab_size": draft.draft_vocab_size,
+        "d2t_form": draft.d2t_form(target_vocab),
         "tensors": len(draft.model.tensors),
     }
 
@@ -247,20 +227,21 @@ def _eagle3_checks(w: Wiring, draft: DraftInfo, target: ModelDir, version: str,
         problems.append("draft_vocab_size is set but the checkpoint has no lm_head.weight: SGLang allocates the "
                         "draft's own head and leaves it random (public case C05)")
     dvs = draft.draft_vocab_size
-    if dvs and target_vocab and dvs < target_vocab:
-        if "d2t" not in tensors:
-            random_head = True
-            problems.append(f"reduced draft vocabulary ({dvs} < {target_vocab}) without a d2t tensor: draft ids are "
-                            "used as target ids (public case C08)")
-        else:
-            try:
-                d2t = draft.model.load_tensor("d2t")
-            except (CheckpointError, KeyError):
-                d2t = None
-            if d2t is not None and _d2t_is_absolute(np.asarray(d2t), target_vocab):
-                random_head = True
-                problems.append("d2t holds absolute target ids, but SGLang adds them to the draft id as offsets "
-                                "(target = draft + d2t[draft]): every draft token maps to a wrong id")
+    if dvs and target_vocab and dvs < target_vocab and "d2t" not in tensors:
+        random_head = True
+        problems.append(f"reduced draft vocabulary ({dvs} < {target_vocab}) without a d2t tensor: draft ids are "
+                        "used as target ids (public case C08)")
+    # SGLang applies d2t whenever the checkpoint has one (llama_eagle3.py load_weights).
+    form = draft.d2t_form(target_vocab)
+    if form in ("absolute", "ambiguous"):
+        random_head = True
+        problems.append("d2t holds absolute target ids" + (" (strictly increasing, no t2d)" if form == "ambiguous" else "")
+                        + ", but SGLang adds them to the draft id as offsets (target = draft + d2t[draft]): every "
+                        "draft token maps to a wrong id")
+    elif form == "invalid":
+        random_head = True
+        problems.append("d2t maps draft ids outside the target vocabulary or onto the same target id "
+                        "(target = draft + d2t[draft]): the proposed tokens are wrong")
     if random_head:
         w.served_as_trained = False
         w.alpha_override = random_draft_alpha
