@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from specdash.checkpoint.reader import read_draft, read_model_dir
+from specdash.sglang.capture import default_aux_ids
 from specdash.sim import args as A
 from specdash.sim.app import SamplingError, validate_sampling
 from specdash.sim.expected import expected
@@ -21,7 +22,7 @@ from specdash.sim.scenario import (
 )
 from specdash.sim.testing import SEEDS_FIVE, make_draft, make_target
 from specdash.sim.text import count_tokens, detect_category, output_id
-from specdash.sim.wiring import analyse, default_aux_ids
+from specdash.sim.wiring import analyse
 
 KIMI = "--model-path sim:kimi-k2.5-int4 --tp-size 8 "
 KIMI_SPEC = KIMI + "--speculative-algorithm EAGLE3 --speculative-draft-model-path sim:kimi-k2.5-eagle3 "

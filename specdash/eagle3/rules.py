@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from specdash.checkpoint.layout import EAGLE3_ARCHS, EAGLE3_LAYER_PARTS
+from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
 from specdash.checkpoint.reader import (
     CheckpointError,
     DraftInfo,
@@ -57,6 +57,14 @@ from specdash.checkpoint.reader import (
     interpret_draft,
     read_model_dir,
     t2d_marks,
+)
+from specdash.sglang.capture import (
+    SGLANG_EAGLE3_ARCHS,
+    bundles_mtp,
+    capture_plan,
+    default_aux_ids,
+    implements_capture,
+    target_family,
 )
 from specdash.sglang.command import (
     EAGLE_FAMILY,
@@ -78,17 +86,6 @@ from specdash.sglang.versions import (
 
 SEVERITIES = ("error", "warning", "info")
 
-#: Draft architectures SGLang has an EAGLE3 model class for (``EntryClass`` of
-#: ``srt/models/llama_eagle3.py`` and, from 0.5.14, ``kimi_k25_eagle3.py``).
-SGLANG_EAGLE3_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM")
-#: Targets whose checkpoint bundles MTP/draft weights: without a draft path SGLang uses the
-#: target path as the draft (FACTS.md §6 step 7).
-BUNDLED_MTP_PREFIXES = ("DeepseekV3", "DeepseekV32", "DeepseekV4", "Glm4Moe", "GlmMoeDsa", "BailingMoe",
-                        "MistralLarge3", "Pixtral", "HYV3", "HYV4", "Qwen4Exp")
-#: Target families implementing ``set_eagle3_layers_to_capture`` in 0.5.23 (FACTS.md §7).
-CAPTURE_PREFIXES = ("Llama", "Qwen2", "Qwen3", "Deepseek", "KimiK25", "Glm4Moe", "Glm5", "GptOss", "Gemma3",
-                    "Gemma4", "MiniMaxM2", "MiniMaxM3", "BailingMoe", "Exaone", "Apertus", "LongcatFlash",
-                    "Mllama4", "Llama4", "MindSpore")
 #: Tensor-name prefixes other exporters put in front of SGLang's names.
 _FOREIGN_PREFIXES = ("module.", "draft_model.", "draft.", "eagle.", "eagle3.", "speculator.", "model.",
                      "transformer.", "decoder.")
@@ -431,7 +428,7 @@ def _rule_draft_path(ctx: _Ctx) -> None:
     if ctx.algo not in EAGLE_FAMILY or ctx.draft_path:
         return
     archs = ctx.target_archs
-    bundled = any(a.startswith(BUNDLED_MTP_PREFIXES) for a in archs)
+    bundled = bundles_mtp(archs)
     arch_txt = ", ".join(archs) or "unknown (target config unreadable)"
     if bundled and ctx.algo == "EAGLE":
         ctx.add("DRAFT_PATH", "info", f"no draft path: SGLang uses the target's bundled MTP weights ({arch_txt})",
@@ -886,40 +883,6 @@ def _rule_vocab(ctx: _Ctx) -> None:
 # --- AUX_LAYERS -----------------------------------------------------------------------------------
 
 
-def _family(archs: list[str]) -> str:
-    if any(a.startswith("GptOss") for a in archs):
-        return "gpt_oss"
-    if any(a.startswith(("Deepseek", "KimiK25", "Kimi")) for a in archs):
-        return "deepseek"
-    return "default"
-
-
-def capture_plan(target_architectures: list[str], num_layers: int, ids: list[int] | None,
-                 version: str) -> tuple[list[int], list[int]]:
-    """What SGLang's target captures for EAGLE3: ``(capture indices, valid indices)``.
-
-    A capture index i means "the residual stream at the input of decoder layer i" = the
-    output of layer i − 1 (index 0 = the embeddings).  Defaults (ids None) are
-    ``[2, L//2, L−3]``; explicit ids become ``id + 1`` (``models/llama.py`` L929), except on
-    gpt-oss ≥ 0.5.17 when ``max(ids) == L`` (kept: boundary convention) and on DeepSeek-family
-    targets ≥ 0.5.13 unless the first id is 1 (kept) — FACTS.md §7, the wheels (versions.py).
-    Valid indices are ``0 … L−1`` (and ``L`` on gpt-oss ≥ 0.5.17, captured after the last
-    layer); invalid ones are silently never captured.
-    """
-    L = int(num_layers)
-    fam = _family(target_architectures)
-    if ids is None:
-        cap = [2, L // 2, L - 3]
-    elif (fam == "gpt_oss" and has_feature("gpt_oss_boundary_ids", version) and ids and max(ids) == L) or (
-            fam == "deepseek" and has_feature("deepseek_aux_ids_unshifted", version) and ids and ids[0] != 1):
-        cap = list(ids)
-    else:
-        cap = [i + 1 for i in ids]
-    top = L if (fam == "gpt_oss" and has_feature("gpt_oss_boundary_ids", version)) else L - 1
-    valid = sorted({c for c in cap if 0 <= c <= top})
-    return cap, valid
-
-
 def _rule_aux(ctx: _Ctx) -> None:
     d, t = ctx.draft, ctx.target
     if d is None or ctx.algo != "EAGLE3" or d.head_kind != "eagle3":
@@ -963,20 +926,20 @@ def _rule_aux(ctx: _Ctx) -> None:
                 "The target sends K × its hidden size; fc expects K × (target_hidden_size or hidden_size) "
                 "(FACTS.md §7).", "use a head trained for this target (or set target_hidden_size correctly)",
                 draft_hidden_in=hidden_in, target_hidden=th)
-    if not any(a.startswith(CAPTURE_PREFIXES) for a in archs):
+    if not implements_capture(archs):
         ctx.add("AUX_LAYERS", "warning",
                 f"target architecture {', '.join(archs) or '?'} may not implement set_eagle3_layers_to_capture",
                 "SGLang raises ValueError('… does not implement set_eagle3_layers_to_capture …') at start-up for "
                 "targets without it (attention_backend_setup.py; FACTS.md §7 lists the 29 that have it in 0.5.23).",
                 "check srt/models/<target>.py of your SGLang for set_eagle3_layers_to_capture")
     cap, valid = capture_plan(archs, L, ec_ids, v)
-    default_cfg = [1, L // 2 - 1, L - 4]
+    default_cfg = default_aux_ids(L)
     where = "eagle_config" if ec_ids is not None else "defaults (no eagle_config ids)"
     k_sent = len(valid)
     k_need = int(fc_in // hidden_in) if fc_in and hidden_in else sg_aux
     plan_ev = {"num_hidden_layers": L, "ids": ec_ids, "capture_indices": cap, "captured": valid,
                "outputs_of_layers": [c - 1 for c in valid], "states_sent": k_sent, "states_expected": k_need,
-               "family": _family(archs)}
+               "family": target_family(archs)}
     if len(valid) != len(cap):
         missing = [c for c in cap if c not in valid]
         dup = len(cap) != len(set(cap))
@@ -988,10 +951,10 @@ def _rule_aux(ctx: _Ctx) -> None:
         if boundary:
             why += (f" An id equal to num_hidden_layers ({L}) is the boundary convention (boundary {L} = output of the "
                     "last block); "
-                    + ("gpt-oss targets read it so from 0.5.17 (PR #32334)." if _family(archs) == "gpt_oss" else
+                    + ("gpt-oss targets read it so from 0.5.17 (PR #32334)." if target_family(archs) == "gpt_oss" else
                        "this target family shifts every id by +1 and has no final-boundary capture."))
         fix = ("run SGLang ≥ 0.5.17 (PR #32334: boundary ids, final-boundary capture, norm_before_fc); do not hand-shift "
-               "the ids" if boundary and _family(archs) == "gpt_oss" else
+               "the ids" if boundary and target_family(archs) == "gpt_oss" else
                f"list ids in 0 … {L - 2} (\"output of layer id\"; SGLang captures id + 1) matching the layers the "
                "head was trained on")
         ctx.add("AUX_LAYERS", "error",
@@ -1004,7 +967,7 @@ def _rule_aux(ctx: _Ctx) -> None:
                 "The target appends captured states in layer order while running the layers, so the fc receives "
                 f"them ordered {sorted(cap)}, not in the listed order (models/llama.py forward).",
                 "list the ids in ascending order and make sure the head was trained in that order", **plan_ev)
-    if ec_ids is not None and ec_ids == [2, L // 2, L - 3]:
+    if ec_ids is not None and ec_ids == capture_plan(archs, L, None, v)[0]:
         ctx.add("AUX_LAYERS", "warning",
                 f"aux ids {ec_ids} equal SGLang's default capture indices, but explicit ids are shifted by +1: SGLang "
                 f"captures {cap} (outputs of layers {[c - 1 for c in cap]})",
@@ -1012,7 +975,7 @@ def _rule_aux(ctx: _Ctx) -> None:
                 "of layer id' and become id + 1 (models/llama.py L929, FACTS.md §7). One of the two conventions is off "
                 "by one.", f"if the head was trained on SGLang's defaults, write {default_cfg} (or omit the ids)",
                 **plan_ev)
-    if _family(archs) == "deepseek" and ec_ids and has_feature("deepseek_aux_ids_unshifted", v) and ec_ids[0] != 1:
+    if target_family(archs) == "deepseek" and ec_ids and has_feature("deepseek_aux_ids_unshifted", v) and ec_ids[0] != 1:
         ctx.add("AUX_LAYERS", "warning",
                 f"on DeepSeek-family targets SGLang {v} uses ids {ec_ids} unchanged as capture indices "
                 f"(= outputs of layers {[c - 1 for c in cap]}), because the first id is not 1",
@@ -1395,12 +1358,9 @@ def _rule_memory(ctx: _Ctx) -> None:
 
 
 __all__ = [
-    "EAGLE3_ARCHS",
     "SEVERITIES",
-    "SGLANG_EAGLE3_ARCHS",
     "DoctorReport",
     "Finding",
-    "capture_plan",
     "render_findings",
     "run_doctor",
 ]

@@ -20,14 +20,8 @@ from dataclasses import asdict, dataclass, field
 
 from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
 from specdash.checkpoint.reader import DraftInfo, ModelDir
+from specdash.sglang.capture import bundles_mtp, capture_plan, default_aux_ids
 from specdash.sglang.versions import eagle3_param_for_key, has_feature
-
-#: Target architectures whose checkpoints bundle their own MTP/draft weights: SGLang uses
-#: ``--model-path`` as the draft when no draft path is given (FACTS.md §6 step 7).
-BUNDLED_MTP_PREFIXES = (
-    "DeepseekV3", "DeepseekV32", "DeepseekV4", "Glm4Moe", "GlmMoeDsa", "BailingMoe", "MistralLarge3",
-    "Pixtral", "HYV3", "HYV4", "Qwen4Exp",
-)
 
 
 @dataclass
@@ -69,16 +63,6 @@ class Wiring:
         return d
 
 
-def _is_bundled(archs: list[str]) -> bool:
-    return any(a.startswith(p) for a in archs for p in BUNDLED_MTP_PREFIXES)
-
-
-def default_aux_ids(num_layers: int) -> list[int]:
-    """The target's default capture layers in the config convention: ``[1, L//2 − 1, L − 4]``
-    (FACTS.md §7: ``layers_to_capture = [2, L//2, L−3]`` as decoder-input indices)."""
-    return [1, num_layers // 2 - 1, num_layers - 4]
-
-
 def analyse(
     algorithm: str | None,
     draft: DraftInfo | None,
@@ -111,7 +95,7 @@ def analyse(
     archs = target.architectures
     tarch = archs[0] if archs else "the target model"
     if draft is None:
-        if _is_bundled(archs):
+        if bundles_mtp(archs):
             return Wiring(True, f"no draft path: {tarch} bundles MTP weights, so SGLang drafts with the target "
                                 "checkpoint itself (FACTS.md §6)", alpha_factor=eagle2_factor)
         if "Llama" in tarch:
@@ -262,8 +246,11 @@ def _eagle3_checks(w: Wiring, draft: DraftInfo, target: ModelDir, version: str,
     ids = draft.aux_layer_ids
     layers = target.num_hidden_layers
     if "eagle_config" not in ids and ids.get("top_level") and layers:
+        # The target captures its defaults; harmful only where they are other layers than the ids name.
+        archs = target.architectures
         dflt = default_aux_ids(int(layers))
-        if list(ids["top_level"]) != dflt:
+        if capture_plan(archs, int(layers), list(ids["top_level"]), version)[0] != \
+                capture_plan(archs, int(layers), None, version)[0]:
             problems.append(f"aux layer ids {ids['top_level']} are only at the top level of the draft config; the "
                             f"target reads eagle_config.eagle_aux_hidden_state_layer_ids and captures its defaults "
                             f"{dflt} instead (FACTS.md §7)")
