@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.eagle3.rules import run_doctor
+from specdash.eagle3.doctor import run_doctor
 from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
 from specdash.eagle3.verify import verify_server
 

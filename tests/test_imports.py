@@ -15,7 +15,7 @@ def test_headless_modules_do_not_import_textual_or_torch():
         "import specdash.collect.stream, specdash.collect.gpu, specdash.collect.live, specdash.collect.proc\n"
         "import specdash.bench.runner, specdash.bench.cli, specdash.bench.compare, specdash.bench.report\n"
         "import specdash.bench.stats, specdash.bench.tune, specdash.advisor\n"
-        "import specdash.eagle3.rules, specdash.eagle3.verify, specdash.eagle3.convert, specdash.checkpoint.reader\n"
+        "import specdash.eagle3.doctor, specdash.eagle3.verify, specdash.eagle3.convert, specdash.checkpoint.reader\n"
         "import specdash.sim.server\n"
         "print(sorted(m for m in ('textual', 'torch', 'sglang', 'textual_plotext') if m in sys.modules))\n"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from specdash.eagle3.rules import Finding
+from specdash.eagle3.findings import Finding
 from specdash.eagle3.verify import VerifyReport
 from specdash.tui.screens.help import help_table
 from specdash.tui.session import _pending_acceptance, find_baseline_run

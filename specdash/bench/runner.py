@@ -166,7 +166,7 @@ class ProfileRun:
     # -- phases ---------------------------------------------------------------------------------
     def run_preflight(self):
         """Doctor findings for the profile; raises PreflightBlocked on errors unless forced."""
-        from specdash.eagle3.rules import run_doctor
+        from specdash.eagle3.doctor import run_doctor
 
         report = run_doctor(self.profile, sglang_version=self.opt.sglang_version)
         self.preflight_report = report

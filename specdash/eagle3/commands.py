@@ -42,7 +42,7 @@ def _detect_gpus(args) -> list[dict] | None:
 
 def doctor_main(args) -> int:
     """``specdash doctor``: print the report; exit 0/1/2."""
-    from specdash.eagle3.rules import run_doctor
+    from specdash.eagle3.doctor import run_doctor
     from specdash.profile import ProfileError, load_profile
 
     try:

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from specdash.checkpoint.reader import CheckpointError, classify_d2t, read_model_dir
+from specdash.eagle3.rules.weights import guess_param
 from specdash.sglang.versions import DEFAULT_VERSION, eagle3_param_for_key, has_feature
 
 _DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -161,8 +162,6 @@ def write_safetensors_raw(dst: str | Path, entries: list[tuple[str, dict, tuple]
 
 def _rename_plan(names: list[str], version: str, num_layers: int) -> dict[str, str]:
     """old name → new name for tensors the judged release would drop."""
-    from specdash.eagle3.rules import _guess_param
-
     plan: dict[str, str] = {}
     provided = {eagle3_param_for_key(n, version) for n in names} - {None}
     for n in names:
@@ -176,7 +175,7 @@ def _rename_plan(names: list[str], version: str, num_layers: int) -> dict[str, s
             continue
         if base.startswith("layers.") and has_feature("draft_fc_norm", version):
             continue  # multi-layer drafts keep layers.N on 0.5.12+
-        guess = _guess_param(n)
+        guess = guess_param(n)
         if guess and guess not in provided and guess not in plan.values():
             plan[n] = guess
             provided.add(guess)

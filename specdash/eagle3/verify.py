@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from specdash.eagle3.rules import Finding, render_findings
+from specdash.eagle3.findings import Finding, render_findings
 from specdash.sglang.command import LOG_TOPK1_ADJUST, SpecResolution
 from specdash.sglang.versions import read_spec_meta
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from specdash.collect.gpu import GpuProcess, GpuSample
 from specdash.collect.live import DecodeWindow, GpuView, LiveSnapshot, LogEntry, MetricsSample, RequestSample
 from specdash.collect.proc import ProcSample
-from specdash.eagle3.rules import Finding
+from specdash.eagle3.findings import Finding
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState
 from specdash.tui.state import ViewState
 

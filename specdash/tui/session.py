@@ -244,7 +244,7 @@ class Session(PresetsMixin):
     def run_preflight(self) -> Any:
         """Preflight findings (``run_doctor``) for the current profile; errors reading the
         profile become :attr:`preflight_error` instead of exceptions."""
-        from specdash.eagle3.rules import run_doctor
+        from specdash.eagle3.doctor import run_doctor
 
         self.preflight_report, self.preflight_error = None, None
         if self.profile is None:

@@ -1,0 +1,116 @@
+"""Which draft SGLang serves, and whether its head kind suits the algorithm: DRAFT_PATH, ALGO_MISMATCH."""
+
+from __future__ import annotations
+
+from specdash.checkpoint.reader import DraftInfo
+from specdash.eagle3.rules.context import RuleContext
+from specdash.sglang.capture import SGLANG_EAGLE3_ARCHS, bundles_mtp
+from specdash.sglang.command import EAGLE_FAMILY
+
+
+def rule_draft_path(ctx: RuleContext) -> None:
+    """DRAFT_PATH: an EAGLE-family algorithm without ``--speculative-draft-model-path``.
+
+    SGLang then drafts with the target checkpoint (``speculative_hook.py`` ``_handle_eagle_family``):
+    fine for a target that bundles MTP weights (:func:`specdash.sglang.capture.bundles_mtp`) under
+    EAGLE, not an EAGLE3 head, and a start-up crash for any other target.
+    """
+    if ctx.algo not in EAGLE_FAMILY or ctx.draft_path:
+        return
+    archs = ctx.target_archs
+    bundled = bundles_mtp(archs)
+    arch_txt = ", ".join(archs) or "unknown (target config unreadable)"
+    if bundled and ctx.algo == "EAGLE":
+        ctx.add("DRAFT_PATH", "info", f"no draft path: SGLang uses the target's bundled MTP weights ({arch_txt})",
+                "For DeepSeek-V3/GLM-4 MoE/Bailing/… targets a missing draft path defaults to model_path "
+                "(FACTS.md §6 step 7).", "", target_architectures=archs)
+        return
+    if bundled:
+        ctx.add("DRAFT_PATH", "warning", f"--speculative-algorithm {ctx.algo} without a draft path: SGLang falls "
+                f"back to the target's bundled MTP weights ({arch_txt}), which are not an EAGLE3 head",
+                "Bundled MTP layers are NEXTN/EAGLE-style heads (FACTS.md §6 step 7).",
+                "pass [speculative] draft_model_path = an EAGLE3 head for this target, or use algorithm EAGLE "
+                "(NEXTN) for the bundled MTP", target_architectures=archs)
+        return
+    ctx.add("DRAFT_PATH", "error", f"--speculative-algorithm {ctx.algo} is given without "
+            f"--speculative-draft-model-path, and the target ({arch_txt}) bundles no draft weights",
+            "Without a draft path SGLang uses the target checkpoint as the draft, loads it twice and crashes at "
+            "start-up with an architecture-specific AttributeError (public case C13, sglang#36528; PR #36593 "
+            "turns it into a validation error).",
+            "set [speculative] draft_model_path to an EAGLE3 head trained for this target "
+            "(--speculative-draft-model-path DIR)", target_architectures=archs, case="C13")
+
+
+def _fc_desc(d: DraftInfo) -> str:
+    fc = d.model.tensors.get("fc.weight")
+    if fc is None:
+        return "no fc.weight"
+    mult = d.fc_multiple
+    return f"fc.weight {list(fc.shape)}: in_features {fc.shape[-1]}" + (
+        f" = {mult:g} × hidden {d.hidden_in}" if mult else "")
+
+
+def rule_algo(ctx: RuleContext) -> None:
+    """ALGO_MISMATCH: the draft's head kind (:attr:`~specdash.checkpoint.reader.DraftInfo.head_kind`)
+    against ``--speculative-algorithm``, and whether SGLang has a model class for the draft
+    architecture (:data:`specdash.sglang.capture.SGLANG_EAGLE3_ARCHS`).
+
+    An EAGLE3 head under EAGLE starts and accepts nothing (``llama_eagle3.py`` runs ``fc`` only when
+    the input width differs from ``hidden_size``); an EAGLE-2 head under EAGLE3 fails with a shape
+    error at the first forward.
+    """
+    d = ctx.draft
+    if d is None or not ctx.eagle_algo:
+        return
+    kind = d.head_kind
+    arch = ", ".join(d.model.architectures) or "no architectures"
+    ev = {"draft_architectures": d.model.architectures, "fc_in_features": d.fc_in_features,
+          "hidden_size": d.hidden_in, "algorithm": ctx.algo, "head_kind": kind}
+    if ctx.algo == "EAGLE" and kind == "eagle3":
+        ctx.add("ALGO_MISMATCH", "error",
+                f"the draft is an EAGLE3 head ({arch}; {_fc_desc(d)}) but it is served with "
+                f"--speculative-algorithm EAGLE",
+                "With EAGLE the target captures no auxiliary hidden states and sends its final hidden state "
+                "(1 × hidden); the draft's fc runs only when the input width differs from hidden_size, so it is "
+                "skipped silently, and the draft's lm_head/d2t are replaced by the target's. SGLang starts, "
+                "warns nothing, and every draft token is rejected: accept length 1.00 (FACTS.md §7 "
+                "'Shape-check bypass'; public case C01, sglang PR #21272; golden run eagle_wrongalgo: "
+                "accept len 1.00 where EAGLE3 gets 2.0).",
+                "set [speculative] algorithm = \"EAGLE3\" (--speculative-algorithm EAGLE3) with the same draft",
+                case="C01", **ev)
+    elif ctx.algo == "EAGLE3" and kind == "eagle2":
+        ctx.add("ALGO_MISMATCH", "error",
+                f"the draft is an EAGLE-2 head ({arch}; {_fc_desc(d)}) but it is served with "
+                f"--speculative-algorithm EAGLE3",
+                "EAGLE3 makes the target send K = 3 concatenated aux states (3 × hidden); an EAGLE-2 fc expects "
+                "concat(embedding, hidden) = 2 × hidden, so the first draft forward fails with a shape error "
+                "(FACTS.md §7, reverse case).",
+                "set [speculative] algorithm = \"EAGLE\" for this head, or use an EAGLE3 head", **ev)
+    elif ctx.algo == "EAGLE3" and kind != "eagle3":
+        ctx.add("ALGO_MISMATCH", "error",
+                f"the draft ({arch}; {_fc_desc(d)}) is not an EAGLE3 head, but it is served with "
+                f"--speculative-algorithm EAGLE3",
+                "SGLang builds the draft from config.json's architectures; an EAGLE3 draft is "
+                "LlamaForCausalLMEagle3 (llama_eagle3.py) with fc.weight [hidden, 3 × hidden] (FACTS.md §8).",
+                "point draft_model_path at an EAGLE3 head; a full small LM is served with algorithm STANDALONE",
+                **ev)
+    elif ctx.algo == "STANDALONE" and kind in ("eagle3", "eagle2"):
+        ctx.add("ALGO_MISMATCH", "error",
+                f"the draft is an EAGLE head ({arch}) but it is served with --speculative-algorithm STANDALONE",
+                "STANDALONE runs a complete small language model as the draft; an EAGLE head has no embedding "
+                "stack of its own and needs the target's hidden states (FACTS.md §6).",
+                f"set [speculative] algorithm = \"{'EAGLE3' if kind == 'eagle3' else 'EAGLE'}\"", **ev)
+    elif ctx.algo == "EAGLE" and kind == "lm":
+        ctx.add("ALGO_MISMATCH", "warning",
+                f"the draft ({arch}) looks like a full language model, served with --speculative-algorithm EAGLE",
+                "EAGLE expects an EAGLE head fed by the target's hidden state; a separate small LM is what "
+                "STANDALONE serves (FACTS.md §6).", "set [speculative] algorithm = \"STANDALONE\"", **ev)
+    if ctx.algo in ("EAGLE", "EAGLE3") and kind == "eagle3" and d.model.architectures and not any(
+            a in SGLANG_EAGLE3_ARCHS for a in d.model.architectures):
+        ctx.add("ALGO_MISMATCH", "error",
+                f"SGLang has no model class for the draft architecture {arch}",
+                "SGLang loads EAGLE3 heads only as LlamaForCausalLMEagle3 (or Eagle3DeepseekV2ForCausalLM for "
+                "MLA drafts); a speculators-format export (Eagle3Speculator) fails with 'Model architectures "
+                "… are not supported' (SGLang srt/models/*eagle3*.py EntryClass).",
+                "re-export the head in SGLang's layout: architectures [\"LlamaForCausalLMEagle3\"], Llama config "
+                "keys at the top level of config.json, tensors midlayer.*/fc/norm/lm_head/d2t", **ev)
