@@ -64,7 +64,7 @@ def rule_vocab(ctx: RuleContext) -> None:
                 "ignored for EAGLE3 (FACTS.md §6). Public case C08 (NVIDIA-NeMo/Automodel PR #2447).",
                 "re-export the draft with d2t (offsets: target_id − draft_id) and t2d inside model.safetensors, e.g. "
                 f"specdash draft fix {d.path} --out DST --hot-token-ids IDS.json (the sorted target ids of the draft "
-                "vocabulary)", draft_vocab_size=eff_dvs, target_vocab=V, case="C08")
+                "vocabulary)", draft_vocab_size=eff_dvs, target_vocab=V, d2t_form="absent", case="C08")
         return
     if not has_d2t:
         return
