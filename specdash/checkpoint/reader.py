@@ -9,10 +9,17 @@ small tensors the rules need (``d2t``, ``t2d``) are ever read, on demand.
 ``sim:NAME`` paths resolve to the simulator's virtual models
 (:mod:`specdash.checkpoint.virtual`), so demo profiles can be checked like real ones.
 
-Where the config keys are read follows SGLang (FACTS.md §7–§8): the target side reads
-aux layer ids only from ``eagle_config.eagle_aux_hidden_state_layer_ids``; the draft's
-``fc`` input width is ``(target_hidden_size or hidden_size) × num_aux`` with num_aux
-from ``num_aux_hidden_states``, then ``len(eagle_config ids)``, then 3.
+Where the config keys are read follows SGLang 0.5.23: the target side reads aux layer ids
+only from ``eagle_config.eagle_aux_hidden_state_layer_ids``
+(``model_runner_components/spec_aux_hidden_state.py`` ``_resolve_eagle_aux_hidden_state``);
+the draft's ``fc`` input width is ``(target_hidden_size or hidden_size) × num_aux`` with
+num_aux from ``num_aux_hidden_states``, then ``len(eagle_config ids)``, then 3
+(``srt/models/llama_eagle3.py``).
+
+What a draft *is* is classified here, once, for the doctor, post-launch verification,
+``specdash draft fix`` and the simulator: :attr:`DraftInfo.head_kind` (:data:`HEAD_KINDS`)
+and the form of its ``d2t`` table, :func:`classify_d2t` / :meth:`DraftInfo.d2t_form`
+(:data:`D2T_FORMS`).
 """
 
 from __future__ import annotations
