@@ -5,7 +5,10 @@
 #
 # One device call per phase (PHASE below), from the checkout root, with the carry of benchmarks/h200/run.sh:
 #   run(command="source .whl/carry/device_up.sh && bash benchmarks/h200/testbed.sh grid-c1-L3", carry=[".whl/carry"])
-# device_up.sh builds /root/models/target (the tokenizer this testbed copies); this script writes the 8B pair.
+# device_up.sh builds /root/models/target (the tokenizer this testbed copies; ~0.5 min on a fresh machine, seconds
+# on a warm one, inside the call's 10 minutes); this script writes the 8B pair next to it.
+# An economical session (~30 min of device time): grid-c1-L3, baseline, grid-c8-L3 (~7 + 6 + 7 min plus the
+# machine's start); the tune phases in a later session, tune-live-* once `specdash tune --live` is merged.
 #
 # Phases (each one call, <= 9 min; per launch: server start to /health 71-84 s on the recorded testbed, plus a
 # warm-up, the suite — c1: 8 x 512 tokens, 8-20 s; c8: 24 x 512 tokens, 5-10 s — and the stop: ~90-115 s a point):
@@ -33,6 +36,8 @@
 # <PHASE>.json (one row per run: output_tok_s, accept_length, accept_rate, TTFT/TPOT, time to ready, the
 # agreement figures of benchmarks/h200/agreement.py; notes on skipped points; the tune report), <PHASE>.tar.gz
 # (the work dir: run dirs, profile/suite copies, show/doctor JSON, stderr of every command; big logs trimmed).
+# Exit status: 0 done (skipped points and cut runs are in the notes), 1 nothing measured or the set-up failed,
+# 2 usage, 3 tune-live-* without --live in this checkout.
 # Knobs (environment): POINTS, TUNE_BUDGET (6), PHASE_BUDGET_S (510: script seconds before no new launch is
 # started and running ones are stopped), NEED_S (120: seconds a new launch needs), POINT_MAX_S (300),
 # MODELS (/root/models), SPECDASH_READY_TIMEOUT (300), OUT, WORK.
@@ -86,7 +91,7 @@ collect() {
   local attach=()
   [[ -s $W/tune.json ]] && attach=(--attach "tune_report=$W/tune.json")
   [[ -s $W/tune.err ]] && attach+=(--attach "tune_stderr=$W/tune.err")
-  $GRID collect --phase "$PHASE" --out "$OUT/$PHASE.json" --notes-file "$NOTES" "${attach[@]}" \
+  $GRID collect --phase "$PHASE" --out "$OUT/$PHASE.json" --notes-file "$NOTES" ${attach[@]+"${attach[@]}"} \
       "$W"/runs/*/ > "$W/collect.txt" 2> "$W/collect.err" || log "collect failed: $(tail -1 "$W/collect.err")"
 }
 pack() {
@@ -105,14 +110,14 @@ rc=$?
 log "testbed.py --root $MODELS exit $rc: $(tail -1 "$W/testbed.txt")"
 if (( rc != 0 )); then note "model dirs not ready (see testbed.txt in the tarball): phase stopped"; cat "$W/testbed.txt" >> "$LOG"; pack; exit 1; fi
 
-# copy of profile $1 (a name under profiles/) at acceptance $2 (or "-") and point $3 (or "-"): prints the file
+# copy of profile $1 (a name under profiles/) at acceptance $2 and point $3 ("" = the profile's own): prints its path
 mkprof() {
   local src="profiles/$1.toml" out args=(--root "$MODELS")
   out="$W/profiles/$1${2:+-L$2}${3:+-$(tr ',' '_' <<< "$3")}.toml"
   [[ -n $2 ]] && args+=(--acc-len "$2")
   [[ -n $3 ]] && args+=(--point "$3")
   if $GRID profile "$src" --out "$out" "${args[@]}" > /dev/null 2>> "$W/mkprof.err"; then echo "$out"; else
-    log "profile copy of $1 (L ${2:-profile's}, point ${3:-profile's}) failed: $(tail -1 "$W/mkprof.err")"; return 1; fi
+    log "profile copy of $1 (L ${2:-profile's}, point ${3:-profile's}) failed: $(tail -1 "$W/mkprof.err")" >&2; return 1; fi
 }
 # copy of the suite at concurrency $1 (about 3 x N requests: 4 prompts x max(2, ceil(3N/4)) repeats)
 mksuite() {
@@ -227,4 +232,5 @@ case $KIND in
     ;;
 esac
 pack
+if [[ $KIND != check ]] && ! grep -q "tok/s" "$W/collect.txt"; then log "no launch of this phase produced a result"; exit 1; fi
 exit 0
