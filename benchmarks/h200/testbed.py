@@ -16,9 +16,9 @@ dummy``, and the acceptance comes from ``SGLANG_SIMULATE_ACC_LEN``; see
 ``llama8b-eagle3-dummy/``
     ``LlamaForCausalLMEagle3`` draft: hidden 4096, one layer, 32 heads / 8 KV heads,
     intermediate 14336, vocab 32000, ``draft_vocab_size`` 32000 (no ``d2t`` map needed) and
-    ``eagle_config.eagle_aux_hidden_state_layer_ids`` = [1, 15, 28] — the layers SGLang's
+    ``eagle_config.eagle_aux_hidden_state_layer_ids`` = [1, 15, 28] — the layer outputs SGLang's
     Llama captures by default for 32 layers (``python/sglang/srt/models/llama.py``,
-    ``set_eagle3_layers_to_capture``: 1, L/2 − 1, L − 4).
+    ``set_eagle3_layers_to_capture``: the inputs of layers 2, L/2 and L − 3).
 
 Idempotent: a file whose content is already right is left alone ("unchanged"); every file
 is reported.  ``--check`` validates an existing pair (shapes, architectures, aux ids, the
