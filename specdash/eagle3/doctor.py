@@ -75,7 +75,16 @@ def _open_model(ctx: RuleContext, path: str | None, role: str) -> ModelDir | Non
         ctx.add("CHECKPOINT", "warning", f"{role} {path}: {note}",
                 "specdash reads safetensors headers only; tensors it cannot see are not checked.",
                 "convert the weights to safetensors (safetensors.torch.save_file)", path=path, role=role)
-    if not md.tensors and not md.virtual:
+    if not md.tensors and not md.virtual and _dummy_weights(ctx, role):
+        flag = "--load-format" if role == "target" else "--speculative-draft-load-format"
+        ctx.add("CHECKPOINT", "info",
+                f"{role} {path} has no weight files, as expected: the profile loads it with dummy weights",
+                "SGLang's dummy load format fills every parameter with random values (timing runs only: "
+                "the output text is meaningless); checks on tensor names, shapes and d2t were skipped. "
+                "The draft follows --load-format unless --speculative-draft-load-format is given "
+                "(python/sglang/srt/server_args.py).",
+                f"drop the dummy {flag} and add the weights to serve real output", path=path, role=role)
+    elif not md.tensors and not md.virtual:
         pickles = any("pickle" in n for n in md.notes)
         ctx.add("CHECKPOINT", "warning" if pickles else "error",
                 f"{role} {path} has no safetensors tensors" + (" (only pickle checkpoints)" if pickles else ""),
@@ -83,6 +92,15 @@ def _open_model(ctx: RuleContext, path: str | None, role: str) -> ModelDir | Non
                 "With no weight files every parameter stays uninitialised (or loading fails).",
                 "add model.safetensors (or a sharded set with model.safetensors.index.json)", path=path, role=role)
     return md
+
+
+def _dummy_weights(ctx: RuleContext, role: str) -> bool:
+    """True when SGLang will initialise ``role``'s weights randomly (``--load-format dummy``; the
+    draft's own ``--speculative-draft-load-format`` wins, else it inherits ``--load-format``)."""
+    fmt = ctx.flags.get("--load-format")
+    if role == "draft" and ctx.flags.get("--speculative-draft-load-format") is not None:
+        fmt = ctx.flags.get("--speculative-draft-load-format")
+    return str(fmt or "").strip().lower() == "dummy"
 
 
 def run_doctor(profile, *, sglang_version: str | None = None, server_version: str | None = None,
