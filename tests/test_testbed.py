@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.eagle3.rules import run_doctor
+from specdash.eagle3.doctor import run_doctor
 from specdash.profile import load_profile, load_suite
 from specdash.profile_cli import show_json
 from specdash.sglang.command import build_launch, server_flags
