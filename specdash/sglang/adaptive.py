@@ -806,17 +806,32 @@ _LINE_RES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+_STAMP_RE = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?(?: [A-Z][A-Z_]*\d+)*\] ?")
+
+
+def _split_stamp(line: str) -> tuple[datetime | None, str]:
+    """``[2026-12-01 08:37:30 TP0] msg`` → (naive local datetime, msg); (None, line) without a stamp."""
+    m = _STAMP_RE.search(line)
+    if m is None:
+        return None, line
+    try:
+        ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")
+        if m.group(2):
+            ts = ts.replace(microsecond=int(m.group(2).ljust(6, "0")))
+    except ValueError:
+        ts = None
+    return ts, line[m.end():]
+
+
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
 
 
 def parse_adaptive_line(line: str) -> AdaptiveEvent | None:
     """Parse one log line written by SGLang's adaptive controller (any prefix), or None."""
-    if "daptive" not in line:
+    if "daptive" not in line and "Adding initial" not in line:
         return None
-    from specdash.sglang.logs import split_prefix
-
-    ts, _prefix, msg = split_prefix(line)
+    ts, msg = _split_stamp(line)
     for kind, rx in _LINE_RES:
         m = rx.search(msg)
         if m is None:
