@@ -612,10 +612,6 @@ class AdaptiveController:
         """Draft tokens verified by the state for ``steps``."""
         return self.launch_draft_tokens if steps == self.launch_steps else steps + 1
 
-    def initial_events(self) -> list[AdaptiveEvent]:
-        """``init_states`` ends with ``_activate(launch steps)``: nothing to log (already active)."""
-        return []
-
     # runtime ----------------------------------------------------------------------------------
     def slot_for_batch(self, batch_size: int) -> int:
         """The slot key a batch of ``batch_size`` requests is routed to."""

@@ -31,7 +31,7 @@ from specdash.sim.engine import Engine, EngineConfig
 from specdash.sim.logfmt import LogWriter
 from specdash.sim.metrics import TPOT_SINCE, SimMetrics
 from specdash.sim.scenario import Scenario, SpecShape
-from specdash.sim.tiers import AdaptiveSetup, device_timer_enabled
+from specdash.sim.tiers import AdaptiveSetup
 from specdash.sim.wiring import Fatal, Wiring, analyse
 
 
@@ -379,7 +379,7 @@ class SimServer:
         """Create metrics and the scheduler for the resolved settings."""
         spec = self.spec_shape
         tpot = not parse_version(self.version) < parse_version(TPOT_SINCE)
-        timer = device_timer_enabled(self.env, self.version)
+        timer = A.device_timer_enabled(self.env, self.version)
         self.metrics = SimMetrics(self.served_model_name, spec=spec is not None, tpot=tpot, device_timer=timer) \
             if self.enable_metrics else None
         w = self.wiring

@@ -45,12 +45,6 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def device_timer_enabled(env: dict[str, str], version: str) -> bool:
-    """``SGLANG_ENABLE_METRICS_DEVICE_TIMER`` is set to a true value on a release that reads it."""
-    val = str(env.get("SGLANG_ENABLE_METRICS_DEVICE_TIMER", "")).strip().lower()
-    return val in ("1", "true", "yes", "on") and has_feature("metrics_device_timer", version)
-
-
 class AdaptiveSetup:
     """Launch-time adaptive handling for one simulated server (see the module docstring)."""
 
