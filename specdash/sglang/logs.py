@@ -245,6 +245,13 @@ class LineKind(enum.Enum):
     ERROR = "error"
     WEIGHT_SKIP = "weight_skip"
     ACCESS = "access"
+    #: ``Switch adaptive runtime state: steps 3 -> 1, draft_tokens 4 -> 2`` (the active tier changed).
+    ADAPTIVE_SWITCH = "adaptive_switch"
+    #: ``Adaptive spec params updated: steps 3 -> 1 (ema_accept_len=1.33)`` (a slot's EMA decision).
+    ADAPTIVE_UPDATE = "adaptive_update"
+    #: ``AdaptiveSpeculativeParams initialized: …`` / ``Built adaptive runtime state steps=N: …`` /
+    #: 0.5.12's ``Adding initial speculative_num_steps=…`` (start-up of the adaptive controller).
+    ADAPTIVE_INIT = "adaptive_init"
     OTHER = "other"
 
 
@@ -254,6 +261,13 @@ class LineKind(enum.Enum):
 _RULES: tuple[tuple[LineKind, re.Pattern[str]], ...] = (
     (LineKind.ACCESS, re.compile(r'^INFO: +\S+:\d+ - "[A-Z]+ \S* HTTP/[\d.]+" \d{3}')),
     (LineKind.OTHER, re.compile(r"^server_args=")),  # one huge line of flag values
+    # SGLang's adaptive controller (speculative/eagle_worker_v2.py apply_runtime_state /
+    # build_adaptive_runtime_state, adaptive_spec_params.py); parsed by specdash.sglang.adaptive.
+    (LineKind.ADAPTIVE_SWITCH, re.compile(r"^Switch adaptive runtime state: steps \d+ -> \d+, draft_tokens \d+ -> \d+")),
+    (LineKind.ADAPTIVE_UPDATE, re.compile(r"^Adaptive spec params updated: steps \d+ -> \d+ \(ema_accept_len=")),
+    (LineKind.ADAPTIVE_INIT, re.compile(
+        r"^(?:AdaptiveSpeculativeParams initialized: steps=\d+|Built adaptive runtime state steps=\d+:|"
+        r"Adding initial speculative_num_steps=\d+ to candidate_steps=)")),
     (LineKind.READY, re.compile(r"The server is fired up and ready to roll!")),
     (LineKind.ERROR, re.compile(
         r"Traceback \(most recent call last\)|\b\w*Error\b(?!\w)|\b\w*Exception\b|"

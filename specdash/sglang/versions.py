@@ -209,6 +209,90 @@ FEATURES: dict[str, Feature] = {
             until="0.5.14",
         ),
         Feature(
+            "adaptive_spec",
+            "`--speculative-adaptive [--speculative-adaptive-config FILE]`: runtime switching of the draft "
+            "step count between pre-built runtime states (EAGLE/EAGLE3, topk 1; draft tokens = steps + 1).",
+            "wheel: sglang-0.5.11 sglang/srt/speculative/adaptive_spec_params.py, adaptive_runtime_state.py "
+            "(absent from 0.5.10's flag list)",
+            since="0.5.11",
+        ),
+        Feature(
+            "adaptive_requires_no_overlap",
+            "Adaptive speculation runs only with `--disable-overlap-schedule` (EAGLEWorker v1); otherwise it "
+            "is turned off at start-up with 'speculative_adaptive disabled: the overlap scheduler (spec v2) "
+            "is enabled …'.",
+            "wheel: sglang-0.5.11 adaptive_spec_params.py adaptive_unsupported_reason; the check is gone "
+            "in 0.5.12 (eagle_worker_v2.py builds the controller)",
+            since="0.5.11",
+            until="0.5.12",
+        ),
+        Feature(
+            "adaptive_initial_steps_added",
+            "A launch `--speculative-num-steps` missing from the flat config's candidate_steps is added to "
+            "them (one INFO line 'Adding initial speculative_num_steps=…'); 0.5.11 starts at the nearest "
+            "candidate instead.",
+            "wheel: sglang-0.5.12 adaptive_spec_params.py AdaptiveSpeculativeParams.__init__ (absent in 0.5.11)",
+            since="0.5.12",
+            until="0.5.13",
+        ),
+        Feature(
+            "adaptive_keyed_config",
+            "The adaptive config is keyed by batch size (`{\"1\": {...}, \"8\": {...}}`, non-digit keys shared "
+            "by all slots); each decode batch is padded to a captured CUDA-graph size and routed to the "
+            "largest slot key ≤ it; a flat file raises ValueError ('must contain at least one integer-string "
+            "BS key'); the launch steps must be a candidate of some slot (ValueError); `ceiling_coeff`.  "
+            "Before it the file is one flat dict and a keyed file is silently ignored (defaults used).",
+            "wheel: sglang-0.5.13 adaptive_spec_params.py _load_adaptive_config, "
+            "validate_adaptive_initial_steps, AdaptiveSpeculativeParams._route; 0.5.12 load_adaptive_config "
+            "reads cfg.get(key) at the top level only",
+            since="0.5.13",
+        ),
+        Feature(
+            "adaptive_zero_steps",
+            "A candidate may be 0 (no drafting: a plain decode through the verify graph, counted as a verify "
+            "round with accept length 1); default slots become {\"1\": [1,3,7], \"8\": [0,1,3], \"32\": [0,1], "
+            "\"64\": [0]}; the EMA is frozen at steps 0 and the next decision probes one step up; a decision "
+            "that steps down no longer steps back up at once.",
+            "wheel: sglang-0.5.14 adaptive_spec_params.py DEFAULT_ADAPTIVE_CONFIG, AdaptiveStepSlot.update / "
+            "_recompute_params, eagle_worker_v2.py _build_trivial_verify_input (0.5.13: positive ints only, "
+            "defaults [1,3,7]/[1,3]/[1])",
+            since="0.5.14",
+        ),
+        Feature(
+            "adaptive_launch_resolution",
+            "With adaptive on, SGLang resolves the launch before the EAGLE checks: topk unset → 1, steps "
+            "unset → the middle of the candidates' union, draft tokens := steps + 1 silently.",
+            "wheel: sglang-0.5.14 arg_groups/speculative_hook.py _init_adaptive_speculative_params "
+            "(0.5.13 only validates the steps, after the usual resolution)",
+            since="0.5.14",
+        ),
+        Feature(
+            "adaptive_slot1_four_tiers",
+            "The default adaptive slot \"1\" is [1, 3, 5, 7] (before: [1, 3, 7]).",
+            "wheel: sglang-0.5.20 adaptive_spec_params.py DEFAULT_ADAPTIVE_CONFIG (0.5.19: [1, 3, 7])",
+            since="0.5.20",
+        ),
+        Feature(
+            "set_internal_state_always_true",
+            "`POST /set_internal_state` answers `[true]` even when it rejects a key (it logs 'Updating <key> "
+            "is not supported.' and changes nothing); from 0.5.15 it answers `[false]` then.  No release "
+            "can change speculative_num_steps / topk / draft tokens this way.",
+            "wheel: sglang-0.5.14 managers/scheduler.py Scheduler.set_internal_state "
+            "(`SetInternalStateReqOutput(updated=True, …)`); 0.5.15 `updated=if_success`; 0.5.23 "
+            "scheduler_components/internal_state.py; real 0.5.14 recording answered [true]",
+            until="0.5.15",
+        ),
+        Feature(
+            "metrics_device_timer",
+            "`SGLANG_ENABLE_METRICS_DEVICE_TIMER=1` with `--enable-metrics` exports "
+            "`sglang:forward_execution_seconds_total{category}` (GPU seconds per forward kind: extend, "
+            "decode, target_verify, eagle_draft, eagle_draft_extend, idle) and appends "
+            "', fwd occupancy: N%' to the Decode/Prefill batch lines.",
+            "wheel: sglang-0.5.11 environ.py (EnvBool(False)); 0.5.14 managers/scheduler_components/"
+            "metrics_reporter.py, observability/metrics_collector.py, utils/device_timer.py",
+            since="0.5.11",
+        ),
+        Feature(
             "server_info_endpoint",
             "`/server_info` exists; `/get_server_info` is a deprecated alias that logs a warning.",
             "FACTS.md §1, §12 (already so in 0.5.10)",

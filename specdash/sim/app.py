@@ -523,6 +523,52 @@ class Api:
             return json_response({"detail": "Not Found"}, 404)
         return Response(m.render(), media_type="text/plain; version=1.0.0; charset=utf-8")
 
+    async def set_internal_state(self, request: Request) -> Response:
+        """``POST /set_internal_state {"server_args": {…}}`` (SGLang ``Scheduler.set_internal_state``).
+
+        Only ``pp_max_micro_batch_size`` and the two ``speculative_accept_threshold_*`` keys may
+        change; any other key logs ``Updating <key> is not supported.`` and changes nothing.  The
+        answer is one bool per DP rank: ``[true]`` whatever happened up to 0.5.14, ``[false]`` for a
+        rejected update from 0.5.15.  A successful update resets the lifetime accept-length counters.
+        """
+        try:
+            body = orjson.loads(await request.body() or b"{}")
+        except orjson.JSONDecodeError as exc:
+            return error_response(f"Invalid JSON: {exc}")
+        sa = body.get("server_args") if isinstance(body, dict) else None
+        if not isinstance(sa, dict):
+            return json_response({"detail": [{"type": "missing", "loc": ["body", "server_args"],
+                                              "msg": "Field required"}]}, 422)
+        srv = self.srv
+        eng = srv.engine
+        allowed = ("pp_max_micro_batch_size", "speculative_accept_threshold_single",
+                   "speculative_accept_threshold_acc")
+        ok = True
+        for k, v in sa.items():
+            if k not in allowed:
+                srv.log.scheduler(f"Updating {k} is not supported.", level="warning")
+                ok = False
+                break
+            if k == "pp_max_micro_batch_size" and (not isinstance(v, int) or v > srv.max_running or v < 1):
+                srv.log.scheduler(f"Updating {k} to {v} is rejected because it is out of the valid range "
+                                  f"[1, {srv.max_running}].", level="warning")
+                ok = False
+                break
+        if ok:
+            if eng is not None:
+                avg = eng.avg_spec_accept_length()
+                if avg is not None:
+                    srv.log.scheduler(f"avg_spec_accept_length={avg}")
+                eng.lifetime_accept_num = eng.lifetime_accept_den = 0
+            srv.state_overrides.update(sa)
+            from specdash.sim.args import server_args_line
+
+            merged = {**srv.args, **srv.state_overrides}
+            srv.log.scheduler("Global server args updated! get_global_server_args()="
+                              + server_args_line(merged)[len("server_args="):])
+        answer = True if has_feature("set_internal_state_always_true", self.version) else ok
+        return json_response([answer])
+
     async def sim_truth(self, request: Request) -> Response:
         records = request.query_params.get("records", "1") not in ("0", "false")
         since = request.query_params.get("since")
@@ -594,6 +640,7 @@ def build_app(srv: SimServer) -> Any:
         Route("/v1/completions", api.completions, methods=["POST"]),
         Route("/v1/loads", api.get_load, methods=["GET"]),
         Route("/get_load", api.get_load, methods=["GET"]),
+        Route("/set_internal_state", api.set_internal_state, methods=["POST", "PUT"]),
         Route("/sim/truth", api.sim_truth, methods=["GET"]),
         Route("/sim/gpus", api.sim_gpus, methods=["GET"]),
     ]

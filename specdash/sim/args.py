@@ -175,6 +175,13 @@ def check_flags(argv: list[str], version: str) -> CheckedFlags:
     return CheckedFlags(out, order, dict(parsed.env), notes, unknown)
 
 
+def device_timer_enabled(env: dict[str, str], version: str) -> bool:
+    """``SGLANG_ENABLE_METRICS_DEVICE_TIMER`` is true on a release that reads it (0.5.11+, SGLang
+    ``environ.py``): per-phase ``sglang:forward_execution_seconds_total`` and ``fwd occupancy``."""
+    val = str(env.get("SGLANG_ENABLE_METRICS_DEVICE_TIMER", "")).strip().lower()
+    return val in ("1", "true", "yes", "on") and has_feature("metrics_device_timer", version)
+
+
 # -- ServerArgs ------------------------------------------------------------------------------
 
 def load_defaults() -> dict[str, Any]:

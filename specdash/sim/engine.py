@@ -30,6 +30,7 @@ from specdash.sim.logfmt import LogWriter
 from specdash.sim.metrics import SimMetrics
 from specdash.sim.scenario import Scenario, SpecShape, success_probs, tree_branching
 from specdash.sim.text import detect_category, first_output_id, output_id, token_text, unit_uniform
+from specdash.sim.tiers import TierTruth
 
 MAX_TRUTH_RECORDS = 20000
 
@@ -50,6 +51,10 @@ class EngineConfig:
     alpha_override: float | None
     draft_max_position: int | None
     enable_metrics: bool
+    #: ``--speculative-adaptive``: SGLang's controller (tiers, slots, EMA); None without it.
+    adaptive: Any = None
+    #: ``SGLANG_ENABLE_METRICS_DEVICE_TIMER``: per-phase GPU seconds and ``fwd occupancy``.
+    device_timer: bool = False
 
 
 class SimRequest:
@@ -200,6 +205,12 @@ class Engine:
         self._prefix_cache: dict[str, int] = {}
         spec = cfg.spec
         self._branching = tree_branching(spec.steps, spec.topk, spec.num_draft_tokens) if spec else []
+        if spec is not None and cfg.adaptive is not None:  # chain q for the deepest tier; a tier uses a prefix
+            self._branching = [1] * max(cfg.adaptive.candidate_steps() + [spec.steps])
+        self.tier_truth = TierTruth()
+        self._win_gpu_s = 0.0
+        self._win_wall_start = time.time()
+        self.fwd_occupancy: float | None = None
         # decode-log window
         self._decode_iters = 0
         self._win_tokens = 0
@@ -349,6 +360,45 @@ class Engine:
         self.truth.busy_s += wall
         del start
 
+    def _gpu(self, phases: dict[str, float], *, eager: bool) -> None:
+        """Account GPU-busy model ms per SGLang forward category (device timer on only).
+
+        Graph-replayed rounds report the graph's category (``eagle_draft``, ``target_verify``,
+        ``eagle_draft_extend``, ``decode``); eager rounds (batch past the captured sizes) run through
+        ``model_runner.forward``: draft steps count as ``decode``, verify and draft extend as ``extend``
+        (``ForwardMode.is_extend`` includes TARGET_VERIFY; SGLang ``model_executor/runner/eager_runner.py``).
+        """
+        if not self.cfg.device_timer:
+            return
+        m = self.metrics
+        for cat, ms in phases.items():
+            if eager and cat != "extend":
+                cat = "decode" if cat in ("eagle_draft", "decode") else "extend"
+            sec = max(0.0, ms) / 1000.0 / self.cfg.time_scale
+            self._win_gpu_s += sec
+            if m is not None:
+                m.forward_seconds(cat, sec)
+
+    def _occupancy(self, now: float) -> str:
+        """`` , fwd occupancy: N%`` over the window since the last batch line (device timer only)."""
+        if not self.cfg.device_timer:
+            return ""
+        wall = max(1e-9, now - self._win_wall_start)
+        occ = min(100.0, self._win_gpu_s / wall * 100.0)
+        self.fwd_occupancy = occ
+        self._win_gpu_s = 0.0
+        self._win_wall_start = now
+        if self.metrics is not None and self.metrics.fwd_occupancy is not None:
+            self.metrics.fwd_occupancy.set(occ)
+        return f", fwd occupancy: {occ:.2f}%"
+
+    def _tier_shape(self) -> SpecShape | None:
+        """The speculative shape of the active tier (the launch one without adaptive)."""
+        ctl = self.cfg.adaptive
+        if ctl is None or self.cfg.spec is None:
+            return self.cfg.spec
+        return SpecShape(int(ctl.steps), 1, int(ctl.draft_tokens))
+
     # -- loop ----------------------------------------------------------------------------------------
     async def _loop(self) -> None:
         while not self._stopping:
@@ -393,6 +443,7 @@ class Engine:
             r.t_sched = t_sched
         ms = self.sc.prefill_ms(new_tokens, spec=self.cfg.spec is not None) * self._jitter()
         await self._spend(ms)
+        self._gpu({"extend": ms * self.sc.device.prefill_fraction}, eager=False)
         now = time.time()
         for r in batch:
             if r.finished:
@@ -412,7 +463,8 @@ class Engine:
         self.log.scheduler(
             f"Prefill batch, #new-seq: {len(batch)}, #new-token: {new_tokens}, #cached-token: {cached_total}, "
             f"token usage: {usage:.2f}, #running-req: {running_before}, #queue-req: {len(self.waiting)}, "
-            f"#pending-token: 0, cuda graph: False, input throughput (token/s): {new_tokens / elapsed:.2f}")
+            f"#pending-token: 0, cuda graph: False, input throughput (token/s): {new_tokens / elapsed:.2f}"
+            f"{self._occupancy(now)}")
         m = self.metrics
         if m:
             m.sched_counter(m.realtime_tokens, "prefill_compute").inc(new_tokens)
@@ -425,10 +477,16 @@ class Engine:
     async def _decode(self) -> None:
         running = list(self.running)
         b = len(running)
-        spec = self.cfg.spec
+        ctl = self.cfg.adaptive
+        if ctl is not None and self.cfg.spec is not None:  # activate_step_by_batch (0.5.13+)
+            for ev in ctl.before_batch(b):
+                self.log.scheduler(ev.line)
+        spec = self._tier_shape()
         eager = b > self.cfg.graph_max_bs
         ms = self.sc.round_ms(b, spec, eager=eager) * self._jitter()
         await self._spend(ms)
+        self._gpu({k: v * (self.sc.target.eager_factor if eager else 1.0)
+                   for k, v in self.sc.device_ms(b, spec).items()}, eager=eager)
         now = time.time()
         running = [r for r in running if not r.finished]
         if not running:
@@ -439,17 +497,18 @@ class Engine:
             tokens = len(running)
             accepted_total = 0
         else:
-            depth = len(self._branching)
+            depth = len(self._branching) if ctl is None else spec.steps
             if depth:
                 q = np.empty((len(running), depth))
                 dmax = self.cfg.draft_max_position
                 for i, r in enumerate(running):
-                    q[i] = r.q_long if (dmax and r.q_long is not None and r.seq_len > dmax) else r.q
+                    q[i] = (r.q_long if (dmax and r.q_long is not None and r.seq_len > dmax) else r.q)[:depth]
                 ok = self.rng.random(q.shape) < q
                 acc = np.where(ok.all(axis=1), depth, ok.argmin(axis=1))
             else:
                 acc = np.zeros(len(running), dtype=int)
             tokens = accepted_total = 0
+            user_rounds = user_acc = user_tokens = 0
             for r, a in zip(running, acc.tolist(), strict=True):
                 # SGLang counts every accepted draft, also those past max_new_tokens that the output
                 # then drops (golden: 32 tokens = 16 rounds x 2, histogram [0, 16]); only the
@@ -470,7 +529,17 @@ class Engine:
                     t.histogram[a] += 1
                 tokens += min(1 + a, remaining)
                 accepted_total += a
+                if not r.internal:
+                    user_rounds += 1
+                    user_acc += a
+                    user_tokens += min(1 + a, remaining)
                 self._emit(r, 1 + a, now)
+            if user_rounds:
+                self.tier_truth.add(spec.steps, spec.num_draft_tokens, rounds=user_rounds, accepted=user_acc,
+                                    tokens=user_tokens, busy_s=ms / 1000.0 / self.cfg.time_scale)
+            if ctl is not None:  # on_verify_complete: the slot's EMA may move the tier
+                for ev in ctl.after_verify([int(a) for a in acc.tolist()], len(running)):
+                    self.log.scheduler(ev.line)
         self.truth.decode_iterations += 1
         self._decode_iters += 1
         self._win_tokens += tokens
@@ -491,16 +560,21 @@ class Engine:
         self.last_gen_throughput = thr
         usage = self.tokens_in_use / max(1, self.cfg.max_total_tokens)
         parts = [f"Decode batch, #running-req: {batch}, #token: {self.tokens_in_use}, token usage: {usage:.2f}"]
+        cur = self._tier_shape()
         if spec is not None and self._win_req_rounds:
             num = self._win_accepted + self._win_req_rounds
             al = num / self._win_req_rounds
-            ar = self._win_accepted / (self._win_req_rounds * spec.proposed_per_round)
+            if self.cfg.adaptive is not None:  # the denominator follows the active tier (0 drafts: rate 0)
+                per_round = cur.num_draft_tokens - 1
+                ar = self._win_accepted / (self._win_req_rounds * per_round) if per_round > 0 else 0.0
+            else:
+                ar = self._win_accepted / (self._win_req_rounds * spec.proposed_per_round)
             self.window_accept_length, self.window_accept_rate = al, ar
             self.lifetime_accept_num += num
             self.lifetime_accept_den += self._win_req_rounds
             parts.append(f"accept len: {al:.2f}, accept rate: {ar:.2f}")
         parts.append(f"cuda graph: {self._win_graph}, gen throughput (token/s): {thr:.2f}, "
-                     f"#queue-req: {len(self.waiting)}")
+                     f"#queue-req: {len(self.waiting)}{self._occupancy(now)}")
         self.log.scheduler(", ".join(parts))
         m = self.metrics
         if m:
@@ -509,6 +583,9 @@ class Engine:
             if spec is not None and self.window_accept_length is not None:
                 m.spec_accept_length.set(self.window_accept_length)
                 m.spec_accept_rate.set(self.window_accept_rate or 0.0)
+                if self.cfg.adaptive is not None:  # _active_spec_config_snapshot: the active tier
+                    m.spec_num_steps.set(cur.steps)
+                    m.spec_num_draft_tokens.set(cur.num_draft_tokens)
             m.is_cuda_graph.set(1.0 if self._win_graph else 0.0)
             self._update_gauges(usage)
         self._win_tokens = self._win_req_rounds = self._win_accepted = 0
@@ -617,6 +694,7 @@ class Engine:
             if (spec and t.verify_rounds) else None,
             "running": len(self.running),
             "waiting": len(self.waiting),
+            "tiers": self.tier_truth.to_json() if self.cfg.adaptive is not None else None,
         }
         if include_records:
             recs = list(t.records)

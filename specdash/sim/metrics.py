@@ -54,7 +54,7 @@ SCHED_LABELS = ("engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"
 class SimMetrics:
     """SGLang's metric families for one simulated server (see the module docstring)."""
 
-    def __init__(self, model_name: str, *, spec: bool, tpot: bool) -> None:
+    def __init__(self, model_name: str, *, spec: bool, tpot: bool, device_timer: bool = False) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         tok = {"engine_type": "unified", "model_name": model_name}
@@ -86,6 +86,13 @@ class SimMetrics:
             "Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, "
             "decode.", ("engine_type", "mode", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"), registry=r)
         self._sched = sched
+        # SGLANG_ENABLE_METRICS_DEVICE_TIMER (observability/metrics_collector.py): GPU seconds per forward
+        # category; labels print sorted, as SGLang's multiprocess collector writes them (golden metrics_a*.prom).
+        self.forward_execution_seconds = Counter(
+            "sglang:forward_execution_seconds",
+            "Total time that GPU is busy executing model forward passes. Refer to ForwardMode for category labels.",
+            ("category", "engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"), registry=r)
+        self.device_timer = device_timer
         self.ttft = Histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                               TOK_LABELS, buckets=TTFT_BUCKETS, registry=r).labels(**tok)
         self.e2e = Histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
@@ -137,6 +144,13 @@ class SimMetrics:
         self.utilization = g("sglang:utilization", "The utilization.")
         self.is_cuda_graph = g("sglang:is_cuda_graph", "Whether the batch is using CUDA graph.")
         self.new_token_ratio = g("sglang:new_token_ratio", "The new token ratio.")
+        self.fwd_occupancy = g("sglang:fwd_occupancy", "Forward pass GPU occupancy percentage.") \
+            if device_timer else None
+
+    def forward_seconds(self, category: str, seconds: float) -> None:
+        """Add GPU-busy ``seconds`` to ``sglang:forward_execution_seconds_total{category}``."""
+        if seconds > 0:
+            self.forward_execution_seconds.labels(category=category, **self._sched).inc(seconds)
 
     def sched_counter(self, counter: Counter, mode: str):
         """A scheduler counter child for ``mode`` (``realtime_tokens``, ``cuda_graph_passes``)."""

@@ -114,6 +114,29 @@ class DraftSpec:
 
 
 @dataclass
+class DeviceSpec:
+    """GPU-busy time per forward phase, for ``SGLANG_ENABLE_METRICS_DEVICE_TIMER`` (SGLang's
+    ``sglang:forward_execution_seconds_total{category}`` and the ``fwd occupancy`` log field).
+
+    The round times above are wall clock (CPU launch overhead included); the device timer
+    measures only the GPU work, a fraction of it.  Per speculative round: ``eagle_draft`` =
+    ``(steps − 1) · t_draft(b) · draft_fraction`` (the first draft token comes from the previous
+    draft extend, so steps 1 runs no draft forward), ``target_verify`` =
+    ``t_fwd(b · draft_tokens) · verify_fraction``, ``eagle_draft_extend`` =
+    ``round_overhead_ms · draft_extend_fraction · (1 + draft_extend_growth · (b − 1))``;
+    ``extend`` (prefill) = ``prefill_ms · prefill_fraction``; plain decode =
+    ``t_fwd(b) · verify_fraction``.  Defaults: the golden 0.5.14 adaptive recording on the tiny
+    H200 models (c1: 0.199 / 0.609 / 0.124 ms per round; c16 and c32 scale as modelled).
+    """
+
+    verify_fraction: float = 0.464
+    draft_fraction: float = 0.199
+    draft_extend_fraction: float = 0.188
+    draft_extend_growth: float = 0.01
+    prefill_fraction: float = 0.5
+
+
+@dataclass
 class AcceptanceSpec:
     """Acceptance parameters (see the module docstring).
 
@@ -164,6 +187,7 @@ class Scenario:
     prefill: PrefillSpec = field(default_factory=PrefillSpec)
     draft: DraftSpec = field(default_factory=DraftSpec)
     acceptance: AcceptanceSpec = field(default_factory=AcceptanceSpec)
+    device: DeviceSpec = field(default_factory=DeviceSpec)
 
     # -- timing (model milliseconds) --------------------------------------------------------
     def t_forward(self, tokens: int) -> float:
@@ -190,6 +214,22 @@ class Scenario:
         draft = spec.steps * self.t_draft(b * spec.topk)
         verify = self.t_forward(b * spec.num_draft_tokens)
         return (draft + verify) * factor + self.draft.round_overhead_ms + self.draft.per_request_overhead_ms * b
+
+    def device_ms(self, batch: int, spec: SpecShape | None) -> dict[str, float]:
+        """GPU-busy ms of one decode iteration per phase (see :class:`DeviceSpec`), keyed by
+        SGLang's graph categories (``decode``, ``eagle_draft``, ``target_verify``,
+        ``eagle_draft_extend``); zero phases are left out."""
+        b = max(1, int(batch))
+        d = self.device
+        if spec is None:
+            return {"decode": self.t_forward(b) * d.verify_fraction}
+        out: dict[str, float] = {}
+        if spec.steps > 1:
+            out["eagle_draft"] = (spec.steps - 1) * self.t_draft(b * spec.topk) * d.draft_fraction
+        out["target_verify"] = self.t_forward(b * max(1, spec.num_draft_tokens)) * d.verify_fraction
+        out["eagle_draft_extend"] = (self.draft.round_overhead_ms * d.draft_extend_fraction
+                                     * (1.0 + d.draft_extend_growth * (b - 1)))
+        return out
 
     def prefill_ms(self, uncached_tokens: int, *, spec: bool) -> float:
         """A prefill batch over ``uncached_tokens`` new tokens (ms, before jitter)."""
@@ -307,7 +347,7 @@ def scenario_from_dict(data: dict[str, Any], *, name: str = "unnamed", path: str
     head = dict(data.pop("scenario", {}))
     jitter = dict(data.pop("jitter", {}))
     sections = {"gpu": GpuSpec, "target": TargetSpec, "prefill": PrefillSpec, "draft": DraftSpec,
-                "acceptance": AcceptanceSpec}
+                "acceptance": AcceptanceSpec, "device": DeviceSpec}
     unknown = sorted(set(data) - set(sections))
     if unknown:
         raise ScenarioError(f"{path or name}: unknown section(s) {', '.join(unknown)}")

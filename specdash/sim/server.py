@@ -31,6 +31,7 @@ from specdash.sim.engine import Engine, EngineConfig
 from specdash.sim.logfmt import LogWriter
 from specdash.sim.metrics import TPOT_SINCE, SimMetrics
 from specdash.sim.scenario import Scenario, SpecShape
+from specdash.sim.tiers import AdaptiveSetup
 from specdash.sim.wiring import Fatal, Wiring, analyse
 
 
@@ -83,6 +84,8 @@ class SimServer:
         self.spec_shape: SpecShape | None = None
         self.res: SpecResolution | None = None
         self.wiring = Wiring()
+        self.adaptive = AdaptiveSetup({}, self.version)
+        self.state_overrides: dict[str, Any] = {}  # POST /set_internal_state (scheduler copy only)
         self.args: dict[str, Any] = {}
         self.notes: list[str] = []
         self._uvicorn = None
@@ -114,8 +117,9 @@ class SimServer:
         draft_path = str(draft_path) if isinstance(draft_path, str) else None
         self.draft_model, self.draft_assumed = self._model(draft_path, self.sc.draft_model, "draft path")
         self.draft = interpret_draft(self.draft_model) if self.draft_model is not None else None
+        self.adaptive = AdaptiveSetup(flags, self.version)
         self.res = resolve_flags(
-            flags, version=self.version, env=self.env, target_architectures=self.target.architectures,
+            self.adaptive.launch_flags(), version=self.version, env=self.env, target_architectures=self.target.architectures,
             draft_vocab_size=self.draft.draft_vocab_size if self.draft else None,
             target_vocab_size=self.target.vocab_size,
         )
@@ -129,6 +133,7 @@ class SimServer:
         if self.res.rejections:
             rej = self.res.rejections[0]
             self._crash_main(rej.exception, rej.message)
+        self.adaptive.settle(self.res, self.log.warning, self._crash_main)
         spec = self.res.enabled
         algo = self.res.algorithm
         if spec and algo == "EAGLE3" and flags.get("--speculative-token-map"):
@@ -153,6 +158,8 @@ class SimServer:
             gpu_mem_gib=gpu_gib, context_len=self.context_len,
             draft_path=(draft_path or (str(flags.get("--model-path")) if spec and self.draft is None else None)),
         )
+        if self.adaptive.asked:
+            self.args["speculative_adaptive"] = self.adaptive.enabled
         self.served_model_name = str(self.args.get("served_model_name") or self.args.get("model_path"))
         self.max_running = int(self.res.max_running_requests or 4096)
 
@@ -263,6 +270,8 @@ class SimServer:
                           f"K size: {A.gb(dh)} GB, V size: {A.gb(dh)} GB")
             avail -= mem.kv_draft_gib
             log.scheduler(f"Memory pool end. avail mem={A.gb(avail)} GB")
+        for line in self._adaptive_init():
+            log.line(line)
         await self._phase(0.1)
         if avail < mem.graph_gib:
             self._crash_scheduler(Fatal("torch.OutOfMemoryError",
@@ -272,11 +281,28 @@ class SimServer:
         await self._capture_graphs(avail, mem)
         if self.wiring.fatal:
             self._crash_scheduler(self.wiring.fatal)
+        for model_s, line in self.adaptive.built_states():
+            await asyncio.sleep(model_s * 0.02 / self.time_scale)
+            log.line(line)
         self.available_end_gib = mem.avail_end_gib
         log.scheduler(f"max_total_num_tokens={mem.max_total_num_tokens}, chunked_prefill_size="
                       f"{self.args.get('chunked_prefill_size')}, max_prefill_tokens={self.args.get('max_prefill_tokens')}"
                       f", max_running_requests={self.max_running}, context_len={self.context_len}, "
                       f"available_gpu_mem={A.gb(mem.avail_end_gib)} GB")
+
+    def _adaptive_init(self) -> list[str]:
+        """The adaptive controller's first lines (built with the worker, before graph capture)."""
+        spec = self.spec_shape
+        if spec is None:
+            return []
+        args = self.args
+        cfg = args.get("cuda_graph_config")
+        off = A.graph_max_bs(args) <= 0
+        bs = None if off else (cfg["decode"]["bs"] if isinstance(cfg, dict) else args.get("cuda_graph_bs"))
+        cap = min(A.graph_max_bs(args), self.max_running) if not off else 0
+        self.adaptive.make_controller(spec.steps, spec.num_draft_tokens,
+                                      [b for b in bs if b <= cap] or [1] if bs else None)
+        return self.adaptive.init_lines()
 
     def _draft_context_check(self) -> None:
         """Draft built with the target's context length (FACTS.md §6 step 12)."""
@@ -353,7 +379,8 @@ class SimServer:
         """Create metrics and the scheduler for the resolved settings."""
         spec = self.spec_shape
         tpot = not parse_version(self.version) < parse_version(TPOT_SINCE)
-        self.metrics = SimMetrics(self.served_model_name, spec=spec is not None, tpot=tpot) \
+        timer = A.device_timer_enabled(self.env, self.version)
+        self.metrics = SimMetrics(self.served_model_name, spec=spec is not None, tpot=tpot, device_timer=timer) \
             if self.enable_metrics else None
         w = self.wiring
         cfg = EngineConfig(
@@ -363,7 +390,7 @@ class SimServer:
             max_prefill_tokens=int(self.args.get("max_prefill_tokens") or 16384), seed=self.opts.seed,
             alpha=self.sc.acceptance.alpha * w.alpha_factor, alpha_override=w.alpha_override,
             draft_max_position=w.draft_max_position if spec is not None else None,
-            enable_metrics=self.enable_metrics,
+            enable_metrics=self.enable_metrics, adaptive=self.adaptive.controller, device_timer=timer,
         )
         self.engine = Engine(self.sc, cfg, self.log, self.metrics)
         m = self.metrics
@@ -373,8 +400,9 @@ class SimServer:
             m.num_pages.set(self.max_total_num_tokens)
             m.context_len.set(self.context_len)
             m.startup_gpu_mem.set(getattr(self, "available_end_gib", 0.0))
-            m.spec_num_steps.set(spec.steps if spec else 0.0)
-            m.spec_num_draft_tokens.set(spec.num_draft_tokens if spec else 0.0)
+            live = spec is not None and self.adaptive.controller is None  # adaptive: 0 until the first decode log
+            m.spec_num_steps.set(spec.steps if live else 0.0)
+            m.spec_num_draft_tokens.set(spec.num_draft_tokens if live else 0.0)
             m.spec_accept_length.set(0.0)
             m.spec_accept_rate.set(0.0)
             m.new_token_ratio.set(0.7)
@@ -416,6 +444,8 @@ class SimServer:
             avg = self.engine.avg_spec_accept_length()
             if avg is not None:
                 st["avg_spec_accept_length"] = avg
+        st.update(self.adaptive.internal_state())
+        st.update(self.state_overrides)
         return st
 
     def server_info(self) -> dict[str, Any]:
@@ -465,7 +495,8 @@ class SimServer:
                },
                "adjustments": [{"field": a.field, "asked": a.asked, "effective": a.effective, "reason": a.reason}
                                for a in (self.res.adjustments if self.res else [])],
-               "wiring": self.wiring.to_json(), "started_at": self.started_at, "ready": self.ready}
+               "wiring": self.wiring.to_json(), "started_at": self.started_at, "ready": self.ready,
+               "adaptive": self.adaptive.truth()}
         if self.engine is not None:
             out.update(self.engine.truth_json(include_records=include_records, since=since))
         return out
