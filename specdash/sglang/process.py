@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from specdash.sglang.logs import LogRing
+from specdash.sglang.secrets import redact_bytes, secret_values
 
 if TYPE_CHECKING:
     from specdash.sglang.client import SGLangClient
@@ -172,12 +173,7 @@ class ServerProcess:
         self.argv = [str(a) for a in argv]
         #: values of --api-key / --admin-api-key: written as *** to the log file, ring and records
         #: (SGLang prints them in its ``server_args=ServerArgs(…)`` line).
-        self._secrets = [
-            v.encode() for v in (
-                [self.argv[i + 1] for i, w in enumerate(self.argv[:-1]) if w in ("--api-key", "--admin-api-key")]
-                + [w.split("=", 1)[1] for w in self.argv if w.startswith(("--api-key=", "--admin-api-key="))]
-            ) if v
-        ]
+        self._secrets = [v.encode() for v in secret_values(self.argv)]
         self.env = dict(env or {})
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if log_path is not None:
@@ -244,8 +240,7 @@ class ServerProcess:
     def _read_output(self, stream, log_file) -> None:
         try:
             for raw in iter(stream.readline, b""):
-                for secret in self._secrets:
-                    raw = raw.replace(secret, b"***")
+                raw = redact_bytes(raw, self._secrets)
                 if log_file is not None:
                     log_file.write(raw)  # unbuffered: on disk line by line
                 self.ring.append(raw.decode("utf-8", "replace"))
