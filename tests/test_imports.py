@@ -10,8 +10,8 @@ def test_headless_modules_do_not_import_textual_or_torch():
     code = (
         "import sys\n"
         "import specdash.cli, specdash.profile, specdash.profile_cli\n"
-        "import specdash.sglang.client, specdash.sglang.command, specdash.sglang.logs, specdash.sglang.metrics\n"
-        "import specdash.sglang.process, specdash.sglang.versions\n"
+        "import specdash.sglang.client, specdash.sglang.speculative, specdash.sglang.cmdline, specdash.sglang.logs\n"
+        "import specdash.sglang.metrics, specdash.sglang.process, specdash.sglang.versions\n"
         "import specdash.collect.stream, specdash.collect.gpu, specdash.collect.live, specdash.collect.proc\n"
         "import specdash.bench.runner, specdash.bench.cli, specdash.bench.compare, specdash.bench.report\n"
         "import specdash.bench.stats, specdash.bench.tune, specdash.advisor\n"

@@ -77,7 +77,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
         raise ValueError(f"profile {profile.name} has no [speculative] settings to tune")
     say = progress or (lambda m: None)
     opts = opts or RunOptions(out_dir=out, progress=say)
-    from specdash.sglang.command import build_launch
+    from specdash.profile import build_launch
 
     start_eff = build_launch(profile.expanded()).spec
     start = Settings(start_eff.num_steps, start_eff.eagle_topk, start_eff.num_draft_tokens)

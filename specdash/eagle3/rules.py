@@ -5,7 +5,7 @@ headers, plus the small ``d2t``/``t2d`` tensors), the target's ``config.json`` +
 judges them against one SGLang release (CONTRACTS.md "Reference versions": ``--sglang-version``,
 then ``[server] sglang_version``, then ``/server_info.version``, then the installed package, else
 0.5.23 "assumed").  Every version-dependent fact comes from :mod:`specdash.sglang.versions`;
-SGLang's start-up normalisation of the speculative flags from :mod:`specdash.sglang.command`.
+SGLang's start-up normalisation of the speculative flags from :mod:`specdash.sglang.speculative`.
 
 Each problem becomes a :class:`Finding` with a stable ``code``, a ``severity`` (``error`` =
 SGLang will refuse to start or the head cannot work; ``warning`` = it runs, probably worse than
@@ -55,12 +55,8 @@ from specdash.checkpoint.reader import (
     interpret_draft,
     read_model_dir,
 )
-from specdash.sglang.command import (
-    EAGLE_FAMILY,
-    SpecResolution,
-    resolve_flags,
-    server_flags,
-)
+from specdash.profile import server_flags
+from specdash.sglang.speculative import EAGLE_FAMILY, SpecResolution, resolve_flags
 from specdash.sglang.versions import (
     DEFAULT_VERSION,
     eagle3_param_for_key,
@@ -344,7 +340,7 @@ def _eagle_algo(ctx: _Ctx) -> bool:
 def _typed_flags(ctx: _Ctx) -> list[str]:
     """Flag names as the server will receive them: extra_args as typed (argparse sees the raw
     spelling, e.g. ``--tp``), then the flags specdash derives from profile fields."""
-    from specdash.sglang.command import canonical_flag
+    from specdash.sglang.cmdline import canonical_flag
 
     typed = [w.split("=", 1)[0] for w in ctx.raw_words if w.startswith("--")]
     from_extra = {canonical_flag(w) for w in typed}
