@@ -7,9 +7,11 @@ The package face: import from here.
   ``${VAR}``/``~`` expansion (:func:`expand_path`), :class:`ProfileError`;
 * :mod:`~specdash.profile.files` — TOML read/write, name lookup (:func:`load_profile`,
   :func:`load_suite`, :func:`list_profiles`, :func:`list_suites`, :func:`user_profile_dir`,
-  :func:`preset_dirs`), :func:`profile_to_toml`, :func:`write_new_file`;
+  :func:`preset_dirs`), :func:`profile_to_toml`, :func:`write_new_file`, :func:`safe_name`;
 * :mod:`~specdash.profile.flags` — Profile → SGLang flags and launch (:func:`server_flags`,
-  :func:`build_launch`) and the redacted profile of a manifest (:func:`redacted_profile_data`).
+  :func:`build_launch`) and the redacted profile of a manifest (:func:`redacted_profile_data`);
+* :mod:`~specdash.profile.variants` — the variant maker (:func:`profile_variant`) and the
+  preset writer (:func:`write_preset`, :func:`preset_path`).
 """
 
 from specdash.profile.files import (
@@ -19,6 +21,7 @@ from specdash.profile.files import (
     load_suite,
     preset_dirs,
     profile_to_toml,
+    safe_name,
     user_profile_dir,
     write_new_file,
 )
@@ -36,6 +39,7 @@ from specdash.profile.schema import (
     parse_profile,
     parse_suite,
 )
+from specdash.profile.variants import preset_path, profile_variant, write_preset
 
 __all__ = [
     "Profile",
@@ -55,9 +59,13 @@ __all__ = [
     "parse_profile",
     "parse_suite",
     "preset_dirs",
+    "preset_path",
     "profile_to_toml",
+    "profile_variant",
     "redacted_profile_data",
+    "safe_name",
     "server_flags",
     "user_profile_dir",
     "write_new_file",
+    "write_preset",
 ]

@@ -27,6 +27,12 @@ def _read_toml(path: Path) -> dict:
         raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+def safe_name(name: str) -> str:
+    """A profile name made safe for a file or directory name (``[A-Za-z0-9._-]``, others → ``-``;
+    ``run`` when nothing is left)."""
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "run"
+
+
 # --- lookup ------------------------------------------------------------------------------------
 
 
