@@ -38,7 +38,8 @@ class LaunchSpec:
         return f"http://{host}:{self.port}"
 
     def redacted_argv(self) -> list[str]:
-        """``argv`` with secret flag values replaced by ``***`` (:func:`~specdash.sglang.secrets.redact_argv`)."""
+        """``argv`` with secret flag values replaced by ``***``
+        (:func:`~specdash.sglang.secrets.redact_argv`)."""
         return redact_argv(self.argv)
 
     def redacted_env(self) -> dict[str, str]:
