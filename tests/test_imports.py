@@ -22,3 +22,19 @@ def test_headless_modules_do_not_import_textual_or_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_sglang_package_imports_only_itself_and_checkpoint():
+    """``specdash.sglang`` speaks only SGLang: no import of a specdash layer above it."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1] / "specdash" / "sglang"
+    bad = []
+    for path in sorted(pkg.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            bad += [f"{path.name}: {n}" for n in names
+                    if n.split(".")[0] == "specdash" and not n.startswith(("specdash.sglang", "specdash.checkpoint"))]
+    assert bad == []

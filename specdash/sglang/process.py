@@ -1,6 +1,6 @@
 """Start, watch and stop an SGLang server (or the simulator) as a child process tree.
 
-Rules (DESIGN.md "No orphans, no shell"; CONTRACTS.md "Stopping"):
+Rules (no orphans, no shell):
 
 * the server starts from an argv list, never a shell, in its **own process group and
   session** (``start_new_session=True``), stdout and stderr merged;
@@ -318,9 +318,9 @@ class ServerProcess:
     async def wait_ready(
         self, client: SGLangClient | str | None = None, timeout_s: float = 600.0, poll_s: float = 0.5
     ) -> float:
-        """Poll ``GET /health`` until it answers 200 (FACTS.md §1: 503 until warm-up ends;
-        the "fired up" log line is noted in :attr:`fired_up_seen`).  Returns the seconds
-        from start to ready (also in :attr:`ready_s`).
+        """Poll ``GET /health`` until it answers 200 (SGLang's ``http_server.py`` answers 503
+        until warm-up ends; the "fired up" log line is noted in :attr:`fired_up_seen`).
+        Returns the seconds from start to ready (also in :attr:`ready_s`).
 
         Args:
             client: an :class:`SGLangClient`, a base URL, or None for ``self.url``.
@@ -642,7 +642,7 @@ def stop_leftovers_interactively(
     input_fn: Callable[[str], str] = input,
     timeout_s: float = 10.0,
 ) -> list[dict]:
-    """Start-up check (CONTRACTS.md "Stopping"): report servers left running by a specdash
+    """Start-up check: report servers left running by a specdash
     that was killed, and stop them.
 
     With ``ask`` (default: when stdin is a terminal) the user is asked first ("Stop them?
