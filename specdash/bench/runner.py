@@ -23,7 +23,7 @@ from pathlib import Path
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.stream import RunStats
-from specdash.profile import Profile, Suite, redacted_profile_data
+from specdash.profile import Profile, Suite, build_launch, redacted_profile_data
 
 #: Seconds to wait for a launched server's ``/health`` (real servers: 1–5 min; CUDA graphs, JIT).
 READY_TIMEOUT_S = float(os.environ.get("SPECDASH_READY_TIMEOUT", "900"))
@@ -185,7 +185,6 @@ class ProfileRun:
         return 0
 
     def _launch(self):
-        from specdash.profile import build_launch
         from specdash.sglang.process import ServerProcess, free_port
 
         port = self.profile.server.port

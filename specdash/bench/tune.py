@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
-from specdash.profile import profile_variant, write_preset
+from specdash.profile import build_launch, profile_variant, write_preset
 
 
 def variant(profile, steps: int, topk: int, draft_tokens: int, *, suffix: str | None = None):
@@ -60,8 +60,6 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
         raise ValueError(f"profile {profile.name} has no [speculative] settings to tune")
     say = progress or (lambda m: None)
     opts = opts or RunOptions(out_dir=out, progress=say)
-    from specdash.profile import build_launch
-
     start_eff = build_launch(profile.expanded()).spec
     start = Settings(start_eff.num_steps, start_eff.eagle_topk, start_eff.num_draft_tokens)
     say(f"tune: baseline run of {profile.name} without speculation")

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.live import LiveCollector, PollIntervals
-from specdash.profile import Profile, ProfileError, Suite, redacted_profile_data
+from specdash.profile import Profile, ProfileError, Suite, build_launch, redacted_profile_data
 from specdash.tui.presets import PresetsMixin
 
 #: Concurrency choices offered by the load control.
@@ -258,8 +258,6 @@ class Session(PresetsMixin):
     def preview_launch(self, profile: Profile | None = None) -> LaunchInfo | None:
         """Argv / env / asked vs effective for ``profile`` (default: the current one) without
         starting anything (port 0 is shown as "a free port at launch")."""
-        from specdash.profile import build_launch
-
         prof = profile or self.profile
         if prof is None:
             return None
@@ -327,7 +325,6 @@ class Session(PresetsMixin):
         Returns the :class:`LaunchInfo`; on failure its ``error`` is set and the state is
         FAILED (the log tail says why).  Preflight errors block the launch unless ``force``.
         """
-        from specdash.profile import build_launch
         from specdash.sglang.client import SGLangClient
         from specdash.sglang.process import ServerProcess, free_port
 
