@@ -107,8 +107,7 @@ def main() -> int:
     args = ap.parse_args()
 
     sys.path.insert(0, str(REPO))
-    from specdash.profile import load_profile
-    from specdash.sglang.command import build_launch
+    from specdash.profile import build_launch, load_profile
     from specdash.sglang.process import ServerProcess, free_port
 
     prof = load_profile("demo-eagle3")

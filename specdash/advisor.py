@@ -90,7 +90,7 @@ which is SGLang's own score in ``scripts/playground/bench_speculative.py`` (``sp
 acc_length / step_time`` per request, step_time from ``step_time_dict``) times B.  The
 uncertainty interval comes from 400 joint draws of the acceptance and cost parameters.
 Candidates: steps 1..8, topk {1, 2, 4, 8}, draft tokens 2..16, kept only when SGLang would run
-them as asked (:func:`_effective`: ``normalize_speculative`` from ``specdash.sglang.command``
+them as asked (:func:`_effective`: ``normalize_speculative`` from ``specdash.sglang.speculative``
 plus the tree-capacity limit).
 
 Break-even: holding d, β and the costs, the first-position acceptance α* at which the best
@@ -108,7 +108,7 @@ from typing import Any
 
 import numpy as np
 
-from specdash.sglang.command import normalize_speculative
+from specdash.sglang.speculative import normalize_speculative
 
 # --- constants (documented priors) ---------------------------------------------------------
 
@@ -221,7 +221,7 @@ def round_ms_from_decode_log(gen_throughput: float, accept_len: float, running_r
 def _effective(steps: int, topk: int, draft_tokens: int) -> Settings | None:
     """What SGLang runs for these flags, or None when it refuses them.
 
-    Uses ``specdash.sglang.command.normalize_speculative`` (the launcher's rules: topk 1 forces
+    Uses ``specdash.sglang.speculative.normalize_speculative`` (the launcher's rules: topk 1 forces
     draft tokens = steps + 1, a tree holds at most ``tree_capacity(steps, topk)`` tokens, …).
     """
     if steps < 1 or topk < 1 or draft_tokens < 2:

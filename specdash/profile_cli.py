@@ -17,19 +17,15 @@ from pathlib import Path
 from specdash.profile import (
     Profile,
     ProfileError,
+    build_launch,
     list_profiles,
     load_profile,
     parse_profile,
     profile_to_toml,
     write_new_file,
 )
-from specdash.sglang.command import (
-    LaunchSpec,
-    ParsedCommand,
-    build_launch,
-    flags_to_argv,
-    parse_command_line,
-)
+from specdash.sglang.cmdline import ParsedCommand, flags_to_argv, parse_command_line
+from specdash.sglang.launchspec import LaunchSpec
 from specdash.sglang.versions import resolve_version
 
 #: Flags that map to profile fields; everything else goes to ``extra_args``.

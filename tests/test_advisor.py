@@ -23,7 +23,7 @@ from specdash.advisor import (
     position_acceptance,
     round_ms_from_decode_log,
 )
-from specdash.sglang.command import tree_capacity
+from specdash.sglang.speculative import tree_capacity
 
 # --- the seeds (CONTRACTS.md "Seeds' figures used for calibration") --------------------------------
 

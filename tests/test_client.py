@@ -24,18 +24,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specdash.sglang.client import (
-    SPEC_META_KEYS,
-    GenerateResult,
-    SGLangClient,
-    SGLangError,
-    SGLangHTTPError,
-    SpecMeta,
-    _ChatStream,
-    _GenerateStream,
-    _Timing,
-)
+from specdash.sglang.client import SGLangClient, SGLangError, SGLangHTTPError
 from specdash.sglang.process import free_port
+from specdash.sglang.records import GenerateResult, SpecMeta
+from specdash.sglang.sse import ChatStream, GenerateStream, Timing
+from specdash.sglang.versions import SPEC_META_KEYS
 
 GOLDEN = Path(__file__).resolve().parents[1].parent / "shared" / "sglang" / "golden" / "runs"
 ALIGNED, BASELINE = "eagle3_aligned_warm", "baseline_nospec"
@@ -78,7 +71,7 @@ def check_generate(res: GenerateResult, run: str) -> None:
 
 
 def feed_parser(parser_cls, chunks: list[bytes], t0: float = 100.0):
-    timing = _Timing(t0, None)
+    timing = Timing(t0, None)
     parser = parser_cls(timing)
     for i, chunk in enumerate(chunks):
         parser.feed(chunk, t0 + 0.001 * (i + 1))
@@ -130,8 +123,8 @@ def test_arbitrary_chunk_boundaries(data, run, crlf):
         raw = raw.replace(b"\n", b"\r\n")
     cuts = sorted(data.draw(st.sets(st.integers(1, len(raw) - 1), max_size=60)))
     chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)]
-    timing, parser = feed_parser(_GenerateStream, chunks)
-    _, ref = feed_parser(_GenerateStream, sse_events(golden(run, "generate_stream.sse")))
+    timing, parser = feed_parser(GenerateStream, chunks)
+    _, ref = feed_parser(GenerateStream, sse_events(golden(run, "generate_stream.sse")))
     assert (timing.ct, timing.events, len(timing.itl)) == (32, EXPECTED[run]["events"], 31)
     assert parser.done and parser.error is None and parser.final is not None
     assert (parser.rid, parser.prompt_tokens, parser.spec, parser.text) == (ref.rid, 17, ref.spec, ref.text)
@@ -145,8 +138,8 @@ def test_itl_spreads_each_gap_over_its_tokens():
         b'data: {"text":"abcd","meta_info":{"id":"r1","finish_reason":{"type":"stop","matched":2},'
         b'"prompt_tokens":3,"completion_tokens":6,"e2e_latency":0.5}}\n\ndata: [DONE]\n\n',
     ]
-    timing = _Timing(10.0, None)
-    p = _GenerateStream(timing)
+    timing = Timing(10.0, None)
+    p = GenerateStream(timing)
     for now, ev in zip([10.1, 10.2, 10.4, 10.5], events, strict=True):
         p.feed(ev, now)
     p.finish()
@@ -161,13 +154,13 @@ def test_count_is_not_fooled_by_text():
     ev1 = b"data: " + orjson.dumps({"text": text, "meta_info": {"finish_reason": None, "completion_tokens": 3}})
     # meta_info before text, extra spaces, "data:" without a space: the slow paths still count right
     ev2 = b'data:{"meta_info": {"finish_reason": {"type": "length"}, "completion_tokens": 7}, "text": "x"}'
-    timing, p = feed_parser(_GenerateStream, [ev1 + b"\n\n", b": a comment\n\n", ev2 + b"\n\n", b"data: [DONE]\n\n"])
+    timing, p = feed_parser(GenerateStream, [ev1 + b"\n\n", b": a comment\n\n", ev2 + b"\n\n", b"data: [DONE]\n\n"])
     assert (timing.ct, timing.events, p.finish_reason, p.error) == (7, 2, "length", None)
 
 
 def test_multiline_data_field():
     body = b'data: {"meta_info": {"finish_reason": {"type": "length"},\ndata:  "completion_tokens": 4}}\n\n'
-    timing, p = feed_parser(_GenerateStream, [body, b"data: [DONE]\n\n"])
+    timing, p = feed_parser(GenerateStream, [body, b"data: [DONE]\n\n"])
     assert timing.ct == 4 and p.final is not None
 
 
@@ -235,7 +228,7 @@ def test_chat_continuous_usage_and_spec_details():
         {"id": "c1", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}},
     ]
     body = [b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks] + [b"data: [DONE]\n\n"]
-    timing, p = feed_parser(_ChatStream, body)
+    timing, p = feed_parser(ChatStream, body)
     assert (timing.ct, p.completion_tokens, p.prompt_tokens, p.finish_reason, p.text) == (7, 7, 5, "stop", "abcd")
     assert timing.itl == pytest.approx([0.00025] * 4)  # 1 ms gap over 4 tokens
     assert p.spec == SpecMeta(10, 12, 30, [2, 4, 4], 2.2, 0.4) and p.final is not None
@@ -244,8 +237,8 @@ def test_chat_continuous_usage_and_spec_details():
 def test_chat_without_per_chunk_usage_spreads_tokens_over_chunks():
     chunks = [{"id": "c", "choices": [{"delta": {"content": c}}]} for c in ("ab", "cd", "ef")]
     chunks.append({"id": "c", "choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 7}})
-    timing = _Timing(0.0, None)
-    p = _ChatStream(timing)
+    timing = Timing(0.0, None)
+    p = ChatStream(timing)
     for now, c in zip([1.0, 2.0, 4.0, 4.5], chunks, strict=True):
         p.feed(b"data: " + orjson.dumps(c) + b"\n\n", now)
     p.finish()

@@ -8,14 +8,10 @@ import tomllib
 import pytest
 
 from specdash.cli import main
-from specdash.profile import load_profile, parse_profile
+from specdash.profile import build_launch, load_profile, parse_profile
 from specdash.profile_cli import profile_from_command
-from specdash.sglang.command import (
-    LOG_TOPK1_ADJUST,
-    build_launch,
-    normalize_speculative,
-    parse_command_line,
-)
+from specdash.sglang.cmdline import parse_command_line
+from specdash.sglang.speculative import LOG_TOPK1_ADJUST, normalize_speculative
 
 SEEDS_CMD = (
     "NCCL_PROTO=LL NCCL_ALGO=Ring NCCL_P2P_LEVEL=SYS NCCL_MAX_NCHANNELS=16 NCCL_BUFFSIZE=16777216 "
@@ -226,7 +222,7 @@ def test_import_expands_argparse_abbreviations():
 
 def test_import_ambiguous_abbreviation_is_an_error(capsys):
     from specdash.profile import ProfileError
-    from specdash.sglang.command import AmbiguousFlagError
+    from specdash.sglang.cmdline import AmbiguousFlagError
 
     with pytest.raises(AmbiguousFlagError) as exc:
         parse_command_line("sglang serve --model-path /m --speculative-draft /d", version="0.5.23")

@@ -138,6 +138,15 @@ def test_synthetic_streaming_labels_and_rates():
     assert counter_rate(a, parse_metrics(SYNTH, t=10.0), "generation_tokens") is None  # no time passed
 
 
+def test_a_series_created_between_two_scrapes_counts_from_zero():
+    empty = parse_metrics("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 0.0\n", t=0.0)
+    b = parse_metrics(SYNTH, t=4.0)
+    assert counter_delta(empty, b, "generation_tokens") == 120.0
+    assert counter_rate(empty, b, "spec_verify_calls") == 10.0
+    assert server_accept_length(empty, b) == 3.0
+    assert counter_delta(b, empty, "generation_tokens") is None  # gone after: no delta
+
+
 def test_histogram_quantile_edges():
     h = Histogram(buckets=((0.1, 0.0), (1.0, 10.0), (float("inf"), 10.0)), sum=5.0, count=10.0)
     assert h.quantile(0.0) == 0.1 and h.quantile(0.5) == pytest.approx(0.55) and h.quantile(1.0) == 1.0

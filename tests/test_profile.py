@@ -135,3 +135,27 @@ def test_suite_jsonl_prompts(tmp_path):
     empty = _write(tmp_path, "e.toml", '[suite]\nname="e"\n')
     with pytest.raises(ProfileError, match="no prompts"):
         load_suite(str(empty))
+
+
+def test_variant_maker_and_preset_writer(tmp_path):
+    from specdash.profile import profile_variant, write_preset
+
+    src = load_profile("demo-eagle3")
+    v = profile_variant(src, {"num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 3, "extra_args": "--a 1"},
+                        name="demo-s2")
+    assert (v.name, v.speculative.num_steps, v.speculative.extra_args, v.path) == ("demo-s2", 2, ["--a", "1"], src.path)
+    assert src.speculative.num_steps != 2  # the source is untouched
+    assert profile_variant(src, None).speculative is None
+    with pytest.raises(ProfileError, match="num_steps"):
+        profile_variant(src, {"num_steps": -1})
+    base = src.path.read_text()
+    first = write_preset(v, "a/b", directory=tmp_path, note="Made by a test.", base_text=base, on_exists="number")
+    second = write_preset(v, "a/b", directory=tmp_path, note="# Made by a test.", on_exists="number")
+    assert (first.name, second.name) == ("a-b.toml", "a-b-2.toml")
+    assert first.read_text().startswith("# Made by a test.\n# Simulator demo")
+    assert second.read_text().startswith("# Made by a test.\n")
+    assert load_profile(str(first)).name == "a/b" and load_profile(str(second)).speculative.num_steps == 2
+    with pytest.raises(ProfileError, match="already exists"):
+        write_preset(v, "a/b", directory=tmp_path, note="x")
+    assert write_preset(v, "a/b", directory=tmp_path, note="x", description="d", on_exists="overwrite") == first
+    assert load_profile(str(first)).description == "d"

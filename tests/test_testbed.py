@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from specdash.eagle3.doctor import run_doctor
-from specdash.profile import load_profile, load_suite
+from specdash.profile import build_launch, load_profile, load_suite, server_flags
 from specdash.profile_cli import show_json
-from specdash.sglang.command import build_launch, server_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "benchmarks" / "h200"

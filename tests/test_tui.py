@@ -239,7 +239,7 @@ def test_collection_imports_no_textual(module: str) -> None:
 LEFTOVER_SCRIPT = """
 import asyncio, sys, time
 from specdash.profile import load_profile
-from specdash.sglang.command import build_launch
+from specdash.profile import build_launch
 from specdash.sglang.process import ServerProcess, free_port
 launch = build_launch(load_profile("demo-baseline"), port=free_port())
 srv = ServerProcess(launch.argv, env=launch.env, url=launch.base_url).start()

@@ -148,7 +148,7 @@ async def test_log_ring_is_read_incrementally() -> None:
 
 def test_client_records_feed_samples_and_run_stats() -> None:
     """The client's canonical record (GenerateResult.to_json) is what the collector reads."""
-    from specdash.sglang.client import GenerateResult, SpecMeta
+    from specdash.sglang.records import GenerateResult, SpecMeta
 
     res = GenerateResult(rid="r", ok=True, error=None, prompt_tokens=5, completion_tokens=100, t_sent=0.0,
                          t_first=0.1, t_done=2.0, ttft_s=0.1, e2e_s=2.0, server_e2e_s=1.99, itl_s=[0.01] * 99,

@@ -17,7 +17,7 @@ import pytest
 from specdash.bench.runner import RunOptions
 from specdash.bench.tune import tune
 from specdash.profile import load_profile, parse_suite
-from specdash.sglang.command import normalize_speculative
+from specdash.sglang.speculative import normalize_speculative
 from specdash.sim.expected import expected
 from tests.test_bench import sim_profile
 

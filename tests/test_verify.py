@@ -8,7 +8,7 @@ from pathlib import Path
 from specdash.checkpoint.reader import read_draft
 from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
 from specdash.eagle3.verify import CollapseWatch, log_accept_lengths, verify_server
-from specdash.sglang.command import normalize_speculative
+from specdash.sglang.speculative import normalize_speculative
 
 
 def _run(golden: Path, name: str):
@@ -175,7 +175,7 @@ def test_profile_and_resolution_inputs(tmp_path):
     rep = verify_server(prof, si, [], [{"completion_tokens": 64, "spec": {"verify_ct": 64}}])
     codes = [f.code for f in rep.findings]
     assert "VERIFY_ALGO" in codes and "VERIFY_ADJUSTED" in codes and "VERIFY_COLLAPSE" in codes  # draft read from path
-    from specdash.sglang.command import build_launch
+    from specdash.profile import build_launch
 
     spec = build_launch(prof)
     rep = verify_server(spec, si, [], [{"completion_tokens": 64, "spec": {"verify_ct": 64}}])

@@ -23,16 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from specdash import __version__
+from specdash.profile import safe_name
 
 
 def utc_stamp() -> str:
     """``20261129T153012Z``-style UTC stamp used in directory names."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def safe_name(name: str) -> str:
-    """A profile name made safe for a directory name."""
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "run"
 
 
 def atomic_write_json(path: Path, obj) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.stream import RunStats
-from specdash.profile import Profile, Suite
+from specdash.profile import Profile, Suite, build_launch, redacted_profile_data
 
 #: Seconds to wait for a launched server's ``/health`` (real servers: 1–5 min; CUDA graphs, JIT).
 READY_TIMEOUT_S = float(os.environ.get("SPECDASH_READY_TIMEOUT", "900"))
@@ -185,7 +185,6 @@ class ProfileRun:
         return 0
 
     def _launch(self):
-        from specdash.sglang.command import build_launch
         from specdash.sglang.process import ServerProcess, free_port
 
         port = self.profile.server.port
@@ -311,7 +310,7 @@ class ProfileRun:
         m = {
             "profile": self.profile.name,
             "profile_path": str(self.profile.path) if self.profile.path else None,
-            "profile_data": _redact_profile(self.profile),
+            "profile_data": redacted_profile_data(self.profile),
             "suite": self.suite.name,
             "suite_path": str(self.suite.path) if self.suite.path else None,
             "url": url,
@@ -367,14 +366,3 @@ class ProfileRun:
             "verification": {"status": ver.status, "findings": [f.to_json() for f in ver.findings]},
             "run_dir": str(self.rundir.path),
         }
-
-
-def _redact_profile(profile: Profile) -> dict:
-    from specdash.sglang.command import SECRET_ENV_MARKERS
-
-    data = profile.model_dump()
-    if data["server"].get("api_key"):
-        data["server"]["api_key"] = "***"
-    data["env"] = {k: ("***" if any(m in k.upper() for m in SECRET_ENV_MARKERS) else v)
-                   for k, v in data.get("env", {}).items()}
-    return data

@@ -22,44 +22,27 @@ from dataclasses import replace
 from pathlib import Path
 
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
+from specdash.profile import build_launch, profile_variant, write_preset
 
 
 def variant(profile, steps: int, topk: int, draft_tokens: int, *, suffix: str | None = None):
     """A copy of ``profile`` with other speculative settings (name tagged ``-s<steps>k<topk>n<draft>``)."""
-    p = profile.model_copy(deep=True)
-    p.speculative.num_steps, p.speculative.eagle_topk, p.speculative.num_draft_tokens = steps, topk, draft_tokens
-    p.name = f"{profile.name}-{suffix or f's{steps}k{topk}n{draft_tokens}'}"
-    p._path = profile.path
-    return p
+    return profile_variant(profile, {"num_steps": steps, "eagle_topk": topk, "num_draft_tokens": draft_tokens},
+                           name=f"{profile.name}-{suffix or f's{steps}k{topk}n{draft_tokens}'}")
 
 
 def baseline_of(profile):
     """The same server without speculation (the tune baseline)."""
-    p = profile.model_copy(deep=True)
-    p.speculative = None
-    p.name = f"{profile.name}-baseline"
-    p._path = profile.path
-    return p
+    return profile_variant(profile, None, name=f"{profile.name}-baseline")
 
 
 def save_preset(source, winner, out_dir: Path, settings) -> Path:
     """Write the winner as ``<out_dir>/<source name>-tuned.toml`` (``-2``, ``-3`` … if taken)."""
-    from specdash.profile import profile_to_toml, write_new_file
-
     base_text = source.path.read_text(encoding="utf-8") if source.path and source.path.is_file() else None
-    prof = winner.model_copy(deep=True)
-    prof.name = f"{source.name}-tuned"
-    prof.description = f"{source.name} tuned by specdash tune: EAGLE3 {settings.label()}"
-    text = profile_to_toml(prof, base_text=base_text, header=f"Tuned from {source.name} by specdash tune.")
-    if base_text is not None:
-        text = (f"# Tuned from {source.name} by specdash tune ({utc_stamp()}): {settings.label()}.\n"
-                + text)
-    path = out_dir / f"{prof.name}.toml"
-    n = 1
-    while path.exists():
-        n += 1
-        path = out_dir / f"{prof.name}-{n}.toml"
-    return write_new_file(path, text)
+    return write_preset(winner, f"{source.name}-tuned", directory=out_dir,
+                        description=f"{source.name} tuned by specdash tune: EAGLE3 {settings.label()}",
+                        note=f"Tuned from {source.name} by specdash tune ({utc_stamp()}): {settings.label()}.",
+                        base_text=base_text, on_exists="number")
 
 
 async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=None,
@@ -77,8 +60,6 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
         raise ValueError(f"profile {profile.name} has no [speculative] settings to tune")
     say = progress or (lambda m: None)
     opts = opts or RunOptions(out_dir=out, progress=say)
-    from specdash.sglang.command import build_launch
-
     start_eff = build_launch(profile.expanded()).spec
     start = Settings(start_eff.num_steps, start_eff.eagle_topk, start_eff.num_draft_tokens)
     say(f"tune: baseline run of {profile.name} without speculation")

@@ -45,11 +45,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
 from specdash.collect.proc import ProcSample, ProcTreeSampler
 from specdash.collect.stream import RunStats, distribution_ms, tpot_s
+
+if TYPE_CHECKING:  # pragma: no cover
+    from specdash.sglang.metrics import MetricsSnapshot
 
 #: Samples kept per series (10 min at 1 Hz for metrics; decode-log windows; requests).
 HISTORY = 600
@@ -74,7 +77,8 @@ class MetricsSample:
     """One ``/metrics`` reading and the rates derived from the previous one.
 
     ``tok_s``: server-wide output tokens/s over the last interval (counter delta, see module
-    docstring; None on the first reading); ``tok_s_source``: which counter gave it;
+    docstring; None on the first reading and when the counter went down — a restarted
+    server); ``tok_s_source``: which counter gave it;
     ``running`` / ``queued``: request gauges; ``accept_length`` / ``accept_rate``: SGLang's
     gauges over its last decode-log window (None without speculation); ``gen_throughput``:
     ``sglang:gen_throughput`` (tok/s, last decode-log window); ``token_usage``: KV pool use
@@ -206,23 +210,6 @@ def empty_snapshot(url: str | None = None) -> LiveSnapshot:
     )
 
 
-def _metric_total(snap: Any, name: str, **labels) -> float | None:
-    """Sum of ``name`` over series matching ``labels`` in a parsed ``/metrics`` snapshot."""
-    try:
-        v = snap.total(name, **labels)
-    except (KeyError, AttributeError, TypeError):
-        return None
-    return None if v is None else float(v)
-
-
-def _metric_gauge(snap: Any, name: str) -> float | None:
-    try:
-        v = snap.get(name)
-    except (KeyError, AttributeError, TypeError):
-        return None
-    return None if v is None else float(v)
-
-
 async def _get_json(client: Any, path: str) -> dict:
     """GET ``path`` as JSON through the client (``get_json`` when it has one; otherwise its
     request helper — ``/sim/gpus`` is the simulator's own endpoint)."""
@@ -302,9 +289,8 @@ class LiveCollector:
         self._procs: tuple[ProcSample, ...] = ()
         self._proc_sampler: ProcTreeSampler | None = None
         self._info: dict | None = None
-        self._prev_metrics: tuple[float, Any] | None = None
-        self._run_metrics0: Any = None
-        self._last_metrics: Any = None
+        self._run_metrics0: MetricsSnapshot | None = None
+        self._last_metrics: MetricsSnapshot | None = None  # the latest scrape (the previous one during a poll)
         self._metrics_enabled: bool | None = None
         self._stats = RunStats()
         self._run_label = ""
@@ -405,7 +391,7 @@ class LiveCollector:
     # -- polls ----------------------------------------------------------------------------------
     async def poll_metrics(self) -> None:
         """One ``/metrics`` reading → :class:`MetricsSample` (see module docstring)."""
-        from specdash.sglang.metrics import parse_metrics
+        from specdash.sglang.metrics import counter_rate, parse_metrics
 
         text = await self.client.metrics_text()
         now = self.clock()
@@ -413,47 +399,39 @@ class LiveCollector:
             self._metrics_enabled = False
             raise RuntimeError("/metrics is not served (start the server with --enable-metrics)")
         self._metrics_enabled = True
-        snap = parse_metrics(text)
+        snap = parse_metrics(text, t=now)
         tok_s, source = None, "decode tokens"
-        if self._prev_metrics is not None:
-            t_prev, prev = self._prev_metrics
-            dt = now - t_prev
-            a = _metric_total(snap, "sglang:realtime_tokens_total", mode="decode")
-            b = _metric_total(prev, "sglang:realtime_tokens_total", mode="decode")
-            if a is None or b is None:
-                a = _metric_total(snap, "sglang:generation_tokens_total")
-                b = _metric_total(prev, "sglang:generation_tokens_total")
-                source = "finished requests"
-            if a is not None and b is not None and dt > 0:
-                tok_s = max(0.0, a - b) / dt
-        spec_on = bool(_metric_gauge(snap, "sglang:spec_num_draft_tokens") or
-                       _metric_gauge(snap, "sglang:spec_accept_length"))
+        prev = self._last_metrics
+        if prev is not None:
+            if snap.total("realtime_tokens", mode="decode") is not None and \
+                    prev.total("realtime_tokens", mode="decode") is not None:
+                tok_s = counter_rate(prev, snap, "realtime_tokens", mode="decode")
+            else:
+                tok_s, source = counter_rate(prev, snap, "generation_tokens"), "finished requests"
+        spec_on = bool(snap.get("spec_num_draft_tokens") or snap.get("spec_accept_length"))
         self._metrics.append(MetricsSample(
             t=now,
             tok_s=tok_s,
             tok_s_source=source,
-            running=_metric_gauge(snap, "sglang:num_running_reqs"),
-            queued=_metric_gauge(snap, "sglang:num_queue_reqs"),
-            accept_length=_metric_gauge(snap, "sglang:spec_accept_length") if spec_on else None,
-            accept_rate=_metric_gauge(snap, "sglang:spec_accept_rate") if spec_on else None,
-            gen_throughput=_metric_gauge(snap, "sglang:gen_throughput"),
-            token_usage=_metric_gauge(snap, "sglang:token_usage"),
+            running=snap.get("num_running_reqs"),
+            queued=snap.get("num_queue_reqs"),
+            accept_length=snap.get("spec_accept_length") if spec_on else None,
+            accept_rate=snap.get("spec_accept_rate") if spec_on else None,
+            gen_throughput=snap.get("gen_throughput"),
+            token_usage=snap.get("token_usage"),
         ))
-        self._prev_metrics = (now, snap)
         self._last_metrics = snap
         if self._run_started is not None and self._run_metrics0 is None:
             self._run_metrics0 = snap
         self._version += 1
 
     def _run_server_accept_length(self) -> float | None:
-        a, b = self._last_metrics, self._run_metrics0
-        if a is None or b is None or a is b:
+        from specdash.sglang.metrics import server_accept_length
+
+        last, first = self._last_metrics, self._run_metrics0
+        if last is None or first is None or last is first:
             return None
-        dv = (_metric_total(a, "sglang:spec_verify_calls_total") or 0) - (
-            _metric_total(b, "sglang:spec_verify_calls_total") or 0)
-        dg = (_metric_total(a, "sglang:generation_tokens_total") or 0) - (
-            _metric_total(b, "sglang:generation_tokens_total") or 0)
-        return dg / dv if dv > 0 else None
+        return server_accept_length(first, last)
 
     async def poll_server_info(self) -> None:
         """One ``/server_info`` reading (resolved args, version, ``simulated``)."""

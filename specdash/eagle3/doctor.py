@@ -6,7 +6,7 @@ judges them against one SGLang release: ``--sglang-version``, then ``[server] sg
 then ``/server_info.version``, then the installed package, else the newest known
 (:data:`specdash.sglang.versions.DEFAULT_VERSION`, "assumed").  Every version-dependent fact
 comes from :mod:`specdash.sglang.versions`, SGLang's start-up normalisation of the speculative
-flags from :mod:`specdash.sglang.command`, its capture facts from :mod:`specdash.sglang.capture`.
+flags from :mod:`specdash.sglang.speculative`, its capture facts from :mod:`specdash.sglang.capture`.
 
 This module opens the models (unreadable ones become DRAFT_PATH / CHECKPOINT findings),
 resolves the flags and runs the rules of :mod:`specdash.eagle3.rules` in :data:`RULES` order;
@@ -33,7 +33,8 @@ from specdash.eagle3.rules.flags import rule_flags
 from specdash.eagle3.rules.serving import rule_context, rule_dtype, rule_memory, rule_spec_args
 from specdash.eagle3.rules.vocab import rule_vocab
 from specdash.eagle3.rules.weights import rule_weight_keys
-from specdash.sglang.command import resolve_flags, server_flags
+from specdash.profile import server_flags
+from specdash.sglang.speculative import resolve_flags
 
 #: The rules in the order they run (findings are sorted by severity afterwards).
 RULES = (rule_flags, rule_draft_path, rule_algo, rule_weight_keys, rule_vocab, rule_aux,

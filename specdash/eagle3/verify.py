@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.eagle3.findings import Finding, render_findings
-from specdash.sglang.command import LOG_TOPK1_ADJUST, SpecResolution
+from specdash.sglang.speculative import LOG_TOPK1_ADJUST, SpecResolution
 from specdash.sglang.versions import read_spec_meta
 
 #: Accept length at or below this is a collapse (only the bonus token survives).
@@ -103,7 +103,9 @@ def _si(server_info: dict | None, key: str):
 
 def _resolution(obj: Any) -> tuple[SpecResolution | None, str | None]:
     """(asked/predicted resolution, draft path) from a Profile, LaunchSpec, SpecResolution or dict."""
-    from specdash.sglang.command import LaunchSpec, normalize_speculative, resolve_flags, server_flags
+    from specdash.profile import server_flags
+    from specdash.sglang.launchspec import LaunchSpec
+    from specdash.sglang.speculative import normalize_speculative, resolve_flags
 
     if obj is None:
         return None, None
@@ -433,8 +435,8 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
 
     Args:
         profile_or_spec: a :class:`~specdash.profile.Profile`, a
-            :class:`~specdash.sglang.command.LaunchSpec`, a
-            :class:`~specdash.sglang.command.SpecResolution`, or a dict of ServerArgs names.
+            :class:`~specdash.sglang.launchspec.LaunchSpec`, a
+            :class:`~specdash.sglang.speculative.SpecResolution`, or a dict of ServerArgs names.
         server_info: ``GET /server_info`` (top-level ServerArgs fields and ``internal_states``).
         log_lines: the server's stdout/stderr lines so far.
         requests: early request records (module docstring); None when none yet.

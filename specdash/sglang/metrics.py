@@ -1,16 +1,24 @@
 """SGLang's Prometheus metrics: the names specdash uses, parsing, and run-scoped deltas.
 
-Names, kinds and meanings come from ``../shared/sglang/FACTS.md`` §4 (read from
-``srt/observability/metrics_collector.py`` of 0.5.23) and were checked against the
-``metrics_*.prom`` files a real 0.5.14 server wrote (``../shared/sglang/golden/``).
-:data:`METRICS` is the one table of them: the collectors, the bench and the simulator
-all use it, so a renamed metric is fixed once.
+Names, kinds and meanings come from SGLang 0.5.23's
+``python/sglang/srt/observability/metrics_collector.py`` (tokenizer and scheduler
+collectors; 0.5.10 declared the scheduler ones in ``scheduler_metrics_mixin.py``) and
+were checked against ``/metrics`` scrapes of a real 0.5.14 server.
+
+:data:`METRICS` is the one table of them: specdash's name for a quantity (its key) →
+the :class:`MetricDef` with SGLang's exposition name.  Every reader — the bench's
+run-scoped deltas, the dashboard's live collector — looks metrics up by key
+(:meth:`MetricsSnapshot.get`, :func:`counter_delta`, … accept keys), so a renamed
+metric is fixed here once.  None of the names in the table changed between 0.5.10 and
+0.5.23.  To read another metric, add one entry (a labelled family such as
+``sglang:forward_execution_seconds_total{category=…}`` is one entry with its label in
+``labels``; readers pick the series with keyword label filters).
 
 Parsing uses ``prometheus_client.parser`` (no hand parsing).  That parser strips
 ``_total`` from *family* names of counters; sample names keep it.  A
 :class:`MetricsSnapshot` is indexed by sample name, and lookups accept either form.
 
-Run-scoped truth (DESIGN.md): take a snapshot before and after a run and use
+Run-scoped truth: take a snapshot before and after a run and use
 :func:`counter_delta`, :func:`server_accept_length` and :func:`histogram_delta`, never
 the lifetime values.
 """
@@ -57,7 +65,7 @@ def _m(name: str, kind: str, unit: str, help: str, labels: tuple[str, ...] = ())
     return MetricDef(name, kind, unit, help, labels)
 
 
-#: The SGLang metrics specdash reads, by short key (FACTS.md §4).
+#: The SGLang metrics specdash reads: specdash's key → SGLang's metric (``metrics_collector.py``).
 METRICS: dict[str, MetricDef] = {
     # Tokenizer counters, per finished request (health checks excluded).
     "generation_tokens": _m("sglang:generation_tokens_total", "counter", "tokens",
@@ -228,7 +236,7 @@ class MetricsSnapshot:
 
 
 def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
-    """Parse Prometheus text exposition (``GET /metrics``, FACTS.md §4) into a snapshot.
+    """Parse Prometheus text exposition (``GET /metrics``) into a snapshot.
 
     Args:
         text: the response body.
@@ -248,19 +256,23 @@ def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
 def counter_delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str, **label_filter: str) -> float | None:
     """Δ of a counter between two scrapes, summed over matching label sets.
 
-    None when the counter is absent from either scrape, or when it went down (the
-    server restarted and its counters reset, so the difference means nothing).
+    A counter absent from ``before`` but present in ``after`` counts from 0: Prometheus
+    clients create a labelled series at its first increment (SGLang's
+    ``generation_tokens_total{is_streaming=…}`` appears with the first finished request).
+    None when the counter is absent from ``after``, or when it went down (the server
+    restarted and its counters reset, so the difference means nothing).
     """
     a, b = before.total(name, **label_filter), after.total(name, **label_filter)
-    if a is None or b is None or b < a:
+    if b is None or (a is not None and b < a):
         return None
-    return b - a
+    return b - (a or 0.0)
 
 
 def counter_rate(before: MetricsSnapshot, after: MetricsSnapshot, name: str, **label_filter: str) -> float | None:
     """Δcounter / Δt (per second) between two scrapes; None as for :func:`counter_delta`
     or when no time passed.  E.g. live decode throughput from
-    ``sglang:realtime_tokens_total{mode="decode"}`` (FACTS.md §4)."""
+    ``sglang:realtime_tokens_total{mode="decode"}`` (``counter_rate(a, b, "realtime_tokens",
+    mode="decode")``)."""
     d = counter_delta(before, after, name, **label_filter)
     dt = after.t - before.t
     if d is None or dt <= 0:
@@ -269,9 +281,10 @@ def counter_rate(before: MetricsSnapshot, after: MetricsSnapshot, name: str, **l
 
 
 def server_accept_length(before: MetricsSnapshot, after: MetricsSnapshot) -> float | None:
-    """Run-scoped accept length from the server's counters (CONTRACTS.md
-    ``server_accept_length``): Δ``generation_tokens_total`` / Δ``spec_verify_calls_total``,
-    bonus token included, finished requests only (FACTS.md §4).
+    """Run-scoped accept length from the server's counters (a run's ``server_accept_length``):
+    Δ``generation_tokens_total`` / Δ``spec_verify_calls_total``, bonus token included,
+    finished requests only (the tokenizer collector counts a request when it finishes;
+    health checks are not counted).
 
     None without speculation (``spec_verify_calls_total`` is absent then, as in the
     golden ``baseline_nospec`` run), or when no verify call happened in between.

@@ -1,6 +1,6 @@
 """Start, watch and stop an SGLang server (or the simulator) as a child process tree.
 
-Rules (DESIGN.md "No orphans, no shell"; CONTRACTS.md "Stopping"):
+Rules (no orphans, no shell):
 
 * the server starts from an argv list, never a shell, in its **own process group and
   session** (``start_new_session=True``), stdout and stderr merged;
@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from specdash.sglang.logs import LogRing
+from specdash.sglang.secrets import redact_bytes, secret_values
 
 if TYPE_CHECKING:
     from specdash.sglang.client import SGLangClient
@@ -172,12 +173,7 @@ class ServerProcess:
         self.argv = [str(a) for a in argv]
         #: values of --api-key / --admin-api-key: written as *** to the log file, ring and records
         #: (SGLang prints them in its ``server_args=ServerArgs(…)`` line).
-        self._secrets = [
-            v.encode() for v in (
-                [self.argv[i + 1] for i, w in enumerate(self.argv[:-1]) if w in ("--api-key", "--admin-api-key")]
-                + [w.split("=", 1)[1] for w in self.argv if w.startswith(("--api-key=", "--admin-api-key="))]
-            ) if v
-        ]
+        self._secrets = [v.encode() for v in secret_values(self.argv)]
         self.env = dict(env or {})
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if log_path is not None:
@@ -244,8 +240,7 @@ class ServerProcess:
     def _read_output(self, stream, log_file) -> None:
         try:
             for raw in iter(stream.readline, b""):
-                for secret in self._secrets:
-                    raw = raw.replace(secret, b"***")
+                raw = redact_bytes(raw, self._secrets)
                 if log_file is not None:
                     log_file.write(raw)  # unbuffered: on disk line by line
                 self.ring.append(raw.decode("utf-8", "replace"))
@@ -323,9 +318,9 @@ class ServerProcess:
     async def wait_ready(
         self, client: SGLangClient | str | None = None, timeout_s: float = 600.0, poll_s: float = 0.5
     ) -> float:
-        """Poll ``GET /health`` until it answers 200 (FACTS.md §1: 503 until warm-up ends;
-        the "fired up" log line is noted in :attr:`fired_up_seen`).  Returns the seconds
-        from start to ready (also in :attr:`ready_s`).
+        """Poll ``GET /health`` until it answers 200 (SGLang's ``http_server.py`` answers 503
+        until warm-up ends; the "fired up" log line is noted in :attr:`fired_up_seen`).
+        Returns the seconds from start to ready (also in :attr:`ready_s`).
 
         Args:
             client: an :class:`SGLangClient`, a base URL, or None for ``self.url``.
@@ -647,7 +642,7 @@ def stop_leftovers_interactively(
     input_fn: Callable[[str], str] = input,
     timeout_s: float = 10.0,
 ) -> list[dict]:
-    """Start-up check (CONTRACTS.md "Stopping"): report servers left running by a specdash
+    """Start-up check: report servers left running by a specdash
     that was killed, and stop them.
 
     With ``ask`` (default: when stdin is a terminal) the user is asked first ("Stop them?

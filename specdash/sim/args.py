@@ -2,7 +2,7 @@
 
 * Flags are split into SGLang flags and the simulator's own (``--sim-*``, ``--time-scale``,
   ``--expected``, ``--concurrency`` …), parsed with
-  :func:`specdash.sglang.command.parse_command_line`, then checked against the emulated
+  :func:`specdash.sglang.cmdline.parse_command_line`, then checked against the emulated
   release's long options (:func:`specdash.sglang.versions.known_flags`) with argparse's
   rules: exact names pass, a unique prefix is expanded, a prefix of several options exits 2
   with ``ambiguous option``, an option that other releases have but this one lacks exits 2
@@ -10,7 +10,7 @@
   into the server args (the brief's leniency; real argparse would refuse them).
 * ``ServerArgs`` fields and defaults come from a real 0.5.14 server's ``/server_info``
   (``server_args_0_5_14.json``); the speculative values come from
-  :func:`specdash.sglang.command.resolve_flags` (the single source of SGLang's adjustments).
+  :func:`specdash.sglang.speculative.resolve_flags` (the single source of SGLang's adjustments).
 * Memory follows the golden run's arithmetic (FACTS.md §5 log line, golden ``server.log``):
   ``--mem-fraction-static`` × memory available at start = weights + KV pool (target and
   draft), the KV pool split by bytes per token; CUDA graphs and activations come on top.
@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specdash.sglang.command import ParsedCommand, SpecResolution, parse_command_line
+from specdash.sglang.cmdline import ParsedCommand, parse_command_line
+from specdash.sglang.speculative import SpecResolution
 from specdash.sglang.versions import deprecated_flags, flag_versions, has_feature, known_flags, parse_version
 
 DEFAULTS_FILE = Path(__file__).resolve().parent / "server_args_0_5_14.json"

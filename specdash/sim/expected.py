@@ -41,7 +41,8 @@ from specdash.sim.scenario import (
 
 def _settings_from(flags_or_settings: Any, scenario: Scenario, version: str | None) -> dict[str, Any]:
     """Normalise the first argument of :func:`expected` into effective settings."""
-    from specdash.sglang.command import SpecResolution, parse_command_line, resolve_flags
+    from specdash.sglang.cmdline import parse_command_line
+    from specdash.sglang.speculative import SpecResolution, resolve_flags
 
     if isinstance(flags_or_settings, SpecResolution):
         res = flags_or_settings
@@ -102,7 +103,7 @@ def expected(
         flags_or_settings: an SGLang command line (str/argv), canonical flags
             (``{"--speculative-num-steps": 3, …}``), a settings dict
             (``{"speculative_algorithm": "EAGLE3", "speculative_num_steps": 3, …}``) or a
-            :class:`~specdash.sglang.command.SpecResolution`.  SGLang's adjustments
+            :class:`~specdash.sglang.speculative.SpecResolution`.  SGLang's adjustments
             (``resolve_flags``) are applied first.
         scenario: a :class:`Scenario` or a scenario name/path.
         concurrency: requests kept in flight.

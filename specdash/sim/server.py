@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from specdash.checkpoint.reader import CheckpointError, ModelDir, interpret_draft, read_model_dir
-from specdash.sglang.command import SpecResolution, resolve_flags
+from specdash.sglang.secrets import MASK, is_secret_flag
+from specdash.sglang.speculative import SpecResolution, resolve_flags
 from specdash.sglang.versions import parse_version
 from specdash.sim import args as A
 from specdash.sim.engine import Engine, EngineConfig
@@ -461,7 +462,7 @@ class SimServer:
             argv = ["python", "-m", "sglang.launch_server"]
             for f in self.checked.order:
                 v = self.checked.flags[f]
-                argv += [f] if v is True else [f, "***" if f in ("--api-key", "--admin-api-key") else str(v)]
+                argv += [f] if v is True else [f, MASK if is_secret_flag(f) else str(v)]
             info["launch_command"] = " ".join(argv)
             info["startup_time"] = getattr(self, "startup_seconds", None)
             info["frontend"] = "python"

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.live import LiveCollector, PollIntervals
-from specdash.profile import Profile, ProfileError, Suite
+from specdash.profile import Profile, ProfileError, Suite, build_launch, redacted_profile_data
 from specdash.tui.presets import PresetsMixin
 
 #: Concurrency choices offered by the load control.
@@ -258,8 +258,6 @@ class Session(PresetsMixin):
     def preview_launch(self, profile: Profile | None = None) -> LaunchInfo | None:
         """Argv / env / asked vs effective for ``profile`` (default: the current one) without
         starting anything (port 0 is shown as "a free port at launch")."""
-        from specdash.sglang.command import build_launch
-
         prof = profile or self.profile
         if prof is None:
             return None
@@ -328,7 +326,6 @@ class Session(PresetsMixin):
         FAILED (the log tail says why).  Preflight errors block the launch unless ``force``.
         """
         from specdash.sglang.client import SGLangClient
-        from specdash.sglang.command import build_launch
         from specdash.sglang.process import ServerProcess, free_port
 
         async with self._lock:
@@ -592,12 +589,10 @@ class Session(PresetsMixin):
 
     # -- manifest -------------------------------------------------------------------------------
     def _manifest(self, prof: Profile, spec) -> dict:
-        from specdash.bench.runner import _redact_profile
-
         return {
             "profile": prof.name,
             "profile_path": str(prof.path) if prof.path else None,
-            "profile_data": _redact_profile(prof),
+            "profile_data": redacted_profile_data(prof),
             "source": "tui",
             "url": spec.base_url,
             "attached": False,

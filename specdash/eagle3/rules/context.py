@@ -12,7 +12,7 @@ from typing import Any
 
 from specdash.checkpoint.reader import DraftInfo, ModelDir
 from specdash.eagle3.findings import Finding
-from specdash.sglang.command import EAGLE_FAMILY, SpecResolution
+from specdash.sglang.speculative import EAGLE_FAMILY, SpecResolution
 
 
 @dataclass

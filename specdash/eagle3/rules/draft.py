@@ -5,7 +5,7 @@ from __future__ import annotations
 from specdash.checkpoint.reader import DraftInfo
 from specdash.eagle3.rules.context import RuleContext
 from specdash.sglang.capture import SGLANG_EAGLE3_ARCHS, bundles_mtp
-from specdash.sglang.command import EAGLE_FAMILY
+from specdash.sglang.speculative import EAGLE_FAMILY
 
 
 def rule_draft_path(ctx: RuleContext) -> None:

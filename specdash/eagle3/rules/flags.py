@@ -19,7 +19,7 @@ from specdash.sglang.versions import (
 def _typed_flags(ctx: RuleContext) -> list[str]:
     """Flag names as the server will receive them: extra_args as typed (argparse sees the raw
     spelling, e.g. ``--tp``), then the flags specdash derives from profile fields."""
-    from specdash.sglang.command import canonical_flag
+    from specdash.sglang.cmdline import canonical_flag
 
     typed = [w.split("=", 1)[0] for w in ctx.raw_words if w.startswith("--")]
     from_extra = {canonical_flag(w) for w in typed}

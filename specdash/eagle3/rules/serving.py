@@ -9,7 +9,7 @@ import numpy as np
 
 from specdash.checkpoint.reader import ModelDir
 from specdash.eagle3.rules.context import RuleContext
-from specdash.sglang.command import EAGLE_FAMILY
+from specdash.sglang.speculative import EAGLE_FAMILY
 from specdash.sglang.versions import has_feature
 
 _CTX_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -36,7 +36,7 @@ def _cuda_graph_max_bs(flags: dict) -> tuple[int | None, str | None]:
 
 def rule_spec_args(ctx: RuleContext) -> None:
     """SPEC_ARGS: SGLang's rejections and silent adjustments of the speculative flags
-    (:attr:`RuleContext.res`, from :func:`specdash.sglang.command.resolve_flags`, which follows
+    (:attr:`RuleContext.res`, from :func:`specdash.sglang.speculative.resolve_flags`, which follows
     ``srt/arg_groups/speculative_hook.py``), plus tree drafting under concurrency, a decode
     CUDA-graph cap below the planned concurrency, and the tree accept-rate ceiling.
     """

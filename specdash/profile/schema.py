@@ -1,6 +1,6 @@
-"""Profiles (how to launch a server) and suites (what to send it), as validated TOML.
+"""The profile and suite schemas: pydantic models, strict validation, ``${VAR}`` expansion.
 
-A profile is a TOML file::
+A profile says how to launch a server::
 
     # where the values came from
     name = "llama31-8b-eagle3"
@@ -11,26 +11,27 @@ A profile is a TOML file::
     [env]                # NCCL_* / SGLANG_* variables for the server process
     [sim]                # scenario, seed, time_scale, sglang_version (simulator only)
 
-Files are read with :mod:`tomllib` and written with :mod:`tomlkit` (comments kept).
-Validation is strict: an unknown key is an error naming the file, the key and the
-nearest valid key.  Paths may use ``${ENV_VAR}`` and ``~``; ``sim:NAME`` paths name
-the simulator's built-in virtual models.
+A suite says what to send it: ``[suite]`` (max_tokens, temperature, repeats, warmup,
+concurrency, ignore_eos, api, prompts_file) and ``[[prompts]]``.
 
-Lookup of a name (CONTRACTS.md "Layout"): an existing path; the user's directory
-``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``; the checkout's ``profiles/``;
-the presets shipped inside the package (``specdash/_profiles``).
+Validation is strict: an unknown key is an error naming the file, the key and the
+nearest valid key (:func:`parse_profile`, :func:`parse_suite`).  Paths may use
+``${ENV_VAR}`` and ``~``; ``sim:NAME`` paths name the simulator's built-in virtual models.
+Reading files and finding names is :mod:`specdash.profile.files`.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from specdash.sglang.versions import resolve_version
 
 
 class ProfileError(Exception):
@@ -146,9 +147,11 @@ class Profile(_Strict):
         return self.speculative is not None and self.speculative.algorithm is not None
 
     def judged_version(self, cli: str | None = None, server: str | None = None) -> tuple[str, str]:
-        """The SGLang version judgements use, with its source (CONTRACTS.md order)."""
-        from specdash.sglang.versions import resolve_version
-
+        """The SGLang version judgements use, with its source: ``cli`` (``--sglang-version``),
+        then the profile's pin (``[server] sglang_version``; for the simulator also
+        ``[sim] sglang_version``), then the attached ``server``'s ``/server_info.version``,
+        then the installed ``sglang`` (real launcher only) — see
+        :func:`specdash.sglang.versions.resolve_version`."""
         pin = self.server.sglang_version
         if self.server.launcher == "sim":
             pin = pin or self.sim.sglang_version
@@ -178,7 +181,7 @@ class Profile(_Strict):
 
 
 class SuiteSection(_Strict):
-    """``[suite]``: how the prompts are sent (CONTRACTS.md "Suites")."""
+    """``[suite]``: how the prompts are sent."""
 
     name: str
     description: str = ""
@@ -219,7 +222,7 @@ class Suite(_Strict):
         return self._path
 
 
-# --- reading -----------------------------------------------------------------------------------
+# --- validation --------------------------------------------------------------------------------
 
 
 def _valid_keys(model: type[BaseModel], loc: tuple) -> list[str]:
@@ -261,16 +264,6 @@ def _format_validation(exc: ValidationError, model: type[BaseModel], path: Path 
     return "\n".join(lines)
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
-
-
 def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
     """Validate a profile dict.
 
@@ -291,8 +284,6 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
     Raises:
         ProfileError: invalid keys or values, unreadable/invalid JSONL, no prompts.
     """
-    import json
-
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
@@ -318,145 +309,3 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
     if not suite.prompts:
         raise ProfileError(f"{path}: the suite has no prompts; add [[prompts]] entries or suite.prompts_file")
     return suite
-
-
-# --- lookup ------------------------------------------------------------------------------------
-
-
-def user_profile_dir() -> Path:
-    """``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return Path(base) / "specdash" / "profiles"
-
-
-def preset_dirs() -> list[Path]:
-    """Where presets are searched, in order: the user's directory, the checkout's
-    ``profiles/`` (editable installs), the package's bundled copy."""
-    pkg = Path(__file__).resolve().parent
-    dirs = [user_profile_dir(), pkg.parent / "profiles", pkg / "_profiles"]
-    seen, out = set(), []
-    for d in dirs:
-        if d not in seen:
-            seen.add(d)
-            out.append(d)
-    return out
-
-
-def _find(name: str, sub: str, kind: str) -> Path:
-    p = Path(os.path.expanduser(name))
-    if p.suffix == ".toml" or os.sep in name:
-        if p.is_file():
-            return p
-        raise ProfileError(f"{kind} file {name!r} does not exist")
-    for d in preset_dirs():
-        cand = (d / sub / f"{name}.toml") if sub else (d / f"{name}.toml")
-        if cand.is_file():
-            return cand
-    known = sorted(n for n, _ in (list_suites() if sub else list_profiles()))
-    near = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
-    hint = f"; did you mean {', '.join(near)}?" if near else ""
-    listing = "`specdash profile list` shows them" if not sub else f"known suites: {', '.join(known) or 'none'}"
-    raise ProfileError(
-        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}; {listing})"
-    )
-
-
-def load_profile(name_or_path: str) -> Profile:
-    """Read and validate a profile by name or path (see module docstring for the search order).
-
-    Raises:
-        ProfileError: not found, invalid TOML, invalid keys or values.
-    """
-    path = _find(name_or_path, "", "profile")
-    return parse_profile(_read_toml(path), path)
-
-
-def load_suite(name_or_path: str) -> Suite:
-    """Read and validate a suite by name (``profiles/suites/NAME.toml``) or path.
-
-    Raises:
-        ProfileError: not found or invalid.
-    """
-    path = _find(name_or_path, "suites", "suite")
-    return parse_suite(_read_toml(path), path)
-
-
-def _list(sub: str) -> list[tuple[str, Path]]:
-    out: dict[str, Path] = {}
-    for d in preset_dirs():
-        base = d / sub if sub else d
-        if base.is_dir():
-            for f in sorted(base.glob("*.toml")):
-                out.setdefault(f.stem, f)
-    return sorted(out.items())
-
-
-def list_profiles() -> list[tuple[str, Path]]:
-    """All profiles found (name, path); user profiles shadow presets of the same name."""
-    return _list("")
-
-
-def list_suites() -> list[tuple[str, Path]]:
-    """All suites found (name, path)."""
-    return _list("suites")
-
-
-# --- writing -----------------------------------------------------------------------------------
-
-
-def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None = None) -> str:
-    """Serialise a profile with tomlkit.
-
-    With ``base_text`` (the source profile's file), that document is updated in place so
-    its comments survive; otherwise a fresh document is written with ``header`` as a
-    leading comment block.
-    """
-    import tomlkit
-
-    data = profile.model_dump(exclude_none=True, exclude_defaults=False)
-    if not data.get("env"):
-        data.pop("env", None)
-    if profile.server.launcher != "sim":
-        data.pop("sim", None)
-    if base_text is not None:
-        doc = tomlkit.parse(base_text)
-        _merge(doc, data)
-        for key in list(doc.keys()):
-            if key not in data:
-                del doc[key]
-    else:
-        doc = tomlkit.document()
-        for line in header.strip().splitlines():
-            doc.add(tomlkit.comment(line.lstrip("# ").rstrip()))
-        if header.strip():
-            doc.add(tomlkit.nl())
-        for k, v in data.items():
-            doc[k] = v
-    return tomlkit.dumps(doc)
-
-
-def _merge(doc, data: dict) -> None:
-    for k, v in data.items():
-        if isinstance(v, dict) and k in doc and hasattr(doc[k], "keys"):
-            _merge(doc[k], v)
-            for sub in list(doc[k].keys()):
-                if sub not in v:
-                    del doc[k][sub]
-        else:
-            doc[k] = v
-
-
-def write_new_file(path: Path, text: str, *, force: bool = False) -> Path:
-    """Write ``text`` to ``path``, refusing to overwrite unless ``force``.
-
-    Raises:
-        ProfileError: the file exists and ``force`` is False.
-    """
-    path = Path(path)
-    if path.exists() and not force:
-        raise ProfileError(f"{path} already exists; choose another name/--out, or pass --force to overwrite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path

@@ -1,0 +1,175 @@
+"""Profile and suite files: TOML read (:mod:`tomllib`) and write (:mod:`tomlkit`), name lookup.
+
+Lookup of a name: an existing path; the user's directory
+``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``; the checkout's ``profiles/``; the
+presets shipped inside the package (``specdash/_profiles``).  Suites are looked up the
+same way under ``suites/``.  Writing never overwrites unless asked (:func:`write_new_file`),
+and an existing file's comments survive an update (:func:`profile_to_toml`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from pathlib import Path
+
+from specdash.profile.schema import Profile, ProfileError, Suite, parse_profile, parse_suite
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def safe_name(name: str) -> str:
+    """A profile name made safe for a file or directory name (``[A-Za-z0-9._-]``, others → ``-``;
+    ``run`` when nothing is left)."""
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "run"
+
+
+# --- lookup ------------------------------------------------------------------------------------
+
+
+def user_profile_dir() -> Path:
+    """``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "specdash" / "profiles"
+
+
+def preset_dirs() -> list[Path]:
+    """Where presets are searched, in order: the user's directory, the checkout's
+    ``profiles/`` (editable installs), the package's bundled copy."""
+    pkg = Path(__file__).resolve().parent.parent  # specdash/
+    dirs = [user_profile_dir(), pkg.parent / "profiles", pkg / "_profiles"]
+    seen, out = set(), []
+    for d in dirs:
+        if d not in seen:
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def _find(name: str, sub: str, kind: str) -> Path:
+    p = Path(os.path.expanduser(name))
+    if p.suffix == ".toml" or os.sep in name:
+        if p.is_file():
+            return p
+        raise ProfileError(f"{kind} file {name!r} does not exist")
+    for d in preset_dirs():
+        cand = (d / sub / f"{name}.toml") if sub else (d / f"{name}.toml")
+        if cand.is_file():
+            return cand
+    known = sorted(n for n, _ in (list_suites() if sub else list_profiles()))
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    listing = "`specdash profile list` shows them" if not sub else f"known suites: {', '.join(known) or 'none'}"
+    raise ProfileError(
+        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}; {listing})"
+    )
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Read and validate a profile by name or path (see module docstring for the search order).
+
+    Raises:
+        ProfileError: not found, invalid TOML, invalid keys or values.
+    """
+    path = _find(name_or_path, "", "profile")
+    return parse_profile(_read_toml(path), path)
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """Read and validate a suite by name (``profiles/suites/NAME.toml``) or path.
+
+    Raises:
+        ProfileError: not found or invalid.
+    """
+    path = _find(name_or_path, "suites", "suite")
+    return parse_suite(_read_toml(path), path)
+
+
+def _list(sub: str) -> list[tuple[str, Path]]:
+    out: dict[str, Path] = {}
+    for d in preset_dirs():
+        base = d / sub if sub else d
+        if base.is_dir():
+            for f in sorted(base.glob("*.toml")):
+                out.setdefault(f.stem, f)
+    return sorted(out.items())
+
+
+def list_profiles() -> list[tuple[str, Path]]:
+    """All profiles found (name, path); user profiles shadow presets of the same name."""
+    return _list("")
+
+
+def list_suites() -> list[tuple[str, Path]]:
+    """All suites found (name, path)."""
+    return _list("suites")
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None = None) -> str:
+    """Serialise a profile with tomlkit.
+
+    With ``base_text`` (the source profile's file), that document is updated in place so
+    its comments survive; otherwise a fresh document is written with ``header`` as a
+    leading comment block.
+    """
+    import tomlkit
+
+    data = profile.model_dump(exclude_none=True, exclude_defaults=False)
+    if not data.get("env"):
+        data.pop("env", None)
+    if profile.server.launcher != "sim":
+        data.pop("sim", None)
+    if base_text is not None:
+        doc = tomlkit.parse(base_text)
+        _merge(doc, data)
+        for key in list(doc.keys()):
+            if key not in data:
+                del doc[key]
+    else:
+        doc = tomlkit.document()
+        for line in header.strip().splitlines():
+            doc.add(tomlkit.comment(line.lstrip("# ").rstrip()))
+        if header.strip():
+            doc.add(tomlkit.nl())
+        for k, v in data.items():
+            doc[k] = v
+    return tomlkit.dumps(doc)
+
+
+def _merge(doc, data: dict) -> None:
+    for k, v in data.items():
+        if isinstance(v, dict) and k in doc and hasattr(doc[k], "keys"):
+            _merge(doc[k], v)
+            for sub in list(doc[k].keys()):
+                if sub not in v:
+                    del doc[k][sub]
+        else:
+            doc[k] = v
+
+
+def write_new_file(path: Path, text: str, *, force: bool = False) -> Path:
+    """Write ``text`` to ``path``, refusing to overwrite unless ``force``.
+
+    Raises:
+        ProfileError: the file exists and ``force`` is False.
+    """
+    path = Path(path)
+    if path.exists() and not force:
+        raise ProfileError(f"{path} already exists; choose another name/--out, or pass --force to overwrite")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

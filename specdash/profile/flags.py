@@ -1,0 +1,110 @@
+"""Profile → SGLang: the flags a profile asks for, the argv + env that start it, what may be shown.
+
+:func:`server_flags` turns the profile's fields into canonical SGLang flags;
+:func:`build_launch` adds the program (``sglang.launch_server`` or the simulator) and
+SGLang's own normalisation of the speculative flags
+(:func:`specdash.sglang.speculative.resolve_flags`), giving a
+:class:`~specdash.sglang.launchspec.LaunchSpec`.  :func:`redacted_profile_data` is the
+profile as a run's manifest stores it, secrets hidden by :mod:`specdash.sglang.secrets`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from specdash.profile.schema import Profile
+from specdash.sglang.cmdline import flags_to_argv, parse_command_line
+from specdash.sglang.launchspec import LaunchSpec
+from specdash.sglang.secrets import MASK, redact_argv, redact_env
+from specdash.sglang.speculative import resolve_flags
+from specdash.sglang.versions import DEFAULT_VERSION
+
+
+def server_flags(profile: Profile, *, port: int | None = None) -> dict[str, Any]:
+    """The SGLang flags a profile asks for, canonical name → value, in a stable order."""
+    s, sp = profile.server, profile.speculative
+    flags: dict[str, Any] = {"--model-path": s.model_path}
+    if s.tp_size != 1:
+        flags["--tp-size"] = s.tp_size
+    if s.mem_fraction_static is not None:
+        flags["--mem-fraction-static"] = s.mem_fraction_static
+    if s.context_length is not None:
+        flags["--context-length"] = s.context_length
+    flags["--host"] = s.host
+    flags["--port"] = port if port is not None else s.port
+    if s.enable_metrics:
+        flags["--enable-metrics"] = True
+    if s.api_key:
+        flags["--api-key"] = s.api_key
+    extra = parse_command_line(["x"] + list(s.extra_args)).flags if s.extra_args else {}
+    if sp is not None and sp.algorithm:
+        flags["--speculative-algorithm"] = sp.algorithm
+        if sp.draft_model_path:
+            flags["--speculative-draft-model-path"] = sp.draft_model_path
+        for name, value in (
+            ("--speculative-num-steps", sp.num_steps),
+            ("--speculative-eagle-topk", sp.eagle_topk),
+            ("--speculative-num-draft-tokens", sp.num_draft_tokens),
+        ):
+            if value is not None:
+                flags[name] = value
+        if sp.extra_args:
+            extra.update(parse_command_line(["x"] + list(sp.extra_args)).flags)
+    for k, v in extra.items():
+        flags[k] = v
+    return flags
+
+
+def build_launch(profile: Profile, *, version: str | None = None, port: int | None = None) -> LaunchSpec:
+    """Build the argv + env that start ``profile``'s server (never through a shell).
+
+    ``launcher = "sglang"`` runs ``<python> -m sglang.launch_server <flags>``;
+    ``launcher = "sim"`` runs ``<this python> -m specdash.sim <the same flags> --sim-…``.
+    ``port`` overrides the profile's port (the runner picks a free one for port 0).
+
+    Raises:
+        ProfileError: via profile accessors (bad paths, unset variables).
+    """
+    from specdash.checkpoint.reader import peek_architectures, peek_vocab
+
+    s = profile.server
+    ver = version or profile.judged_version()[0]
+    flags = server_flags(profile, port=port)
+    if profile.server.launcher == "sim":
+        program = [sys.executable, "-m", "specdash.sim"]
+        sim = profile.sim
+        flags["--sim-scenario"] = sim.scenario_ref(profile)
+        flags["--sim-seed"] = sim.seed
+        if sim.time_scale is not None:
+            flags["--time-scale"] = sim.time_scale
+        flags["--sim-sglang-version"] = sim.sglang_version or s.sglang_version or DEFAULT_VERSION
+    else:
+        program = [s.python or "python3", "-m", "sglang.launch_server"]
+    target_archs = peek_architectures(s.model_path)
+    draft_vocab = peek_vocab(profile.speculative.draft_model_path, "draft_vocab_size") if profile.speculative else None
+    spec = resolve_flags(
+        flags,
+        version=ver,
+        env=dict(profile.env),
+        target_architectures=target_archs,
+        draft_vocab_size=draft_vocab,
+        target_vocab_size=peek_vocab(s.model_path, "vocab_size"),
+    )
+    argv = program + flags_to_argv(flags)
+    return LaunchSpec(argv, dict(profile.env), spec, s.host, int(flags["--port"]), s.api_key)
+
+
+def redacted_profile_data(profile: Profile) -> dict:
+    """``profile.model_dump()`` with its secrets hidden, for run manifests: ``server.api_key``
+    becomes ``***``, secret-looking ``[env]`` values too (:func:`~specdash.sglang.secrets.redact_env`),
+    and the values of secret flags in ``server.extra_args`` / ``speculative.extra_args``
+    (:func:`~specdash.sglang.secrets.redact_argv`)."""
+    data = profile.model_dump()
+    if data["server"].get("api_key"):
+        data["server"]["api_key"] = MASK
+    data["server"]["extra_args"] = redact_argv(data["server"].get("extra_args") or [])
+    if data.get("speculative"):
+        data["speculative"]["extra_args"] = redact_argv(data["speculative"].get("extra_args") or [])
+    data["env"] = redact_env(data.get("env", {}))
+    return data

@@ -1,0 +1,102 @@
+"""Derived profiles and saved presets: the one variant maker and the one preset writer.
+
+:func:`profile_variant` is how ``specdash tune`` makes the settings it launches (and its
+no-speculation baseline) and how the dashboard's Tweak screen edits the session's
+profile.  :func:`write_preset` is how both save a profile as a new preset: TOML written
+with tomlkit, the source profile's comments kept when its text is given, a first comment
+line saying where the preset came from, and never an overwrite unless asked.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from specdash.profile.files import profile_to_toml, safe_name, user_profile_dir, write_new_file
+from specdash.profile.schema import Profile, parse_profile
+
+
+def profile_variant(profile: Profile, speculative: Mapping[str, Any] | None, *, name: str | None = None) -> Profile:
+    """A validated copy of ``profile`` with other ``[speculative]`` settings.
+
+    Args:
+        profile: the source; left unchanged.
+        speculative: ``[speculative]`` fields to set (``algorithm``, ``draft_model_path``,
+            ``num_steps``, ``eagle_topk``, ``num_draft_tokens`` — None = unset, SGLang
+            chooses — and ``extra_args``, a list or a string split like a shell would),
+            merged into the existing section (created when missing); or None to drop the
+            section (speculation off).
+        name: the copy's name (default: the source's).
+
+    Returns:
+        The copy; its :attr:`~Profile.path` is the source's, so relative paths in it
+        (e.g. ``[sim] scenario``) still resolve.
+
+    Raises:
+        ProfileError: the result does not validate (the message names each bad field).
+    """
+    data = profile.model_dump()
+    if speculative is None:
+        data["speculative"] = None
+    else:
+        spec = dict(data.get("speculative") or {})
+        for k, v in speculative.items():
+            spec[k] = shlex.split(v) if k == "extra_args" and isinstance(v, str) else v
+        data["speculative"] = spec
+    if name is not None:
+        data["name"] = name
+    prof = parse_profile(data, profile.path or f"<{profile.name}>")
+    prof._path = profile.path
+    return prof
+
+
+def preset_path(name: str, directory: Path | None = None) -> Path:
+    """Where preset ``name`` is written: ``<directory>/<safe name>.toml``, the user's profile
+    directory (:func:`~specdash.profile.files.user_profile_dir`) by default."""
+    return Path(directory or user_profile_dir()) / f"{safe_name(name)}.toml"
+
+
+def write_preset(
+    profile: Profile,
+    name: str,
+    *,
+    note: str,
+    directory: Path | None = None,
+    description: str | None = None,
+    base_text: str | None = None,
+    on_exists: Literal["refuse", "number", "overwrite"] = "refuse",
+) -> Path:
+    """Save ``profile`` as preset ``name`` at :func:`preset_path` (``name`` and, when given,
+    ``description`` replace the profile's own).
+
+    Args:
+        note: one line saying where the preset came from; it becomes the file's first
+            comment line (a leading ``#`` is optional).
+        base_text: the source profile's TOML text: that document is updated so its
+            comments survive, below ``note``; without it a fresh document starts with ``note``.
+        on_exists: when the file exists: ``"refuse"`` raises, ``"overwrite"`` replaces it,
+            ``"number"`` writes ``<name>-2.toml``, ``-3`` … (the first free one) instead.
+
+    Returns:
+        The path written (atomically: a temporary file, then a rename).
+
+    Raises:
+        ProfileError: the file exists and ``on_exists`` is ``"refuse"``.
+    """
+    update: dict[str, Any] = {"name": name}
+    if description is not None:
+        update["description"] = description
+    prof = profile.model_copy(update=update)
+    note = note.lstrip("# ").rstrip()
+    text = profile_to_toml(prof, header=note, base_text=base_text)
+    if base_text is not None:
+        text = f"# {note}\n{text}"
+    path = preset_path(name, directory)
+    if on_exists == "number":
+        n, first = 1, path
+        while path.exists():
+            n += 1
+            path = first.with_name(f"{first.stem}-{n}.toml")
+    return write_new_file(path, text, force=on_exists == "overwrite")

@@ -1,0 +1,193 @@
+"""The record of one streamed request: :class:`GenerateResult` and its :class:`SpecMeta`.
+
+:meth:`GenerateResult.to_json` is the one shape of a line of a run's ``requests.jsonl``
+(the statistics, the comparison, the verification and the live collector all read it);
+:meth:`GenerateResult.from_json` reads it back for ``--resume``.  The speculative
+counters come from SGLang's final ``meta_info`` (``managers/tokenizer_manager.py``,
+``_calculate_spec_decoding_metrics``), read through :mod:`specdash.sglang.versions` so
+that every release's key names work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specdash.sglang.versions import read_spec_meta
+
+__all__ = ["GenerateResult", "SpecMeta"]
+
+
+@dataclass(slots=True)
+class SpecMeta:
+    """Per-request speculative-decoding counters from SGLang's final ``meta_info``.
+
+    Definitions (SGLang's ``tokenizer_manager.py::_calculate_spec_decoding_metrics``):
+    ``verify_ct`` = verify rounds of the request; ``correct_drafts`` = accepted draft
+    tokens, bonus token excluded; ``proposed_drafts`` = ``verify_ct × (num_draft_tokens −
+    1)``; ``histogram[k]`` = verify rounds that accepted exactly k drafts;
+    ``accept_length`` = server's ``completion_tokens / verify_ct`` (bonus included);
+    ``accept_rate`` = correct / proposed.
+    Fields a server version does not send are None.
+    """
+
+    verify_ct: int
+    correct_drafts: int | None = None
+    proposed_drafts: int | None = None
+    histogram: list[int] | None = None
+    accept_length: float | None = None
+    accept_rate: float | None = None
+
+    @classmethod
+    def from_meta_info(cls, meta: dict) -> SpecMeta | None:
+        """Read the ``spec_*`` keys of a ``meta_info`` (or ``sglext.spec_tokens_details``)
+        dict, version-defensively through ``versions.SPEC_META_KEYS`` (0.5.14 sends
+        old and new names, 0.5.22+ only the new ones, 0.5.10 only
+        ``spec_accept_token_num``/``spec_draft_token_num``/``spec_accept_histogram``).
+
+        Returns None when ``spec_verify_ct`` is absent (no speculation: SGLang adds the
+        fields only when speculating and ``spec_verify_ct > 0``).
+        """
+        verify_ct = read_spec_meta(meta, "verify_ct")
+        if verify_ct is None:
+            return None
+        hist = read_spec_meta(meta, "histogram")
+        return cls(
+            verify_ct=int(verify_ct),
+            correct_drafts=_opt_int(read_spec_meta(meta, "correct_drafts")),
+            proposed_drafts=_opt_int(read_spec_meta(meta, "proposed_drafts")),
+            histogram=[int(x) for x in hist] if hist is not None else None,
+            accept_length=_opt_float(read_spec_meta(meta, "accept_length")),
+            accept_rate=_opt_float(read_spec_meta(meta, "accept_rate")),
+        )
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+@dataclass(slots=True)
+class GenerateResult:
+    """One streamed request as the client saw it.
+
+    Times ``t_sent``/``t_first``/``t_done`` are ``time.perf_counter()`` values (s) of this
+    process; durations are seconds.  ``t_sent`` is taken just before the request is sent,
+    ``t_first`` at the arrival of the first event carrying ``completion_tokens > 0``,
+    ``t_done`` when the response body has ended.  ``itl_s`` holds one inter-token latency
+    per token after the first event: each event's gap is spread evenly over the tokens it
+    carries, as SGLang's ``bench_serving`` (``python/sglang/benchmark/serving.py``) does.
+    ``completion_tokens`` is SGLang's count (``meta_info.completion_tokens``, or ``usage`` for chat); events
+    are coalesced, so ``events ≤ completion_tokens``.  ``ok`` is False on HTTP errors,
+    connection errors, mid-stream ``{"error": …}`` events, aborts and streams that end
+    before the final event; ``error`` then says why.
+    """
+
+    rid: str | None
+    ok: bool
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    t_sent: float
+    t_first: float | None
+    t_done: float
+    ttft_s: float | None
+    e2e_s: float
+    server_e2e_s: float | None
+    itl_s: list[float]
+    finish_reason: str | None
+    spec: SpecMeta | None
+    events: int
+    #: wall-clock time (epoch s) the request was sent, for matching with server logs.
+    started_at: float = 0.0
+    #: the final cumulative output text (``/generate``) or the joined deltas (chat).
+    text: str | None = field(default=None, repr=False)
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Time per output token (s) = (e2e − ttft) / (completion_tokens − 1), SGLang's
+        definition (``bench_serving``); None with fewer than 2 tokens or no TTFT."""
+        if self.ttft_s is None or self.completion_tokens < 2:
+            return None
+        return (self.e2e_s - self.ttft_s) / (self.completion_tokens - 1)
+
+    def to_json(self, *, include_text: bool = False) -> dict:
+        """The canonical JSON record of one request (a line of ``requests.jsonl``).
+
+        Keys: the dataclass fields except ``spec`` and ``text`` (``text`` only with
+        ``include_text``), plus ``tpot_s``, wall-clock ``ts_sent`` / ``ts_done`` (epoch s:
+        ``started_at`` and ``started_at + e2e_s``, the window :class:`RunStats` measures
+        duration over) and ``spec``: ``{verify_ct, correct_drafts, proposed_drafts,
+        histogram, accept_length, accept_rate}`` or None without speculation — the shape
+        the statistics, the comparison and the verification all read.  ``itl_s`` is
+        rounded to 0.1 µs.  :meth:`from_json` reads it back.
+        """
+        spec = self.spec
+        rec = {
+            "rid": self.rid,
+            "ok": self.ok,
+            "error": self.error,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "started_at": self.started_at,
+            "ts_sent": self.started_at,
+            "ts_done": self.started_at + self.e2e_s,
+            "t_sent": self.t_sent,
+            "t_first": self.t_first,
+            "t_done": self.t_done,
+            "ttft_s": self.ttft_s,
+            "e2e_s": self.e2e_s,
+            "server_e2e_s": self.server_e2e_s,
+            "tpot_s": self.tpot_s,
+            "finish_reason": self.finish_reason,
+            "events": self.events,
+            "spec": None if spec is None else {
+                "verify_ct": spec.verify_ct,
+                "correct_drafts": spec.correct_drafts,
+                "proposed_drafts": spec.proposed_drafts,
+                "histogram": spec.histogram,
+                "accept_length": spec.accept_length,
+                "accept_rate": spec.accept_rate,
+            },
+            "itl_s": [round(x, 7) for x in self.itl_s],
+        }
+        if include_text:
+            rec["text"] = self.text
+        return rec
+
+    @classmethod
+    def from_json(cls, rec: dict) -> GenerateResult:
+        """Inverse of :meth:`to_json` (for ``--resume``); unknown keys are ignored."""
+        sp = rec.get("spec")
+        spec = None
+        if sp and sp.get("verify_ct") is not None:
+            spec = SpecMeta(
+                verify_ct=sp["verify_ct"],
+                correct_drafts=sp.get("correct_drafts"),
+                proposed_drafts=sp.get("proposed_drafts"),
+                histogram=sp.get("histogram"),
+                accept_length=sp.get("accept_length"),
+                accept_rate=sp.get("accept_rate"),
+            )
+        return cls(
+            rid=rec.get("rid"),
+            ok=bool(rec.get("ok")),
+            error=rec.get("error"),
+            prompt_tokens=int(rec.get("prompt_tokens") or 0),
+            completion_tokens=int(rec.get("completion_tokens") or 0),
+            t_sent=float(rec.get("t_sent") or 0.0),
+            t_first=rec.get("t_first"),
+            t_done=float(rec.get("t_done") or 0.0),
+            ttft_s=rec.get("ttft_s"),
+            e2e_s=float(rec.get("e2e_s") or 0.0),
+            server_e2e_s=rec.get("server_e2e_s"),
+            itl_s=list(rec.get("itl_s") or []),
+            finish_reason=rec.get("finish_reason"),
+            spec=spec,
+            events=int(rec.get("events") or 0),
+            started_at=float(rec.get("started_at") or 0.0),
+            text=rec.get("text"),
+        )
