@@ -1,0 +1,67 @@
+"""The advisor: an acceptance + step-cost model fitted to measurements → ranked suggestions.
+
+Pure computation (numpy, scipy); no HTTP, no UI.  Inputs are :class:`Measurement` objects (one
+per benchmarked setting, e.g. from a run's ``summary.json``), optionally a no-speculation
+baseline.  Outputs are an :class:`Advice` (ranked :class:`Suggestion` s with predicted tok/s and
+an uncertainty interval, a break-even acceptance and a plain verdict) and, for ``specdash
+tune``, a :class:`TunePlanner` that picks the next setting to launch.
+
+Definitions (``../shared/sglang/FACTS.md`` §11)
+-----------------------------------------------
+* steps S = ``--speculative-num-steps``, topk K = ``--speculative-eagle-topk``, draft tokens
+  N = ``--speculative-num-draft-tokens`` (the verified tokens per request and round, root
+  included, so N - 1 draft nodes); a chain is K = 1 and then N = S + 1.
+* accept length τ (tokens per request per verify round, **bonus included**) =
+  completion_tokens / verify_ct ∈ [1, S + 1]; accept rate (bonus excluded) = accepted drafts /
+  (rounds · (N - 1)).
+* accepted-drafts histogram h[k] = verify rounds that accepted exactly k drafts (bonus
+  excluded), k = 0..S.
+
+
+Modules: :mod:`.measurement` (settings, measurements, the SGLang candidate grid),
+:mod:`.acceptance` (acceptance model), :mod:`.cost` (round-time model), :mod:`.advise`
+(prediction, ranking, break-even, verdict), :mod:`.planner` (the tune search policy).
+"""
+
+from __future__ import annotations
+
+from specdash.advisor.acceptance import (
+    D_MAX,
+    P_MAX,
+    PRIOR_BETA,
+    PRIOR_D,
+    SIGMA_FLOOR,
+    TAU_SE,
+    AcceptanceFit,
+    PositionEstimate,
+    chain_accept_length,
+    expected_accept_length,
+    fit_acceptance,
+    leviathan_tokens_per_round,
+    position_acceptance,
+    position_counts,
+    position_probs,
+    tree_branching,
+)
+from specdash.advisor.advise import N_DRAWS, Advice, BreakEven, Prediction, Suggestion, advise
+from specdash.advisor.cost import COST_NAMES, REL_NOISE, CostFit, cost_features, fit_cost
+from specdash.advisor.measurement import (
+    DRAFT_GRID,
+    STEPS_GRID,
+    TOPK_GRID,
+    Measurement,
+    Settings,
+    _effective,
+    candidate_grid,
+    round_ms_from_decode_log,
+)
+from specdash.advisor.planner import TunePlanner
+
+__all__ = [
+    "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE", "SIGMA_FLOOR",
+    "STEPS_GRID", "TAU_SE", "TOPK_GRID", "AcceptanceFit", "Advice", "BreakEven", "CostFit", "Measurement",
+    "PositionEstimate", "Prediction", "Settings", "Suggestion", "TunePlanner", "_effective", "advise",
+    "candidate_grid", "chain_accept_length", "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost",
+    "leviathan_tokens_per_round", "position_acceptance", "position_counts", "position_probs",
+    "round_ms_from_decode_log", "tree_branching",
+]
