@@ -44,24 +44,36 @@ from specdash.advisor.acceptance import (
     tree_branching,
 )
 from specdash.advisor.advise import N_DRAWS, Advice, BreakEven, Prediction, Suggestion, advise
-from specdash.advisor.cost import COST_NAMES, REL_NOISE, CostFit, cost_features, fit_cost
+from specdash.advisor.cost import (
+    COST_NAMES,
+    REL_NOISE,
+    THETA_NAMES,
+    TIMER_REL_NOISE,
+    CostFit,
+    cost_features,
+    fit_cost,
+    truncated_normal_draws,
+)
 from specdash.advisor.measurement import (
     DRAFT_GRID,
     STEPS_GRID,
     TOPK_GRID,
     Measurement,
+    PhaseTimes,
     Settings,
     _effective,
     candidate_grid,
+    chain,
     round_ms_from_decode_log,
 )
 from specdash.advisor.planner import TunePlanner
 
 __all__ = [
     "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE", "SIGMA_FLOOR",
-    "STEPS_GRID", "TAU_SE", "TOPK_GRID", "AcceptanceFit", "Advice", "BreakEven", "CostFit", "Measurement",
-    "PositionEstimate", "Prediction", "Settings", "Suggestion", "TunePlanner", "_effective", "advise",
-    "candidate_grid", "chain_accept_length", "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost",
-    "leviathan_tokens_per_round", "position_acceptance", "position_counts", "position_probs",
-    "round_ms_from_decode_log", "tree_branching",
+    "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit", "Advice",
+    "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction", "Settings", "Suggestion",
+    "TunePlanner", "_effective", "advise", "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain",
+    "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round",
+    "position_acceptance", "position_counts", "position_probs", "round_ms_from_decode_log",
+    "tree_branching", "truncated_normal_draws",
 ]

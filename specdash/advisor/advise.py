@@ -38,10 +38,13 @@ from specdash.advisor.acceptance import (
     position_probs,
     tree_branching,
 )
-from specdash.advisor.cost import REL_NOISE, CostFit, cost_features, fit_cost
+from specdash.advisor.cost import COST_NAMES, REL_NOISE, CostFit, cost_features, fit_cost
 from specdash.advisor.measurement import Measurement, Settings, _spec, candidate_grid
 
 N_DRAWS = 400
+
+_COST_WORDS = {"v0": "verify cost per draft token", "v1": "growth of the verify cost with batch",
+               "d0": "draft cost per step", "d1": "growth of the draft cost with batch · topk"}
 
 # --- advice ----------------------------------------------------------------------------------------
 
@@ -146,6 +149,10 @@ class Advice:
         v, dstep = self.cost.per_token_ms(self.batch)
         out.append(f"round cost at concurrency {self.batch}: base {self.cost.w[0] + self.cost.w[1] * self.batch:.2f} ms"
                    f" + {v:.3f} ms per draft token (verify) + {dstep:.3f} ms per draft step")
+        if self.cost.n_timer and self.current is not None:
+            ph = self.cost.phase_ms(self.current, self.batch)
+            out.append(f"  {self.current.label()}: host {ph['host']:.3f} ms + verify GPU {ph['verify']:.3f} ms + "
+                       f"draft GPU {ph['draft']:.3f} ms per round (fitted with SGLang's device timer)")
         out.append("")
         if self.suggestions:
             out.append("suggestions (predicted output tok/s, 95% interval):")
@@ -182,7 +189,7 @@ class _Model:
         self.batch = batch
         rng = np.random.default_rng(seed)
         self.a_draws = self.acc.draws(N_DRAWS, rng)
-        self.w_draws = rng.multivariate_normal(self.cost.w, self.cost.cov, size=N_DRAWS, method="eigh")
+        self.w_draws = self.cost.draws(N_DRAWS, rng)  # truncated posterior: every cost ≥ 0
         # Model misfit: rms log-error of the point predictions at the measured settings (this
         # batch), beyond the measurement noise.  It widens every interval (see predict()).
         self.misfit = 0.0
@@ -195,21 +202,24 @@ class _Model:
             ms2 = float(np.mean([np.mean(v) ** 2 for v in logs.values()]))
             self.misfit = math.sqrt(max(0.0, ms2 - REL_NOISE ** 2))
 
-    def _point(self, s: Settings) -> tuple[float, float, float, list[int]]:
+    def _point(self, s: Settings, batch: float | None = None) -> tuple[float, float, float, list[int]]:
+        b = self.batch if batch is None else batch
         br = self.branching(s)
         tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
-        t = self.cost.round_ms(s, self.batch)
-        return 1000.0 * self.batch * tau / t, tau, t, br
+        t = self.cost.round_ms(s, b)
+        return 1000.0 * b * tau / t, tau, t, br
 
     def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
         a = self.acc.alpha if alpha is None else alpha
         depth = min(s.steps, s.draft_tokens - 1)
         return tree_branching(position_probs(a, self.acc.d, depth), s, self.acc.beta)
 
-    def predict(self, s: Settings) -> Prediction:
-        """Point prediction and 95 % interval: parameter draws, widened by the misfit in log space
-        (half-widths added in quadrature with 1.96 · misfit)."""
-        tok, tau, t, br = self._point(s)
+    def predict(self, s: Settings, batch: float | None = None) -> Prediction:
+        """Point prediction and 95 % interval at ``batch`` requests per round (default: the
+        advice's concurrency): parameter draws, widened by the misfit in log space (half-widths
+        added in quadrature with 1.96 · misfit)."""
+        bsz = self.batch if batch is None else batch
+        tok, tau, t, br = self._point(s, bsz)
         a, d, b = self.a_draws
         depth = len(br)
         if depth:
@@ -220,9 +230,9 @@ class _Model:
             taus = np.ones(N_DRAWS)
         # A verify round is at least one target forward: no draw may be cheaper than 80 % of the
         # fitted plain step (b0 + b1·B), else far-off settings get absurd upper bounds.
-        step = float(self.cost.w[0] + self.cost.w[1] * self.batch)
-        ts = np.maximum(self.w_draws @ cost_features(s, self.batch), max(0.05 * self.cost.scale_ms, 0.8 * step))
-        toks = 1000.0 * self.batch * taus / ts
+        step = float(self.cost.w[0] + self.cost.w[1] * bsz)
+        ts = np.maximum(self.w_draws @ cost_features(s, bsz), max(0.05 * self.cost.scale_ms, 0.8 * step))
+        toks = 1000.0 * bsz * taus / ts
         lo, hi = (float(x) for x in np.percentile(toks, [2.5, 97.5]))
         lo, hi = min(lo, tok), max(hi, tok)
         if self.misfit > 0:
@@ -398,6 +408,13 @@ def advise(
                      "(measure a second setting for a real fit)")
     elif not model.cost.identifiable_split:
         notes.append("chain runs only: the split between draft-step and verify cost comes from priors")
+    pulled = [n for n in model.cost.at_bound if n in _COST_WORDS]
+    if pulled:
+        unc = dict(zip(COST_NAMES, model.cost.unconstrained_w.tolist(), strict=True))
+        what = ", ".join(f"{_COST_WORDS[n]} ({n}: {unc[n]:+.3f} ms unconstrained)" for n in pulled)
+        notes.append(f"the measured round times pull the {what} below zero; no phase can take negative time, so "
+                     "the fit holds them at 0 ms: smaller than this measurement noise resolves (SGLang's device timer, "
+                     "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1, measures the phases directly)")
     if model.misfit > 0.01:
         notes.append(f"the model misses the measured settings by {model.misfit:.1%} rms beyond measurement noise; "
                      "the intervals include it")
