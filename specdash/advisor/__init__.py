@@ -66,14 +66,19 @@ from specdash.advisor.measurement import (
     chain,
     round_ms_from_decode_log,
 )
-from specdash.advisor.planner import TunePlanner
+from specdash.advisor.planner import (
+    TunePlanner,
+    cheapest_matching_chain,
+    pooled_histogram,
+    tier_measurable,
+)
 
 __all__ = [
-    "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE", "SIGMA_FLOOR",
-    "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit", "Advice",
-    "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction", "Settings", "Suggestion",
-    "TunePlanner", "_effective", "advise", "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain",
-    "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round",
-    "position_acceptance", "position_counts", "position_probs", "round_ms_from_decode_log",
-    "tree_branching", "truncated_normal_draws",
+    "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE",
+    "SIGMA_FLOOR", "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit",
+    "Advice", "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction", "Settings",
+    "Suggestion", "TunePlanner", "_effective", "advise", "candidate_grid", "chain", "chain_accept_length",
+    "cheapest_matching_chain", "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost",
+    "leviathan_tokens_per_round", "pooled_histogram", "position_acceptance", "position_counts",
+    "position_probs", "round_ms_from_decode_log", "tier_measurable", "tree_branching", "truncated_normal_draws",
 ]
