@@ -20,7 +20,8 @@ Definitions (``../shared/sglang/FACTS.md`` §11)
 
 Modules: :mod:`.measurement` (settings, measurements, the SGLang candidate grid),
 :mod:`.acceptance` (acceptance model), :mod:`.cost` (round-time model), :mod:`.advise`
-(prediction, ranking, break-even, verdict), :mod:`.planner` (the tune search policy).
+(prediction, ranking, break-even, verdict), :mod:`.planner` (the tune search policy),
+:mod:`.schedule` (adaptive schedules: best chain steps per batch size as SGLang slots).
 """
 
 from __future__ import annotations
@@ -72,13 +73,15 @@ from specdash.advisor.planner import (
     pooled_histogram,
     tier_measurable,
 )
+from specdash.advisor.schedule import AdaptiveSchedule, BatchPlan, SlotPlan, adaptive_schedule
 
 __all__ = [
     "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE",
     "SIGMA_FLOOR", "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit",
-    "Advice", "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction", "Settings",
-    "Suggestion", "TunePlanner", "_effective", "advise", "candidate_grid", "chain", "chain_accept_length",
-    "cheapest_matching_chain", "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost",
-    "leviathan_tokens_per_round", "pooled_histogram", "position_acceptance", "position_counts",
-    "position_probs", "round_ms_from_decode_log", "tier_measurable", "tree_branching", "truncated_normal_draws",
+    "AdaptiveSchedule", "Advice", "BatchPlan", "BreakEven", "CostFit", "Measurement", "PhaseTimes",
+    "PositionEstimate", "Prediction", "Settings", "SlotPlan", "Suggestion", "TunePlanner", "_effective",
+    "adaptive_schedule", "advise", "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain",
+    "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round",
+    "pooled_histogram", "position_acceptance", "position_counts", "position_probs", "round_ms_from_decode_log",
+    "tier_measurable", "tree_branching", "truncated_normal_draws",
 ]
