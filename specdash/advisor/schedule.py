@@ -19,9 +19,10 @@ and, for each given batch size (the captured CUDA-graph decode batch sizes), pic
 steps with the best predicted tok/s (1000 · B · τ / T, ``advise``'s formula; τ from the chain
 acceptance 1 + Σ_j Π_{i≤j} p_i, Leviathan et al. 2023 with per-position rates); runs of batch
 sizes with the same best steps form a slot.  Candidates per slot: the best steps at the
-fitted acceptance plus the best at the 10th and 90th percentiles of the joint posterior draws
-(room to follow acceptance drift); a slot whose best is 0 gets ``[0]`` alone (anything more
-would be probed half the time).  Hysteresis from the break-even acceptance: with d held, α*
+fitted acceptance α̂, the lowest and highest of the best steps at α̂ ± ``drift`` (d held) and at
+the 10th and 90th percentiles of the joint posterior draws — room to follow the acceptance as
+the workload moves; a slot whose best is 0 gets ``[0]`` alone (anything more would be probed
+half the time).  Hysteresis from the break-even acceptance: with d held, α*
 where the two adjacent candidates give the same tok/s (at the slot's median batch size) sets
 the EMA the controller should switch at, E_c(α*) = τ_c(α*) − 1 measured at the current step c;
 SGLang shares one up and one down value per slot, so they come from the two transitions next
@@ -260,6 +261,7 @@ def adaptive_schedule(
     candidates: Sequence[Settings] | None = None,
     weights: Mapping[int, float] | None = None,
     min_gain: float = 0.01,
+    drift: float = 0.1,
     seed: int = 0,
 ) -> AdaptiveSchedule:
     """The best chain steps per batch size, as SGLang adaptive slots (module docstring).
@@ -268,7 +270,10 @@ def adaptive_schedule(
     ``baseline``: no-speculation tok/s — a mapping batch size → tok/s, baseline measurements,
     or one number at the measured concurrency; ``candidates``: the static settings to compare
     against (default :func:`candidate_grid`); ``weights``: how much each batch size counts in
-    the static choice and the gain (default equal).  Raises ValueError without a usable
+    the static choice and the gain (default equal); ``drift``: how far the first-position
+    acceptance α may move between workloads (prompts, categories) — the candidates also cover the
+    best steps at α̂ ± drift (an assumption, default 0.1; the posterior alone only says how well
+    the mean is known).  Raises ValueError without a usable
     speculative measurement or batch size.
     """
     sizes = sorted({int(b) for b in batch_sizes if int(b) >= 1})
@@ -316,6 +321,12 @@ def adaptive_schedule(
             toks[:, 0] = np.minimum(toks[:, 0], off_cap[b])
         return np.asarray(steps_list)[np.argmax(toks, axis=1)]
 
+    def best_at_alpha(b: int, alpha: float) -> int:
+        tau = {k: float(_chain_tau(np.array([alpha]), model.acc.d, k)[0]) for k in steps_list}
+        toks = {k: 1000.0 * b * tau[k] / model.cost.round_ms(chain(k), b) for k in steps_list}
+        toks[0] = min(toks[0], off_cap.get(b, toks[0]))
+        return max(steps_list, key=lambda k: (toks[k], -k))
+
     groups: list[list[int]] = []
     for b in sizes:
         if groups and best_steps[groups[-1][-1]] == best_steps[b]:
@@ -331,6 +342,10 @@ def adaptive_schedule(
             spread = np.concatenate([draw_best(b) for b in g])
             lo = int(np.percentile(spread, 10, method="lower"))
             hi = int(np.percentile(spread, 90, method="higher"))
+            a_hat = model.acc.alpha
+            b_mid = g[len(g) // 2]
+            lo = min(lo, best_at_alpha(b_mid, max(0.005, a_hat - drift)))
+            hi = max(hi, best_at_alpha(b_mid, min(P_MAX, a_hat + drift)))
             cands = tuple(sorted({lo, best, hi}))
         trans = [_transition(model, cands[i], cands[i + 1], g, {b: tier_tok[b][0] for b in g})
                  for i in range(len(cands) - 1)]
