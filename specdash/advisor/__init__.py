@@ -1,27 +1,38 @@
-"""The advisor: an acceptance + step-cost model fitted to measurements → ranked suggestions.
+"""The advisor: acceptance and step-cost models fitted to measurements → ranked suggestions,
+the tune search, and adaptive schedules.
 
-Pure computation (numpy, scipy); no HTTP, no UI.  Inputs are :class:`Measurement` objects (one
-per benchmarked setting, e.g. from a run's ``summary.json``), optionally a no-speculation
-baseline.  Outputs are an :class:`Advice` (ranked :class:`Suggestion` s with predicted tok/s and
-an uncertainty interval, a break-even acceptance and a plain verdict) and, for ``specdash
-tune``, a :class:`TunePlanner` that picks the next setting to launch.
+Pure computation (numpy; scipy imported lazily inside the fits); no HTTP, no UI.  Inputs are
+:class:`Measurement` objects (one per benchmarked setting or adaptive tier, e.g. from a run's
+``summary.json``), optionally with the device timer's per-phase GPU time (:class:`PhaseTimes`)
+and a no-speculation baseline.  Outputs are an :class:`Advice` (ranked :class:`Suggestion` s
+with predicted tok/s and an uncertainty interval, a break-even acceptance and a plain verdict),
+for ``specdash tune`` a :class:`TunePlanner` that picks the next setting to launch (or the chain
+tiers to measure in one adaptive launch), and :func:`adaptive_schedule`, the best chain steps per
+batch size as SGLang adaptive slots (:class:`AdaptiveSchedule`).
 
-Definitions (``../shared/sglang/FACTS.md`` §11)
------------------------------------------------
+Definitions (as SGLang computes them: ``srt/managers/tokenizer_manager.py``,
+``_calculate_spec_decoding_metrics``)
+---------------------------------------------------------------------------------------------
 * steps S = ``--speculative-num-steps``, topk K = ``--speculative-eagle-topk``, draft tokens
   N = ``--speculative-num-draft-tokens`` (the verified tokens per request and round, root
   included, so N - 1 draft nodes); a chain is K = 1 and then N = S + 1.
 * accept length τ (tokens per request per verify round, **bonus included**) =
-  completion_tokens / verify_ct ∈ [1, S + 1]; accept rate (bonus excluded) = accepted drafts /
-  (rounds · (N - 1)).
-* accepted-drafts histogram h[k] = verify rounds that accepted exactly k drafts (bonus
-  excluded), k = 0..S.
+  completion_tokens / spec_verify_ct ∈ [1, S + 1]; accept rate (bonus excluded) = correct
+  drafts / (verify rounds · (N - 1)).
+* accepted-drafts histogram h[k] (``spec_correct_drafts_histogram``) = verify rounds that
+  accepted exactly k drafts (bonus excluded), k = 0..S; SGLang grows the list only to the
+  largest k seen + 1 (``Req.update_spec_correct_drafts_histogram``,
+  ``srt/managers/schedule_batch.py``), so [0, 768] from a 3-step chain means no round accepted
+  more than 1 draft.
 
+Units: tok/s are output tokens per second summed over the requests in flight; round times and
+costs are ms per verify round (one draft phase + one verify forward of the batch), per draft
+token, or per draft forward (:mod:`.cost`); batch B = requests per round.
 
-Modules: :mod:`.measurement` (settings, measurements, the SGLang candidate grid),
-:mod:`.acceptance` (acceptance model), :mod:`.cost` (round-time model), :mod:`.advise`
-(prediction, ranking, break-even, verdict), :mod:`.planner` (the tune search policy),
-:mod:`.schedule` (adaptive schedules: best chain steps per batch size as SGLang slots).
+Modules: :mod:`.measurement` (settings, measurements, device-timer phases, the SGLang candidate
+grid), :mod:`.acceptance` (acceptance model), :mod:`.cost` (non-negative round-time model),
+:mod:`.advise` (prediction, ranking, break-even, verdict), :mod:`.planner` (the tune search
+policy), :mod:`.schedule` (adaptive schedules).
 """
 
 from __future__ import annotations

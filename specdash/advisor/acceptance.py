@@ -100,11 +100,29 @@ def position_acceptance(hist: Sequence[int], *, max_position: int | None = None,
 
     Positions never reached (n_i = 0) are omitted.
     """
+    return _estimates(position_counts(hist, max_position), confidence)
+
+
+def pooled_position_acceptance(chains: Sequence[tuple[Sequence[int], int]], *,
+                               confidence: float = 0.95) -> list[PositionEstimate]:
+    """Per-position acceptance pooled over chains of different depths: ``chains`` = (histogram,
+    steps S) pairs.  A chain's counts enter positions 1..S only (p_i does not depend on S, but a
+    round of an S-step chain that accepted all S drafts never reached position S + 1)."""
+    depth = max((s for _, s in chains), default=0)
+    tot = [[0, 0] for _ in range(depth)]
+    for hist, steps in chains:
+        for i, (si, ni) in enumerate(position_counts(hist, steps)):
+            tot[i][0] += si
+            tot[i][1] += ni
+    return _estimates([(a, n) for a, n in tot], confidence)
+
+
+def _estimates(counts: Sequence[tuple[int, int]], confidence: float) -> list[PositionEstimate]:
     from scipy import stats
 
     out = []
     prod = 1.0
-    for i, (s, n) in enumerate(position_counts(hist, max_position), start=1):
+    for i, (s, n) in enumerate(counts, start=1):
         if n <= 0:
             break
         p = s / n

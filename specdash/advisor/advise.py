@@ -5,11 +5,14 @@ Prediction and ranking
     predicted tok/s = 1000 · B · τ(setting) / T(setting)
 
 which is SGLang's own score in ``scripts/playground/bench_speculative.py`` (``speed =
-acc_length / step_time`` per request, step_time from ``step_time_dict``) times B.  The
-uncertainty interval comes from 400 joint draws of the acceptance and cost parameters.
-Candidates: steps 1..8, topk {1, 2, 4, 8}, draft tokens 2..16, kept only when SGLang would run
-them as asked (:func:`_effective`: ``normalize_speculative`` from ``specdash.sglang.command``
-plus the tree-capacity limit).
+acc_length / step_time`` per request, step_time from ``step_time_dict``) times B; τ from the
+acceptance model (:mod:`.acceptance`), T (ms per round) from the cost model (:mod:`.cost`).
+The 95 % interval comes from 400 joint draws of the acceptance parameters (Laplace) and of
+the cost parameters (the truncated posterior: every drawn cost ≥ 0), widened by the model's
+misfit at the measured settings.  Candidates: steps 1..8, topk {1, 2, 4, 8}, draft tokens
+2..16, kept only when SGLang would run them as asked (:func:`_effective`:
+``normalize_speculative`` from ``specdash.sglang.command`` plus the tree-capacity limit) and
+not dominated (:func:`~specdash.advisor.measurement.candidate_grid`).
 
 Break-even: holding d, β and the costs, the first-position acceptance α* at which the best
 candidate equals the baseline tok/s, with the accept length that setting then needs
@@ -34,7 +37,7 @@ from specdash.advisor.acceptance import (
     _q,
     expected_accept_length,
     fit_acceptance,
-    position_acceptance,
+    pooled_position_acceptance,
     position_probs,
     tree_branching,
 )
@@ -361,13 +364,18 @@ def advise(
     if base_b is not None and base_b != batch:
         notes.append(f"baseline measured at concurrency {base_b}, speculation at {batch}: compare with care")
     model = _Model(spec, batch, seed)
-    cur_meas = next((m for m in spec if m.settings == current), None) if current else spec[0]
-    current = current or spec[0].settings
+    drafting = [m for m in spec if m.settings.steps >= 1]  # an adaptive steps-0 tier is not a setting
+    if not drafting:
+        raise ValueError("the advisor needs at least one measurement with drafting (steps ≥ 1)")
+    if current is not None and current.steps < 1:
+        current = None
+    cur_meas = next((m for m in spec if m.settings == current), None) if current else drafting[0]
+    current = current or drafting[0].settings
     measured: dict[Settings, list[float]] = {}
     for m in spec:
         measured.setdefault(m.settings, []).append(float(m.tok_s()))
     cands = list(candidates) if candidates is not None else candidate_grid()
-    if current not in cands:
+    if current not in cands and current.steps >= 1:
         cands.append(current)
     preds = [model.predict(s) for s in cands]
     preds.sort(key=lambda p: -p.tok_s)
@@ -378,13 +386,8 @@ def advise(
 
     chain_hists = [m for m in spec if m.settings.topk == 1 and m.accept_histogram]
     positions: list[PositionEstimate] = []
-    if chain_hists:
-        depth = max(m.settings.steps for m in chain_hists)
-        pooled = [0] * (depth + 1)
-        for m in chain_hists:  # pooling is valid for chains: p_i does not depend on S
-            for k, c in enumerate(m.accept_histogram[: depth + 1]):
-                pooled[k] += int(c)
-        positions = position_acceptance(pooled)
+    if chain_hists:  # pooling is valid for chains: p_i does not depend on S
+        positions = pooled_position_acceptance([(m.accept_histogram, m.settings.steps) for m in chain_hists])
     suggestions = []
     seen_family: set[tuple[int, int]] = set()
     for p in preds:  # best per (steps, topk) family first, so the list shows different directions
