@@ -1,7 +1,9 @@
 """Adaptive schedules: the best chain steps per batch size, grouped into SGLang's adaptive slots.
 
-SGLang 0.5.13+ can switch the chain's draft steps at run time (``--speculative-adaptive``,
-``srt/speculative/adaptive_spec_params.py``).  Its config is keyed by batch size: a batch is
+SGLang can switch the chain's draft steps at run time (``--speculative-adaptive``,
+``srt/speculative/adaptive_spec_params.py``, read in the 0.5.14 wheel; topk 1 only).  Its config
+is keyed by batch size (default ``{"1": [1, 3, 7], "8": [0, 1, 3], "32": [0, 1], "64": [0]}``
+candidate steps): a batch is
 padded up to the next captured CUDA-graph batch size (``_pad_to_cuda_graph_bs``: bisect_left)
 and routed to the slot with the **largest key ≤ that size** (``_find_closest_bs``:
 bisect_right − 1; sizes below the smallest key go to the smallest slot) — a slot covers the
@@ -17,7 +19,11 @@ an EMA of accepted drafts per request (bonus excluded) that moves between adjace
 :func:`adaptive_schedule` fits the advisor's acceptance and cost models to the measurements
 and, for each given batch size (the captured CUDA-graph decode batch sizes), picks the chain
 steps with the best predicted tok/s (1000 · B · τ / T, ``advise``'s formula; τ from the chain
-acceptance 1 + Σ_j Π_{i≤j} p_i, Leviathan et al. 2023 with per-position rates); runs of batch
+acceptance 1 + Σ_j Π_{i≤j} p_i, Leviathan et al. 2023 with per-position rates); the steps-0
+tier competes as an option of its own — its round is the cost model's base plus one draft
+forward (S = 0, N = 1), never faster than a plain decode step plus a draft forward where the
+no-speculation baseline is known (measured, or interpolated linearly in round time between
+measured batch sizes) — so steps 0 marks the loads where drafting does not pay.  Runs of batch
 sizes with the same best steps form a slot.  Candidates per slot: the best steps at the
 fitted acceptance α̂, the lowest and highest of the best steps at α̂ ± ``drift`` (d held) and at
 the 10th and 90th percentiles of the joint posterior draws — room to follow the acceptance as
