@@ -1,0 +1,305 @@
+"""Acceptance model: per-position estimates from histograms and the fitted (α, d, β) family.
+
+Acceptance model
+----------------
+Per-position conditional acceptance from the histogram:
+
+    p_i = P(position i accepted | positions < i accepted) = Σ_{k≥i} h[k] / Σ_{k≥i-1} h[k]
+
+(the rounds that reached position i are the denominator), with a Jeffreys Beta(s + ½, n - s + ½)
+interval.  The unconditional probability that position i is accepted is P_i = Π_{l≤i} p_l and
+
+    τ = 1 + Σ_{j=1}^{S} P_j                                           (chain)
+
+With a constant per-position rate α this is Leviathan et al. 2023 ("Fast Inference from
+Transformers via Speculative Decoding", ICML; expected tokens per iteration): E[tokens per round] = (1 - α^(γ+1)) / (1 - α)
+with γ = S drafts.  Acceptance in practice decays with depth, so the advisor fits the family
+used by specdash's simulator,
+
+    p_i = α · d^(i-1)          (α: first-position acceptance, d: decay per position),
+
+by maximum a-posteriori least squares: each histogram contributes one binomial residual per
+position ((p̂_i - p_i) / se_i with a 0.02 over-dispersion floor); a run without a histogram
+contributes its accept length τ (se 0.05).  Weak priors keep the fit defined with little data:
+logit α ~ N(0, 2²), d centred on 0.9, log β ~ N(ln 0.3, 0.5²).  The Laplace (Gauss-Newton)
+covariance gives the parameter uncertainty.
+
+Tree model (topk > 1, an assumption, stated here)
+-------------------------------------------------
+EAGLE-2/3 (Li et al. 2024; Li et al. 2025, "EAGLE-3: Scaling up Inference Acceleration of
+Large Language Models via Training-Time Test") expands the top-K children of the K best
+frontier nodes at each of S steps and keeps the N - 1 best nodes by path score; the tree can
+hold at most 1 + K + (S - 1)·K² tokens.  The advisor models the accepted path only:
+
+* with k_i drafted siblings under the accepted node at depth i, the target's token is among
+  them with probability q_i = 1 - (1 - p_i)^(k_i^β) (k = 1 gives the chain's p_i; β ∈ (0, 1]
+  expresses the diminishing value of lower-ranked candidates — β = 1 would treat every sibling
+  as an independent top-1 guess);
+* the N - 1 nodes are allocated greedily, one at a time, to the depth whose extra sibling (or
+  the next depth) adds most to E[accepted], k_i ≤ K, depth ≤ S — the same "best path score
+  first" order as EAGLE-2's re-ranking; nodes off the accepted path are ignored (optimistic,
+  absorbed by β);
+* β is fitted when runs with topk > 1 were measured, otherwise the prior β = 0.3 is used and
+  the output says so.  The prior is deliberately modest: top-1 acceptance 0.6 then gives 0.75
+  within 4 siblings and 0.82 within 8 (the usual size of the top-1 → top-5 gap of draft heads),
+  and it is consistent with the seeds' tree run (16 draft tokens: accept length ≈ 2.1, 2.0–2.5
+  in the server metrics, where the chain of 16 gave 1.9): with the seeds' fitted α ≈ 0.59,
+  d ≈ 0.68 the model gives 2.3–2.4 for topk 4–8 at β = 0.3, but 2.6–2.8 at β = 0.5.
+
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from specdash.advisor.measurement import Measurement, Settings, _spec
+
+P_MAX = 0.995  # cap on a per-position acceptance probability
+D_MAX = 1.2  # the decay d may exceed 1 slightly (acceptance rising with depth)
+PRIOR_BETA = 0.3
+PRIOR_D = 0.9
+SIGMA_FLOOR = 0.02  # over-dispersion floor for a per-position estimate
+TAU_SE = 0.05  # default standard error of an accept length without histogram
+
+# --- acceptance ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PositionEstimate:
+    """Conditional acceptance of draft position i from a histogram (Jeffreys interval)."""
+
+    position: int
+    p: float
+    lo: float
+    hi: float
+    reached: int
+    accepted: int
+    unconditional: float  # P_i = Π_{l≤i} p_l
+
+    def to_json(self) -> dict[str, Any]:
+        return {"position": self.position, "p": self.p, "ci": [self.lo, self.hi], "reached": self.reached,
+                "accepted": self.accepted, "unconditional": self.unconditional}
+
+
+def position_counts(hist: Sequence[int], max_position: int | None = None) -> list[tuple[int, int]]:
+    """(accepted s_i, reached n_i) for positions i = 1..: s_i = Σ_{k≥i} h[k], n_i = Σ_{k≥i-1} h[k]."""
+    h = [int(c) for c in hist]
+    top = len(h) - 1 if max_position is None else max_position
+    tail = np.cumsum(h[::-1])[::-1].tolist() + [0] * max(0, top + 1 - len(h))
+    return [(int(tail[i]) if i < len(tail) else 0, int(tail[i - 1])) for i in range(1, top + 1)]
+
+
+def position_acceptance(hist: Sequence[int], *, max_position: int | None = None,
+                        confidence: float = 0.95) -> list[PositionEstimate]:
+    """Per-position conditional acceptance p_i with a Jeffreys Beta interval (module docstring).
+
+    Positions never reached (n_i = 0) are omitted.
+    """
+    return _estimates(position_counts(hist, max_position), confidence)
+
+
+def pooled_position_acceptance(chains: Sequence[tuple[Sequence[int], int]], *,
+                               confidence: float = 0.95) -> list[PositionEstimate]:
+    """Per-position acceptance pooled over chains of different depths: ``chains`` = (histogram,
+    steps S) pairs.  A chain's counts enter positions 1..S only (p_i does not depend on S, but a
+    round of an S-step chain that accepted all S drafts never reached position S + 1)."""
+    depth = max((s for _, s in chains), default=0)
+    tot = [[0, 0] for _ in range(depth)]
+    for hist, steps in chains:
+        for i, (si, ni) in enumerate(position_counts(hist, steps)):
+            tot[i][0] += si
+            tot[i][1] += ni
+    return _estimates([(a, n) for a, n in tot], confidence)
+
+
+def _estimates(counts: Sequence[tuple[int, int]], confidence: float) -> list[PositionEstimate]:
+    from scipy import stats
+
+    out = []
+    prod = 1.0
+    for i, (s, n) in enumerate(counts, start=1):
+        if n <= 0:
+            break
+        p = s / n
+        lo, hi = stats.beta.ppf([(1 - confidence) / 2, (1 + confidence) / 2], s + 0.5, n - s + 0.5)
+        prod *= p
+        out.append(PositionEstimate(i, p, float(lo if s > 0 else 0.0), float(hi if s < n else 1.0), n, s, prod))
+    return out
+
+
+def chain_accept_length(p: Sequence[float]) -> float:
+    """τ = 1 + Σ_j Π_{i≤j} p_i (bonus included)."""
+    return 1.0 + float(np.sum(np.cumprod(np.asarray(p, dtype=float))))
+
+
+def leviathan_tokens_per_round(alpha: float, gamma: int) -> float:
+    """Leviathan et al. 2023 (expected tokens per iteration): E[tokens per round] = (1 - α^(γ+1)) / (1 - α)."""
+    if abs(1.0 - alpha) < 1e-12:
+        return float(gamma + 1)
+    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+
+
+def position_probs(alpha: float, d: float, depth: int) -> np.ndarray:
+    """p_i = α · d^(i-1), i = 1..depth, capped at ``P_MAX``."""
+    return np.minimum(alpha * d ** np.arange(depth), P_MAX)
+
+
+def _q(p, k, beta):
+    return 1.0 - (1.0 - p) ** (np.asarray(k, dtype=float) ** beta)
+
+
+def tree_branching(p: Sequence[float], settings: Settings, beta: float) -> list[int]:
+    """Drafted siblings k_i under the accepted node per depth (greedy, see "Tree model").
+
+    A chain (topk 1) is k_i = 1 for i = 1..S.  Depth is at most min(S, N - 1).
+    """
+    depth_max = min(settings.steps, settings.draft_tokens - 1)
+    if settings.topk == 1 or depth_max <= 0:
+        return [1] * max(depth_max, 0)
+    p = [float(x) for x in p]
+    k = [1]
+    for _ in range(settings.draft_tokens - 2):
+        q = [float(_q(p[i], k[i], beta)) for i in range(len(k))]
+        pref = np.cumprod(q)
+        suffix = np.cumsum(pref[::-1])[::-1]
+        best_gain, best = -1.0, None
+        for i in range(len(k)):
+            if k[i] < settings.topk and q[i] > 0:
+                gain = (float(_q(p[i], k[i] + 1, beta)) / q[i] - 1.0) * suffix[i]
+                if gain > best_gain:
+                    best_gain, best = gain, i
+        if len(k) < depth_max:
+            gain = float(pref[-1]) * p[len(k)]
+            if gain > best_gain:
+                best_gain, best = gain, len(k)
+        if best is None:
+            break
+        if best == len(k):
+            k.append(1)
+        else:
+            k[best] += 1
+    return k
+
+
+def expected_accept_length(p: Sequence[float], branching: Sequence[int], beta: float) -> float:
+    """τ = 1 + Σ_j Π_{i≤j} q_i with q_i = 1 - (1 - p_i)^(k_i^β)."""
+    if not branching:
+        return 1.0
+    q = _q(np.asarray(p[: len(branching)], dtype=float), branching, beta)
+    return 1.0 + float(np.sum(np.cumprod(q)))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _logit(p):
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+@dataclass
+class AcceptanceFit:
+    """Fitted acceptance: p_i = α·d^(i-1), tree exponent β, and their Laplace covariance.
+
+    ``x``/``cov`` are in the unconstrained space (logit α, logit(d / D_MAX), log β).
+    """
+
+    x: np.ndarray
+    cov: np.ndarray
+    beta_fitted: bool
+    n_positions: int
+    n_tau: int
+
+    @property
+    def alpha(self) -> float:
+        return float(_sigmoid(self.x[0]))
+
+    @property
+    def d(self) -> float:
+        return float(D_MAX * _sigmoid(self.x[1]))
+
+    @property
+    def beta(self) -> float:
+        return float(np.exp(self.x[2]))
+
+    def sd(self) -> dict[str, float]:
+        """Approximate standard deviations of α, d, β (delta method)."""
+        a, d, b = self.alpha, self.d, self.beta
+        sd = np.sqrt(np.clip(np.diag(self.cov), 0, None))
+        return {"alpha": a * (1 - a) * sd[0], "d": d * (1 - d / D_MAX) * sd[1], "beta": b * sd[2]}
+
+    def probs(self, depth: int) -> np.ndarray:
+        return position_probs(self.alpha, self.d, depth)
+
+    def draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        z = rng.multivariate_normal(self.x, self.cov, size=n, method="eigh")
+        return _sigmoid(z[:, 0]), D_MAX * _sigmoid(z[:, 1]), np.exp(z[:, 2])
+
+
+def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
+    """MAP fit of (α, d, β) to histograms (per-position binomials) or accept lengths.
+
+    Branching per tree run is computed at the previous estimate and the fit repeated (up to three
+    times) until it settles, so
+    the greedy (integer) allocation never sits inside the optimiser.
+    """
+    from scipy.optimize import least_squares
+
+    spec = [m for m in _spec(measurements) if m.tau() is not None]
+    has_tree = any(m.settings.topk > 1 for m in spec)
+    prior_mu = np.array([0.0, _logit(PRIOR_D / D_MAX), math.log(PRIOR_BETA)])
+    prior_sd = np.array([2.0, 1.5, 0.5])
+    x = prior_mu.copy()
+    if spec:  # start from the mean accept rate of the first run
+        m0 = spec[0]
+        x[0] = _logit(min(0.95, max(0.02, (m0.tau() - 1) / max(1, m0.settings.steps) * 1.3)))
+    n_pos = n_tau = 0
+    res = None
+    for _ in range(3):
+        a0, d0, b0 = float(_sigmoid(x[0])), float(D_MAX * _sigmoid(x[1])), float(np.exp(x[2]))
+        blocks = []
+        n_pos = n_tau = 0
+        for m in spec:
+            s = m.settings
+            depth = min(s.steps, s.draft_tokens - 1)
+            br = tree_branching(position_probs(a0, d0, depth), s, b0)
+            hist = m.accept_histogram
+            if hist and sum(hist) > 0:
+                counts = [(si, ni) for si, ni in position_counts(hist, len(br)) if ni > 0]
+                if counts:
+                    sa = np.array([c[0] for c in counts], float)
+                    na = np.array([c[1] for c in counts], float)
+                    pbar = (sa + 0.5) / (na + 1.0)
+                    se = np.sqrt(pbar * (1 - pbar) / na + SIGMA_FLOOR ** 2)
+                    blocks.append(("pos", br[: len(counts)], sa / na, se))
+                    n_pos += len(counts)
+                    continue
+            blocks.append(("tau", br, m.tau(), m.accept_length_se or TAU_SE))
+            n_tau += 1
+
+        def resid(z, blocks=blocks):
+            a, d, b = _sigmoid(z[0]), D_MAX * _sigmoid(z[1]), np.exp(z[2])
+            out = []
+            for kind, br, obs, se in blocks:
+                q = _q(position_probs(a, d, len(br)), br, b)
+                if kind == "pos":
+                    out.append((obs - q) / se)
+                else:
+                    out.append(np.atleast_1d((obs - (1.0 + np.sum(np.cumprod(q)))) / se))
+            out.append((z - prior_mu) / prior_sd)
+            return np.concatenate(out)
+
+        res = least_squares(resid, x, method="trf", x_scale=1.0)
+        if np.allclose(res.x, x, atol=1e-4):
+            x = res.x
+            break
+        x = res.x
+    jac = res.jac if res is not None else np.diag(1 / prior_sd)
+    cov = np.linalg.pinv(jac.T @ jac)
+    return AcceptanceFit(np.asarray(x, float), cov, has_tree, n_pos, n_tau)

@@ -1,0 +1,455 @@
+"""Prediction, ranking, break-even and the verdict.
+
+Prediction and ranking
+----------------------
+    predicted tok/s = 1000 · B · τ(setting) / T(setting)
+
+which is SGLang's own score in ``scripts/playground/bench_speculative.py`` (``speed =
+acc_length / step_time`` per request, step_time from ``step_time_dict``) times B; τ from the
+acceptance model (:mod:`.acceptance`), T (ms per round) from the cost model (:mod:`.cost`).
+The 95 % interval comes from 400 joint draws of the acceptance parameters (Laplace) and of
+the cost parameters (the truncated posterior: every drawn cost ≥ 0), widened by the model's
+misfit at the measured settings.  Candidates: steps 1..8, topk {1, 2, 4, 8}, draft tokens
+2..16, kept only when SGLang would run them as asked (:func:`_effective`:
+``normalize_speculative`` from ``specdash.sglang.speculative`` plus the tree-capacity limit) and
+not dominated (:func:`~specdash.advisor.measurement.candidate_grid`).
+
+Break-even: holding d, β and the costs, the first-position acceptance α* at which the best
+candidate equals the baseline tok/s, with the accept length that setting then needs
+(τ* = baseline · T / (1000 · B)), and how much cheaper the round would have to be at the
+current acceptance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from specdash.advisor.acceptance import (
+    P_MAX,
+    PRIOR_BETA,
+    AcceptanceFit,
+    PositionEstimate,
+    _q,
+    expected_accept_length,
+    fit_acceptance,
+    pooled_position_acceptance,
+    position_probs,
+    tree_branching,
+)
+from specdash.advisor.cost import COST_NAMES, REL_NOISE, CostFit, cost_features, fit_cost
+from specdash.advisor.measurement import Measurement, Settings, _spec, candidate_grid
+
+N_DRAWS = 400
+
+_COST_WORDS = {"v0": "verify cost per draft token", "v1": "growth of the verify cost with batch",
+               "d0": "draft cost per step", "d1": "growth of the draft cost with batch · topk"}
+
+# --- advice ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Prediction:
+    settings: Settings
+    tok_s: float
+    lo: float
+    hi: float
+    accept_length: float
+    round_ms: float
+    branching: list[int]
+
+
+@dataclass
+class Suggestion:
+    """A ranked change: predicted tok/s (with interval), speedups and the reason, with numbers."""
+
+    settings: Settings
+    predicted_tok_s: float
+    ci: tuple[float, float]
+    speedup_vs_current: float | None
+    speedup_vs_baseline: float | None
+    why: str
+    predicted_accept_length: float = 0.0
+    predicted_round_ms: float = 0.0
+    measured_tok_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.settings.to_json(), "predicted_tok_s": self.predicted_tok_s,
+                "ci": list(self.ci), "speedup_vs_current": self.speedup_vs_current,
+                "speedup_vs_baseline": self.speedup_vs_baseline, "why": self.why,
+                "predicted_accept_length": self.predicted_accept_length,
+                "predicted_round_ms": self.predicted_round_ms, "measured_tok_s": self.measured_tok_s}
+
+
+@dataclass
+class BreakEven:
+    """Acceptance (and round cost) at which speculation would equal the baseline."""
+
+    alpha: float | None  # first-position acceptance α*, d and β held; None = unreachable
+    settings: Settings | None
+    accept_length: float | None
+    accept_rate: float | None
+    round_cheaper_pct: float | None  # at the current acceptance, for the best setting
+    current_alpha: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "settings": self.settings.to_json() if self.settings else None,
+                "accept_length": self.accept_length, "accept_rate": self.accept_rate,
+                "round_cheaper_pct": self.round_cheaper_pct, "current_alpha": self.current_alpha}
+
+
+@dataclass
+class Advice:
+    """The advisor's output (see :func:`advise`)."""
+
+    current: Settings | None
+    current_tok_s: float | None
+    baseline_tok_s: float | None
+    batch: int
+    suggestions: list[Suggestion]
+    best: Prediction | None
+    break_even: BreakEven | None
+    verdict: str
+    pays: bool | None
+    acceptance: AcceptanceFit
+    cost: CostFit
+    positions: list[PositionEstimate]
+    notes: list[str]
+    predictions: list[Prediction] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        acc_sd = self.acceptance.sd()
+        return {
+            "verdict": self.verdict,
+            "pays": self.pays,
+            "current": self.current.to_json() if self.current else None,
+            "current_tok_s": self.current_tok_s,
+            "baseline_tok_s": self.baseline_tok_s,
+            "concurrency": self.batch,
+            "suggestions": [s.to_json() for s in self.suggestions],
+            "break_even": self.break_even.to_json() if self.break_even else None,
+            "acceptance": {"alpha": self.acceptance.alpha, "d": self.acceptance.d, "beta": self.acceptance.beta,
+                           "sd": acc_sd, "beta_fitted": self.acceptance.beta_fitted,
+                           "positions": [p.to_json() for p in self.positions]},
+            "cost": self.cost.to_json(self.batch),
+            "notes": self.notes,
+        }
+
+    def render(self) -> str:
+        """Plain text for the terminal."""
+        out = [self.verdict, ""]
+        a = self.acceptance
+        out.append(f"acceptance: p_i = {a.alpha:.3f} · {a.d:.3f}^(i-1); tree exponent β = {a.beta:.2f}"
+                   f"{'' if a.beta_fitted else ' (prior)'}")
+        if self.positions:
+            out.append("  position  p(accept | reached)  95% CI          P(accepted)")
+            for p in self.positions:
+                out.append(f"  {p.position:>8}  {p.p:>19.3f}  [{p.lo:.3f}, {p.hi:.3f}]  {p.unconditional:>11.3f}")
+        v, dstep = self.cost.per_token_ms(self.batch)
+        out.append(f"round cost at concurrency {self.batch}: base {self.cost.w[0] + self.cost.w[1] * self.batch:.2f} ms"
+                   f" + {v:.3f} ms per draft token (verify) + {dstep:.3f} ms per draft step")
+        if self.cost.n_timer and self.current is not None:
+            ph = self.cost.phase_ms(self.current, self.batch)
+            out.append(f"  {self.current.label()}: host {ph['host']:.3f} ms + verify GPU {ph['verify']:.3f} ms + "
+                       f"draft GPU {ph['draft']:.3f} ms per round (fitted with SGLang's device timer)")
+        out.append("")
+        if self.suggestions:
+            out.append("suggestions (predicted output tok/s, 95% interval):")
+            for i, s in enumerate(self.suggestions, 1):
+                vs_b = f", ×{s.speedup_vs_baseline:.2f} vs baseline" if s.speedup_vs_baseline else ""
+                vs_c = f"×{s.speedup_vs_current:.2f} vs current" if s.speedup_vs_current else ""
+                out.append(f" {i}. {s.settings.label()}: {s.predicted_tok_s:.1f} tok/s "
+                           f"[{s.ci[0]:.1f}, {s.ci[1]:.1f}] {vs_c}{vs_b}")
+                out.append(f"    why: {s.why}")
+        if self.break_even and self.break_even.alpha is not None:
+            be = self.break_even
+            out.append("")
+            out.append(f"break-even: first-position acceptance α ≥ {be.alpha:.3f} (now {be.current_alpha:.3f}), "
+                       f"accept length ≥ {be.accept_length:.2f} at {be.settings.label() if be.settings else '?'}")
+        for n in self.notes:
+            out.append(f"note: {n}")
+        return "\n".join(out)
+
+
+def _baseline_tok_s(baseline: float | Measurement | None) -> tuple[float | None, int | None]:
+    if baseline is None:
+        return None, None
+    if isinstance(baseline, Measurement):
+        return baseline.tok_s(), baseline.concurrency
+    return float(baseline), None
+
+
+class _Model:
+    """Fitted acceptance + cost with vectorised prediction over candidates."""
+
+    def __init__(self, measurements: Sequence[Measurement], batch: int, seed: int = 0):
+        self.acc = fit_acceptance(measurements)
+        self.cost = fit_cost(measurements)
+        self.batch = batch
+        rng = np.random.default_rng(seed)
+        self.a_draws = self.acc.draws(N_DRAWS, rng)
+        self.w_draws = self.cost.draws(N_DRAWS, rng)  # truncated posterior: every cost ≥ 0
+        # Model misfit: rms log-error of the point predictions at the measured settings (this
+        # batch), beyond the measurement noise.  It widens every interval (see predict()).
+        self.misfit = 0.0
+        logs: dict[Settings, list[float]] = {}
+        for m in _spec(measurements):
+            tok = m.tok_s()
+            if m.concurrency == batch and tok and m.tau() is not None:
+                logs.setdefault(m.settings, []).append(math.log(tok / self._point(m.settings)[0]))
+        if len(logs) >= 2:
+            ms2 = float(np.mean([np.mean(v) ** 2 for v in logs.values()]))
+            self.misfit = math.sqrt(max(0.0, ms2 - REL_NOISE ** 2))
+
+    def _point(self, s: Settings, batch: float | None = None) -> tuple[float, float, float, list[int]]:
+        b = self.batch if batch is None else batch
+        br = self.branching(s)
+        tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+        t = self.cost.round_ms(s, b)
+        return 1000.0 * b * tau / t, tau, t, br
+
+    def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
+        a = self.acc.alpha if alpha is None else alpha
+        depth = min(s.steps, s.draft_tokens - 1)
+        return tree_branching(position_probs(a, self.acc.d, depth), s, self.acc.beta)
+
+    def predict(self, s: Settings, batch: float | None = None) -> Prediction:
+        """Point prediction and 95 % interval at ``batch`` requests per round (default: the
+        advice's concurrency): parameter draws, widened by the misfit in log space (half-widths
+        added in quadrature with 1.96 · misfit)."""
+        bsz = self.batch if batch is None else batch
+        tok, tau, t, br = self._point(s, bsz)
+        a, d, b = self.a_draws
+        depth = len(br)
+        if depth:
+            p = np.minimum(a[:, None] * d[:, None] ** np.arange(depth)[None, :], P_MAX)
+            q = 1.0 - (1.0 - p) ** (np.asarray(br, float)[None, :] ** b[:, None])
+            taus = 1.0 + np.cumprod(q, axis=1).sum(axis=1)
+        else:
+            taus = np.ones(N_DRAWS)
+        # A verify round is at least one target forward: no draw may be cheaper than 80 % of the
+        # fitted plain step (b0 + b1·B), else far-off settings get absurd upper bounds.
+        step = float(self.cost.w[0] + self.cost.w[1] * bsz)
+        ts = np.maximum(self.w_draws @ cost_features(s, bsz), max(0.05 * self.cost.scale_ms, 0.8 * step))
+        toks = 1000.0 * bsz * taus / ts
+        lo, hi = (float(x) for x in np.percentile(toks, [2.5, 97.5]))
+        lo, hi = min(lo, tok), max(hi, tok)
+        if self.misfit > 0:
+            extra = (1.96 * self.misfit) ** 2
+            lo = tok * math.exp(-math.sqrt(math.log(tok / lo) ** 2 + extra))
+            hi = tok * math.exp(math.sqrt(math.log(hi / tok) ** 2 + extra))
+        return Prediction(s, tok, lo, hi, tau, t, br)
+
+
+def _reach(model: _Model, pred: Prediction) -> np.ndarray:
+    """Unconditional probability that depth i of this setting's tree/chain is accepted."""
+    br = pred.branching
+    if not br:
+        return np.zeros(0)
+    return np.cumprod(_q(model.acc.probs(len(br)), br, model.acc.beta))
+
+
+def _why(model: _Model, cand: Prediction, cur: Prediction | None, cur_meas: Measurement | None,
+         measured: float | None) -> str:
+    """A reason with numbers: acceptance by position, cost per token/step, τ and round time."""
+    acc = model.acc
+    v, dstep = model.cost.per_token_ms(model.batch)
+    s = cand.settings
+    parts = []
+    if cur is not None:
+        c = cur.settings
+        tau_c = cur_meas.tau() if cur_meas is not None else None
+        if tau_c is not None and c.draft_tokens > 1:
+            head = f"accept rate {(tau_c - 1.0) / (c.draft_tokens - 1):.2f} with {c.draft_tokens} draft tokens"
+        else:
+            head = f"from {c.label()}"
+        reach_c, reach_s = _reach(model, cur), _reach(model, cand)
+        if s.steps < c.steps or (s.draft_tokens < c.draft_tokens and s.topk == c.topk):
+            cut = next((i for i, u in enumerate(reach_c, 1) if u < 0.05), None)
+            if cut is not None:
+                parts.append(f"{head}: positions beyond {cut - 1} are accepted < 5 % of the time "
+                             f"(P{cut} = {reach_c[cut - 1]:.3f}) but cost {dstep + v:.2f} ms each "
+                             f"({dstep:.2f} draft step + {v:.2f} verify)")
+            elif reach_c.size:
+                parts.append(f"{head}: the last position is accepted {reach_c[-1] * 100:.0f} % of the time, "
+                             f"not worth its {dstep + v:.2f} ms ({dstep:.2f} draft step + {v:.2f} verify)")
+        elif s.steps > c.steps and reach_s.size:
+            parts.append(f"{head}: position {len(reach_s)} would still be accepted "
+                         f"{reach_s[-1] * 100:.0f} % of the time for {dstep:.2f} ms per draft step + {v:.2f} ms per verified token, against a "
+                         f"{cur.round_ms:.1f} ms round")
+        else:
+            parts.append(head)
+        if s.topk > 1 and cand.branching:
+            q1 = float(_q(acc.alpha, cand.branching[0], acc.beta))
+            parts.append(f"topk {s.topk} with {s.draft_tokens - 1} tree nodes raises depth-1 acceptance from "
+                         f"{acc.alpha:.2f} to {q1:.2f} (siblings per depth {cand.branching}; "
+                         f"β = {acc.beta:.2f}{'' if acc.beta_fitted else ', prior'}) at {v:.2f} ms per verified token")
+        elif c.topk > 1:
+            parts.append(f"a chain drops {c.draft_tokens - 1 - len(cur.branching)} off-path tree nodes "
+                         f"({v:.2f} ms each to verify)")
+        parts.append(f"accept length {cand.accept_length:.2f} vs {cur.accept_length:.2f}, "
+                     f"round {cand.round_ms:.1f} ms vs {cur.round_ms:.1f} ms")
+    else:
+        parts.append(f"accept length {cand.accept_length:.2f} per {cand.round_ms:.1f} ms round")
+    if measured is not None:
+        parts.append(f"measured {measured:.1f} tok/s")
+    return "; ".join(parts)
+
+
+def _break_even(model: _Model, preds: Sequence[Prediction], baseline: float, best: Prediction) -> BreakEven:
+    """α* where the best candidate's predicted tok/s equals the baseline (d, β, costs held)."""
+    acc = model.acc
+    alphas = np.linspace(0.005, P_MAX, 400)
+    best_curve = np.zeros_like(alphas)
+    best_idx = np.zeros(alphas.size, int)
+    for j, pr in enumerate(preds):
+        br = pr.branching
+        if not br:
+            continue
+        p = np.minimum(alphas[:, None] * acc.d ** np.arange(len(br))[None, :], P_MAX)
+        q = 1.0 - (1.0 - p) ** (np.asarray(br, float)[None, :] ** acc.beta)
+        tok = 1000.0 * model.batch * (1.0 + np.cumprod(q, axis=1).sum(axis=1)) / pr.round_ms
+        better = tok > best_curve
+        best_curve = np.where(better, tok, best_curve)
+        best_idx = np.where(better, j, best_idx)
+    t_needed = 1000.0 * model.batch * best.accept_length / baseline
+    cheaper = max(0.0, (1.0 - t_needed / best.round_ms) * 100.0)
+    over = np.nonzero(best_curve >= baseline)[0]
+    if over.size == 0:
+        return BreakEven(None, None, None, None, cheaper, acc.alpha)
+    i = int(over[0])
+    if i > 0:  # linear interpolation of the crossing
+        f0, f1 = best_curve[i - 1], best_curve[i]
+        a_star = float(alphas[i - 1] + (baseline - f0) / (f1 - f0) * (alphas[i] - alphas[i - 1]))
+    else:
+        a_star = float(alphas[0])
+    pr = preds[int(best_idx[i])]
+    s = pr.settings
+    tau_star = baseline * pr.round_ms / (1000.0 * model.batch)
+    rate = (tau_star - 1.0) / (s.draft_tokens - 1) if s.draft_tokens > 1 else None
+    return BreakEven(a_star, s, tau_star, rate, cheaper, acc.alpha)
+
+
+def advise(
+    measurements: Sequence[Measurement],
+    baseline: float | Measurement | None = None,
+    *,
+    current: Settings | None = None,
+    candidates: Sequence[Settings] | None = None,
+    top: int = 5,
+    seed: int = 0,
+) -> Advice:
+    """Fit the models to ``measurements`` and rank the candidate settings.
+
+    ``baseline``: no-speculation output tok/s at the same concurrency (a number or a
+    :class:`Measurement` with ``settings=None``).  ``current``: the setting to compare against
+    (default: the first speculative measurement).  ``candidates``: default
+    :func:`candidate_grid`.  Raises ValueError without any usable speculative measurement.
+    """
+    spec = [m for m in _spec(measurements) if m.tau() is not None and m.round_time_ms()[0] is not None]
+    if not spec:
+        raise ValueError("the advisor needs at least one speculative measurement with tok/s and accept length")
+    base_list = [m for m in measurements if m.settings is None]
+    if baseline is None and base_list:
+        baseline = base_list[0]
+    base_tok, base_b = _baseline_tok_s(baseline)
+    batch = max(1, int(spec[0].concurrency))
+    notes: list[str] = []
+    if any(m.concurrency != batch for m in spec):
+        notes.append(f"measurements at several concurrencies; predictions are for concurrency {batch}")
+    if base_b is not None and base_b != batch:
+        notes.append(f"baseline measured at concurrency {base_b}, speculation at {batch}: compare with care")
+    model = _Model(spec, batch, seed)
+    drafting = [m for m in spec if m.settings.steps >= 1]  # an adaptive steps-0 tier is not a setting
+    if not drafting:
+        raise ValueError("the advisor needs at least one measurement with drafting (steps ≥ 1)")
+    if current is not None and current.steps < 1:
+        current = None
+    cur_meas = next((m for m in spec if m.settings == current), None) if current else drafting[0]
+    current = current or drafting[0].settings
+    measured: dict[Settings, list[float]] = {}
+    for m in spec:
+        measured.setdefault(m.settings, []).append(float(m.tok_s()))
+    cands = list(candidates) if candidates is not None else candidate_grid()
+    if current not in cands and current.steps >= 1:
+        cands.append(current)
+    preds = [model.predict(s) for s in cands]
+    preds.sort(key=lambda p: -p.tok_s)
+    by_settings = {p.settings: p for p in preds}
+    cur_pred = by_settings[current]
+    cur_tok = float(np.exp(np.mean(np.log(measured[current])))) if current in measured else cur_pred.tok_s
+    best = preds[0]
+
+    chain_hists = [m for m in spec if m.settings.topk == 1 and m.accept_histogram]
+    positions: list[PositionEstimate] = []
+    if chain_hists:  # pooling is valid for chains: p_i does not depend on S
+        positions = pooled_position_acceptance([(m.accept_histogram, m.settings.steps) for m in chain_hists])
+    suggestions = []
+    seen_family: set[tuple[int, int]] = set()
+    for p in preds:  # best per (steps, topk) family first, so the list shows different directions
+        fam = (p.settings.steps, p.settings.topk)
+        if p.settings == current or fam in seen_family:
+            continue
+        seen_family.add(fam)
+        meas = measured.get(p.settings)
+        m_tok = float(np.exp(np.mean(np.log(meas)))) if meas else None
+        suggestions.append(Suggestion(
+            p.settings, p.tok_s, (p.lo, p.hi), p.tok_s / cur_tok if cur_tok else None,
+            p.tok_s / base_tok if base_tok else None,
+            _why(model, p, cur_pred, cur_meas, m_tok), p.accept_length, p.round_ms, m_tok))
+        if len(suggestions) >= top:
+            break
+
+    if not model.acc.beta_fitted:
+        notes.append(f"no topk > 1 run measured: tree gain uses the prior β = {PRIOR_BETA} (wider intervals)")
+    if model.cost.n_settings < 2:
+        notes.append("one measured setting: the per-step and per-token costs come from priors "
+                     "(measure a second setting for a real fit)")
+    elif not model.cost.identifiable_split:
+        notes.append("chain runs only: the split between draft-step and verify cost comes from priors")
+    pulled = [n for n in model.cost.at_bound if n in _COST_WORDS]
+    if pulled:
+        unc = dict(zip(COST_NAMES, model.cost.unconstrained_w.tolist(), strict=True))
+        what = ", ".join(f"{_COST_WORDS[n]} ({n}: {unc[n]:+.3f} ms unconstrained)" for n in pulled)
+        notes.append(f"the measured round times pull the {what} below zero; no phase can take negative time, so "
+                     "the fit holds them at 0 ms: smaller than this measurement noise resolves (SGLang's device timer, "
+                     "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1, measures the phases directly)")
+    if model.misfit > 0.01:
+        notes.append(f"the model misses the measured settings by {model.misfit:.1%} rms beyond measurement noise; "
+                     "the intervals include it")
+    if model.acc.alpha < 0.05:
+        notes.append(f"first-position acceptance {model.acc.alpha:.3f}: drafts are almost never accepted — "
+                     "a wiring fault (wrong algorithm, dropped weights, missing aux hidden states) or an "
+                     "untrained draft; run `specdash draft selftest` to tell them apart")
+
+    be = None
+    pays: bool | None = None
+    label = best.settings.label()
+    if base_tok:
+        be = _break_even(model, preds, base_tok, best)
+        pays = best.tok_s > base_tok
+        if pays:
+            verdict = (f"speculation pays: best predicted {best.tok_s:.1f} tok/s [{best.lo:.1f}, {best.hi:.1f}] "
+                       f"with {label}, ×{best.tok_s / base_tok:.2f} the baseline {base_tok:.1f} tok/s")
+            if be.alpha is not None:
+                verdict += f"; it would stop paying below first-position acceptance {be.alpha:.2f}"
+        else:
+            verdict = (f"speculation does not pay with this draft: best predicted {best.tok_s:.1f} tok/s "
+                       f"({label}) vs baseline {base_tok:.1f}; to break even ")
+            if be.alpha is not None and be.settings is not None:
+                verdict += (f"the draft needs first-position acceptance α ≥ {be.alpha:.2f} (now {model.acc.alpha:.2f}), "
+                            f"i.e. accept length ≥ {be.accept_length:.2f} (accept rate ≥ {be.accept_rate:.2f}) at "
+                            f"{be.settings.label()}, or a verify round cheaper by {be.round_cheaper_pct:.0f} %")
+            else:
+                verdict += (f"no draft acceptance is enough with this per-position decay (d = {model.acc.d:.2f}): "
+                            f"the verify round must get cheaper by {be.round_cheaper_pct:.0f} %")
+            verdict += " — serve without speculation until then"
+    else:
+        verdict = (f"no baseline measured: best predicted {best.tok_s:.1f} tok/s with {label} "
+                   f"(×{best.tok_s / cur_tok:.2f} the current); run the baseline to know whether speculation pays")
+    return Advice(current, cur_tok, base_tok, batch, suggestions, best, be, verdict, pays, model.acc, model.cost,
+                  positions, notes, preds)
