@@ -14,7 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from specdash.bench.runner import PreflightBlocked, ProfileRun, RunFailed, RunOptions
+from specdash.bench.runner import ProfileRun, RunFailed, RunOptions
+from specdash.launch import PreflightBlocked
 
 DEFAULT_SUITE = "seeds-five"
 
@@ -258,9 +259,9 @@ def bench_main(args) -> int:
         if args.profile:
             prof_a = load_profile(args.profile)
         else:
-            from specdash.profile import parse_profile
+            from specdash.launch import attached_profile
 
-            prof_a = parse_profile({"name": "attached", "server": {"model_path": "(attached)"}})
+            prof_a = attached_profile()
         prof_b = load_profile(args.vs) if args.vs else None
         prof_r = load_profile(args.baseline) if args.baseline else None
     except ProfileError as exc:

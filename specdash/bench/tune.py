@@ -145,7 +145,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
 def tune_main(argv: list[str]) -> int:
     """Entry of ``specdash tune``; returns the exit code."""
     from specdash.bench.cli import Progress
-    from specdash.bench.runner import PreflightBlocked, RunFailed, RunOptions
+    from specdash.bench.runner import RunFailed, RunOptions
+    from specdash.launch import PreflightBlocked
     from specdash.profile import ProfileError, load_profile, load_suite
     from specdash.sglang.process import install_signal_handlers
 

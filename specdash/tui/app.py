@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from specdash.collect.live import empty_snapshot
+from specdash.launch import PreflightBlocked
 from specdash.tui import keys
 from specdash.tui.config import DEMO_SUITE, TABS, AppConfig
 from specdash.tui.flows import FlowsMixin
@@ -33,7 +34,6 @@ from specdash.tui.session import (
     CONCURRENCY_STEPS,
     LaunchInfo,
     LoadStatus,
-    PreflightErrors,
     ServerState,
     Session,
     find_baseline_run,
@@ -445,7 +445,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         try:
             try:
                 await self.session.launch(force=force)
-            except PreflightErrors as exc:
+            except PreflightBlocked as exc:
                 codes = ", ".join(exc.report.codes("error"))
                 self._drawn.clear()
                 self.action_show_tab("launch")

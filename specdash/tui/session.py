@@ -2,9 +2,10 @@
 
 One :class:`Session` owns at most one server that specdash started, the HTTP client, the
 :class:`~specdash.collect.live.LiveCollector`, the run directory and the load driver.  The
-launch path is the bench runner's (``build_launch`` → ``ServerProcess`` → ``wait_ready``) and
-the load driver is the runner's ``send_suite`` (one code path for ``--bench`` and the TUI);
-every finished request is appended to the run directory's ``requests.jsonl`` as it arrives.
+launch path is the bench's, :mod:`specdash.launch` (preflight gate → ``ServerLaunch`` →
+manifest → ``wait_ready`` → stop), and the load driver is the runner's ``send_suite`` (one
+code path for ``--bench`` and the TUI); every finished request is appended to the run
+directory's ``requests.jsonl`` as it arrives.
 
 The UI talks to it through a :class:`SessionListener` (plain method calls on the event
 loop's thread); the Textual app turns those into typed messages.  Nothing here draws.
@@ -15,16 +16,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.live import LiveCollector, PollIntervals
+from specdash.launch import ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite
 from specdash.tui.presets import PresetsMixin
+
+if TYPE_CHECKING:
+    from specdash.sglang.process import ServerProcess
 
 #: Concurrency choices offered by the load control.
 CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
@@ -188,7 +192,7 @@ class Session(PresetsMixin):
         sglang_version: str | None = None,
         baseline_tok_s: float | None = None,
     ) -> None:
-        from specdash.bench.runner import READY_TIMEOUT_S
+        from specdash.launch import READY_TIMEOUT_S
 
         self.profile = profile
         self.source_text: str | None = None
@@ -206,7 +210,7 @@ class Session(PresetsMixin):
         self.sglang_version = sglang_version
         self.state = ServerState.IDLE
         self.state_detail = ""
-        self.server: Any = None
+        self._launch: ServerLaunch | None = None
         self.client: Any = None
         self.collector: LiveCollector | None = None
         self.rundir: RunDir | None = None
@@ -279,6 +283,11 @@ class Session(PresetsMixin):
         self.listener.server_state(state, detail)
 
     @property
+    def server(self) -> ServerProcess | None:
+        """The server process this session started (None when none, or attached)."""
+        return self._launch.server if self._launch is not None else None
+
+    @property
     def server_running(self) -> bool:
         """True while a server that specdash started is alive (starting or ready)."""
         return self.server is not None and self.state in (ServerState.STARTING, ServerState.READY)
@@ -322,14 +331,19 @@ class Session(PresetsMixin):
 
     # -- launch / stop --------------------------------------------------------------------------
     async def launch(self, *, force: bool = False) -> LaunchInfo:
-        """Launch the current profile (stopping a server this session started before).
+        """Launch the current profile (stopping a server this session started before) on
+        :mod:`specdash.launch`'s path, the bench's: preflight gate, start, manifest, ready.
 
         Returns the :class:`LaunchInfo`; on failure its ``error`` is set and the state is
-        FAILED (the log tail says why).  Preflight errors block the launch unless ``force``.
+        FAILED (the log tail says why).
+
+        Raises:
+            PreflightBlocked: preflight errors without ``force`` (state back to IDLE).
+            ProfileError: no profile, or it cannot be checked or turned into a command line.
+            OSError: the server's command cannot be executed.
         """
+        from specdash.launch import PreflightBlocked, ServerLaunch, gate
         from specdash.sglang.client import SGLangClient
-        from specdash.sglang.command import build_launch
-        from specdash.sglang.process import ServerProcess, free_port
 
         async with self._lock:
             await self._stop_locked()
@@ -339,31 +353,29 @@ class Session(PresetsMixin):
             if self.preflight_error:
                 self._set_state(ServerState.FAILED, self.preflight_error)
                 raise ProfileError(self.preflight_error)
-            if report is not None and report.has_errors and not force:
+            try:
+                gate(report, force=force)
+            except PreflightBlocked:
                 self._set_state(ServerState.IDLE, "preflight found errors: fix them, or launch anyway")
-                raise PreflightErrors(report)
-            prof = self.profile.expanded()
-            port = prof.server.port or free_port()
-            spec = build_launch(prof, version=self.sglang_version, port=port)
-            self.rundir = RunDir.create(self.out_dir, prof.name)
-            info = _launch_info(spec)
+                raise
+            self.rundir = RunDir.create(self.out_dir, self.profile.name)
+            launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.sglang_version,
+                                          preflight=report, extra_manifest={"source": "tui"})
+            info = _launch_info(launch.spec)
             info.run_dir = self.rundir.path
-            info.started_at = time.monotonic()
             self.launch_info = info
             self._launch_no += 1
-            self.rundir.write_manifest(self._manifest(prof, spec))
             self.verification_report = None
             self._collapse = None
-            self.server = ServerProcess(spec.argv, env=spec.env, log_path=self.rundir.server_log_path,
-                                        run_dir=self.rundir.path, url=spec.base_url, name=prof.name)
-            self._set_state(ServerState.STARTING, f"starting {prof.name} on {spec.base_url}")
-            self.server.start()
-            self.client = SGLangClient(spec.base_url, api_key=spec.api_key)
+            self._launch = launch
+            info.started_at = launch.start().started_at
+            self._set_state(ServerState.STARTING, f"starting {launch.profile.name} on {launch.base_url}")
+            self.client = SGLangClient(launch.base_url, api_key=launch.api_key)
             self.collector = LiveCollector(self.client, server=self.server, intervals=self.intervals,
                                            gpu_source=self.gpu_source)
             await self.collector.start()
             try:
-                await self.server.wait_ready(self.client, self.ready_timeout_s)
+                info.time_to_ready_s = await launch.wait_ready(self.client, self.ready_timeout_s)
             except asyncio.CancelledError:
                 await self._stop_locked()
                 raise
@@ -372,8 +384,10 @@ class Session(PresetsMixin):
                 self._set_state(ServerState.FAILED, f"did not become ready: {info.error}")
                 await self._stop_locked(final_state=ServerState.FAILED, detail=f"did not become ready: {info.error}")
                 return info
-            info.time_to_ready_s = time.monotonic() - info.started_at
-            self._set_state(ServerState.READY, f"{prof.name} ready in {info.time_to_ready_s:.1f} s on {spec.base_url}")
+            with contextlib.suppress(Exception):  # the manifest's server fields; a failed read costs nothing
+                launch.record_server(await self.client.server_info())
+            self._set_state(ServerState.READY,
+                            f"{launch.profile.name} ready in {info.time_to_ready_s:.1f} s on {launch.base_url}")
             await self.verify()
             return info
 
@@ -389,7 +403,7 @@ class Session(PresetsMixin):
             info = await self.client.server_info()
         if self.profile is None and not info:
             return None
-        lines = self.server.ring.lines() if self.server is not None else []
+        lines = self.server.log_lines() if self.server is not None else []
         records = self.collector.records if self.collector is not None else []
         watch = self._collapse
         decided = watch is not None and watch.decision is not None
@@ -414,10 +428,11 @@ class Session(PresetsMixin):
         await self.stop_load()
         if self.collector is not None:
             await self.collector.stop()
-        server, self.server = self.server, None
+        launch, self._launch = self._launch, None
+        server = launch.server if launch is not None else None
         if server is not None:
             self._set_state(ServerState.STOPPING, "stopping the server (SIGTERM, then SIGKILL of the tree)")
-            await asyncio.to_thread(server.stop)
+            await launch.astop()
         client, self.client = self.client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -435,10 +450,10 @@ class Session(PresetsMixin):
 
     def stop_now(self) -> None:
         """Synchronous last-resort stop (signal handlers / atexit): kill the server tree."""
-        server = self.server
-        if server is not None:
+        launch = self._launch
+        if launch is not None:
             with contextlib.suppress(Exception):
-                server.stop()
+                launch.stop()
 
     # -- load -----------------------------------------------------------------------------------
     async def run_load(self, *, loop: bool, concurrency: int | None = None, max_tokens: int | None = None) -> LoadStatus:
@@ -495,7 +510,7 @@ class Session(PresetsMixin):
         max_tokens = st.max_tokens or suite.suite.max_tokens
         st.max_tokens = max_tokens
         if self.rundir is None:
-            self.rundir = RunDir.create(self.out_dir, (self.profile.name if self.profile else "attached"))
+            await self._open_attached_rundir()
         label = f"{suite.name} ×{st.concurrency}" + (" (loop)" if st.loop else "")
         if self.collector is not None:
             self.collector.new_run(label)
@@ -518,6 +533,19 @@ class Session(PresetsMixin):
             st.running = False
             self._remember_measurement()
             self.listener.load_state(st)
+
+    async def _open_attached_rundir(self) -> None:
+        """The run directory of an attached session's load, with the same manifest as the
+        bench writes for an attached run (``attached: true``, what ``/server_info`` says)."""
+        from specdash.launch import attached_profile, build_manifest, server_fields
+
+        prof = self.profile or attached_profile()
+        self.rundir = RunDir.create(self.out_dir, prof.name)
+        manifest = build_manifest(prof, url=self.url or "", sglang_version=self.sglang_version,
+                                  extra={"source": "tui"})
+        with contextlib.suppress(Exception):  # a server that does not say costs the fields only
+            manifest.update(server_fields(await self.client.server_info(), None))
+        self.rundir.write_manifest(manifest)
 
     def _on_record(self, rec: dict) -> None:
         if self.rundir is not None:
@@ -590,25 +618,6 @@ class Session(PresetsMixin):
         until a speculative run has tok/s and accept length).  CPU-heavy: run in a thread."""
         return advise_from(self.advice_inputs())
 
-    # -- manifest -------------------------------------------------------------------------------
-    def _manifest(self, prof: Profile, spec) -> dict:
-        from specdash.bench.runner import _redact_profile
-
-        return {
-            "profile": prof.name,
-            "profile_path": str(prof.path) if prof.path else None,
-            "profile_data": _redact_profile(prof),
-            "source": "tui",
-            "url": spec.base_url,
-            "attached": False,
-            "simulated": prof.server.launcher == "sim",
-            "argv": spec.redacted_argv(),
-            "env": spec.redacted_env(),
-            "asked": spec.spec.asked,
-            "expected_effective": spec.spec.effective(),
-            "adjustments": [a.__dict__ for a in spec.spec.adjustments],
-        }
-
 
 def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
     """Run :func:`specdash.advisor.advise` on :meth:`Session.advice_inputs` (None when no
@@ -619,14 +628,6 @@ def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
     if not any(m.settings is not None and m.tau() and m.tok_s() for m in ms):
         return None
     return advise(ms, baseline, current=current)
-
-
-class PreflightErrors(Exception):
-    """Launch refused: the preflight found errors (``report``); launch again with force."""
-
-    def __init__(self, report: Any) -> None:
-        super().__init__("preflight found errors")
-        self.report = report
 
 
 def _pending_acceptance(report: Any, seen: int, need: int) -> Any:
