@@ -64,13 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     command quietly with 141, as a shell pipeline would, instead of a traceback.
     """
     try:
-        return _main(argv)
+        return int(_main(argv))
     except BrokenPipeError:
         import os
 
+        from specdash.commands.errors import ExitCode
+
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
-        return 141
+        return int(ExitCode.BROKEN_PIPE)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -81,16 +83,18 @@ def _main(argv: list[str] | None) -> int:
     if args.demo and not args.profile and not args.url:
         args.profile = DEMO_PROFILE
     if args.bench:
-        from specdash.bench.cli import bench_main
+        from specdash.commands.bench import bench_main
 
         return bench_main(args)
     if not sys.stdout.isatty() and not _force_tui():
+        from specdash.commands.errors import ExitCode
+
         print(
             "specdash: standard output is not a terminal, so the dashboard cannot be drawn.\n"
             "Run headless instead, e.g.:  specdash --bench --demo   or   specdash --bench --profile P --json",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.USAGE
     from specdash.tui.app import run_tui
 
     return run_tui(args)
@@ -126,7 +130,7 @@ def _subcommand(name: str, rest: list[str]) -> int:
         args = p.parse_args(rest)
         return commands.draft_fix_main(args) if args.draft_cmd == "fix" else commands.draft_selftest_main(args)
     if name == "tune":
-        from specdash.bench.tune import tune_main
+        from specdash.commands.tune import tune_main
 
         return tune_main(rest)
     raise AssertionError(name)

@@ -309,3 +309,12 @@ class ProfileRun:
         }
 
 
+
+async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dict, list[dict]]:
+    """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records).
+
+    Raises: as :class:`ProfileRun`.
+    """
+    pr = ProfileRun(profile, suite, opts)
+    run = await pr.run()
+    return run, pr.stats.records
