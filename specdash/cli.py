@@ -1,4 +1,4 @@
-"""The one ``specdash`` entry point (CONTRACTS.md "Command line").
+"""The one ``specdash`` entry point: parses the top level and dispatches to a command.
 
 ``specdash``                      interactive dashboard (profile picker)
 ``specdash --demo``               dashboard on the built-in simulator
@@ -6,10 +6,11 @@
 ``specdash profile import|show|list``, ``specdash doctor``, ``specdash draft fix|selftest``,
 ``specdash tune``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``).
 
-Only :mod:`argparse` is imported here; every command imports what it needs when it runs,
-so ``--help`` and ``--version`` stay fast (no pydantic, Textual, scipy or torch).
-Exit codes: 0 success; 1 a run failed / an error finding / verification failed;
-2 usage or configuration error.
+Only :mod:`argparse` is imported here; every command (:mod:`specdash.commands`, the
+dashboard, the simulator) is imported when it runs, so ``--help`` and ``--version`` stay
+fast (no pydantic, Textual, scipy or torch).  Exit codes
+(:class:`~specdash.commands.errors.ExitCode`): 0 success; 1 a run failed / an error finding /
+verification failed; 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -112,23 +113,17 @@ def _subcommand(name: str, rest: list[str]) -> int:
 
         return int(sim_main(rest) or 0)
     if name == "profile":
-        from specdash.profile_cli import profile_main
+        from specdash.commands.profile import profile_main
 
         return profile_main(rest)
     if name == "doctor":
-        from specdash.eagle3 import commands
+        from specdash.commands.doctor import doctor_command
 
-        p = argparse.ArgumentParser(prog="specdash doctor", description="Preflight EAGLE3 checks of a profile.")
-        commands.add_doctor_arguments(p)
-        return commands.doctor_main(p.parse_args(rest))
+        return doctor_command(rest)
     if name == "draft":
-        from specdash.eagle3 import commands
+        from specdash.commands.draft import draft_command
 
-        p = argparse.ArgumentParser(prog="specdash draft", description="Inspect, fix and self-test draft heads.")
-        sub = p.add_subparsers(dest="draft_cmd", required=True)
-        commands.add_draft_arguments(sub)
-        args = p.parse_args(rest)
-        return commands.draft_fix_main(args) if args.draft_cmd == "fix" else commands.draft_selftest_main(args)
+        return draft_command(rest)
     if name == "tune":
         from specdash.commands.tune import tune_main
 

@@ -8,8 +8,8 @@ import tomllib
 import pytest
 
 from specdash.cli import main
+from specdash.commands.profile import profile_from_command
 from specdash.profile import load_profile, parse_profile
-from specdash.profile_cli import profile_from_command
 from specdash.sglang.command import (
     LOG_TOPK1_ADJUST,
     build_launch,

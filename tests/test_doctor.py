@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.eagle3.commands import add_doctor_arguments, doctor_main
+from specdash.commands.doctor import add_doctor_arguments, doctor_main
 from specdash.eagle3.rules import DoctorReport, Finding, capture_plan, run_doctor
 from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile, write_safetensors
 from specdash.sglang.versions import deprecated_flags, flags_version_for, has_feature, known_flags
