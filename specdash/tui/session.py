@@ -15,20 +15,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.live import LiveCollector, PollIntervals
 from specdash.launch import ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite
 from specdash.tui.presets import PresetsMixin
+from specdash.tui.verification import FailedVerification, pending_acceptance
 
 if TYPE_CHECKING:
+    from specdash.advisor import Advice, Measurement, Settings
+    from specdash.eagle3.rules import DoctorReport
+    from specdash.eagle3.verify import CollapseWatch
+    from specdash.sglang.client import SGLangClient
+    from specdash.sglang.command import LaunchSpec
     from specdash.sglang.process import ServerProcess
+    from specdash.tui.verification import Verification
+    #: (measurements, baseline tok/s, current settings): what :func:`advise_from` needs.
+    AdviceInputs: TypeAlias = "tuple[list[Measurement], float | None, Settings | None]"
 
 #: Concurrency choices offered by the load control.
 CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
@@ -69,7 +77,7 @@ class SessionListener(Protocol):
 
     def server_state(self, state: ServerState, detail: str) -> None: ...
 
-    def verification(self, report: Any) -> None: ...
+    def verification(self, report: Verification) -> None: ...
 
     def load_state(self, status: LoadStatus) -> None: ...
 
@@ -104,7 +112,7 @@ class LaunchInfo:
     error: str | None = None
 
 
-def spec_settings(info_or_effective: dict | None):
+def spec_settings(info_or_effective: dict | None) -> Settings | None:
     """Advisor :class:`~specdash.advisor.Settings` from ``/server_info`` or an ``effective`` dict."""
     from specdash.advisor import Settings
 
@@ -114,52 +122,6 @@ def spec_settings(info_or_effective: dict | None):
         return None
     return Settings(int(d["speculative_num_steps"]), int(d.get("speculative_eagle_topk") or 1),
                     int(d.get("speculative_num_draft_tokens") or 0))
-
-
-def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max_tokens: int | None = None,
-                      concurrency: int | None = None) -> dict | None:
-    """The newest finished run of profile ``name`` under ``out_dir`` (``*/summary.json``) with
-    output tok/s whose suite, max_tokens and concurrency match the ones given (a value not
-    given matches anything; one missing from the summary is read from the run's
-    ``manifest.json``).  Returns the summary's run dict, or None."""
-    want = {"suite": suite, "max_tokens": max_tokens, "concurrency": concurrency}
-    best: tuple[float, dict] | None = None
-    for p in Path(out_dir).glob("*/summary.json"):
-        try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        manifest: dict | None = None
-        for run in data.get("runs", []):
-            if run.get("profile") != name or not run.get("output_tok_s"):
-                continue
-            ok = True
-            for key, val in want.items():
-                if val is None:
-                    continue
-                got = run.get(key)
-                if got is None:
-                    if manifest is None:
-                        try:
-                            manifest = json.loads((p.parent / "manifest.json").read_text())
-                        except (OSError, ValueError):
-                            manifest = {}
-                    got = manifest.get(key)
-                if got is None or str(got) != str(val):
-                    ok = False
-                    break
-            if not ok:
-                continue
-            m = p.stat().st_mtime
-            if best is None or m > best[0]:
-                best = (m, run)
-    return best[1] if best else None
-
-
-def find_baseline_tok_s(out_dir: Path, name: str, **match: Any) -> float | None:
-    """Output tok/s of :func:`find_baseline_run` (same matching), or None."""
-    run = find_baseline_run(out_dir, name, **match)
-    return float(run["output_tok_s"]) if run else None
 
 
 class Session(PresetsMixin):
@@ -211,21 +173,21 @@ class Session(PresetsMixin):
         self.state = ServerState.IDLE
         self.state_detail = ""
         self._launch: ServerLaunch | None = None
-        self.client: Any = None
+        self.client: SGLangClient | None = None
         self.collector: LiveCollector | None = None
         self.rundir: RunDir | None = None
         self.launch_info: LaunchInfo | None = None
-        self.preflight_report: Any = None
+        self.preflight_report: DoctorReport | None = None
         self.preflight_error: str | None = None
-        self.verification_report: Any = None
+        self.verification_report: Verification | None = None
         self.load = LoadStatus(concurrency=(suite.suite.concurrency if suite else 4))
         self._load_task: asyncio.Task | None = None
         self._load_stop: asyncio.Event | None = None
-        self._collapse: Any = None
+        self._collapse: CollapseWatch | None = None
         self._verify_task: asyncio.Task | None = None
         self.baseline_tok_s = baseline_tok_s
         #: (settings or None, run summary, concurrency) per measured launch, for the advisor.
-        self.measurements: dict[int, tuple[Any, dict, int]] = {}
+        self.measurements: dict[int, tuple[Settings | None, dict, int]] = {}
         self._launch_no = 0
         self._lock = asyncio.Lock()
 
@@ -245,7 +207,7 @@ class Session(PresetsMixin):
             self.verification_report = None
             self.collector = None
 
-    def run_preflight(self) -> Any:
+    def run_preflight(self) -> DoctorReport | None:
         """Preflight findings (``run_doctor``) for the current profile; errors reading the
         profile become :attr:`preflight_error` instead of exceptions."""
         from specdash.eagle3.rules import run_doctor
@@ -391,7 +353,7 @@ class Session(PresetsMixin):
             await self.verify()
             return info
 
-    async def verify(self) -> Any:
+    async def verify(self) -> Verification | None:
         """Post-launch verification (``verify_server``) from ``/server_info``, the log and
         this run's records; the report goes to the listener."""
         from specdash.eagle3.verify import MIN_TOKENS_LIVE, verify_server
@@ -412,9 +374,9 @@ class Session(PresetsMixin):
             report = verify_server(self.profile or info, info or {}, lines, records if decided else [],
                                    min_tokens=need)
             if not decided:
-                report = _pending_acceptance(report, watch.tokens if watch is not None else 0, need)
+                report = pending_acceptance(report, watch.tokens if watch is not None else 0, need)
         except Exception as exc:  # verification must never take the dashboard down
-            report = _FailedReport(f"{type(exc).__name__}: {exc}")
+            report = FailedVerification(f"{type(exc).__name__}: {exc}")
         self.verification_report = report
         self.listener.verification(report)
         return report
@@ -584,7 +546,7 @@ class Session(PresetsMixin):
             self.baseline_tok_s = float(run["output_tok_s"])
 
     # -- advice ---------------------------------------------------------------------------------
-    def measurement_list(self) -> list:
+    def measurement_list(self) -> list[Measurement]:
         """Advisor :class:`~specdash.advisor.Measurement` s: one per measured launch, the live
         run included."""
         from specdash.advisor import Measurement
@@ -602,7 +564,7 @@ class Session(PresetsMixin):
                                    run.get("accept_histogram"), tpot.get("mean") if tpot else None))
         return out
 
-    def advice_inputs(self) -> tuple[list, float | None, Any]:
+    def advice_inputs(self) -> AdviceInputs:
         """(measurements, baseline tok/s, current settings) for :func:`advise_from` — taken on
         the event loop's thread so the advisor can then run in a worker thread."""
         ms = self.measurement_list()
@@ -613,13 +575,13 @@ class Session(PresetsMixin):
             current = None
         return ms, self.baseline_tok_s, current
 
-    def advise(self) -> Any:
+    def advise(self) -> Advice | None:
         """The advisor's :class:`~specdash.advisor.Advice` for the measurements so far (None
         until a speculative run has tok/s and accept length).  CPU-heavy: run in a thread."""
         return advise_from(self.advice_inputs())
 
 
-def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
+def advise_from(inputs: AdviceInputs) -> Advice | None:
     """Run :func:`specdash.advisor.advise` on :meth:`Session.advice_inputs` (None when no
     speculative measurement with tok/s and accept length exists yet)."""
     from specdash.advisor import advise
@@ -630,29 +592,7 @@ def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
     return advise(ms, baseline, current=current)
 
 
-def _pending_acceptance(report: Any, seen: int, need: int) -> Any:
-    """``report`` before the collapse watch has seen ``need`` tokens: acceptance is not judged
-    yet (no VERIFY_COLLAPSE finding, whatever a handful of tokens or warm-up log lines said);
-    status ``waiting`` unless another check already failed.  Speculation off: unchanged."""
-    if getattr(report, "acceptance", None) == "n/a":
-        return report
-    findings = [f for f in report.findings if getattr(f, "code", None) != "VERIFY_COLLAPSE"]
-    status = "failed" if any(getattr(f, "severity", None) == "error" for f in findings) else "waiting"
-    out = replace(report, status=status, findings=findings, acceptance="pending", accept_length=None, tokens=seen)
-    out.min_tokens = need  # what the banner says it waits for
-    return out
-
-
-@dataclass
-class _FailedReport:
-    """Stand-in verification result when verification itself raised."""
-
-    error: str
-    status: str = "skipped"
-    findings: list = field(default_factory=list)
-
-
-def _launch_info(spec) -> LaunchInfo:
+def _launch_info(spec: LaunchSpec) -> LaunchInfo:
     return LaunchInfo(
         argv=spec.redacted_argv(),
         env=spec.redacted_env(),
