@@ -78,7 +78,7 @@ def test_one_mapping_from_exceptions_to_exit_codes():
     for exc, code in cases:
         assert diagnose(exc).code == code, exc
     assert "--api-key" in diagnose(SGLangHTTPError(403, "/generate", "no")).lines[-1]
-    assert diagnose(PreflightBlocked(_Report(True))).json["launched"] is False
+    assert diagnose(PreflightBlocked(_Report(True))).stdout_json["launched"] is False
     assert diagnose(BrokenPipeError()) is None and diagnose(KeyError("bug")) is None
 
 

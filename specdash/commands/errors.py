@@ -10,8 +10,8 @@ that a script reading it learns why nothing ran.
 Codes (as the README states): 0 success; 1 a run failed, preflight refused a launch, an error
 finding, or post-launch verification failed; 2 usage or configuration error.
 
-This module imports nothing heavy: an exception class is looked up only in a module that
-is already imported (an exception of a module never imported cannot have been raised).
+This module imports nothing heavy at import time; :func:`diagnose` imports the exception
+classes it maps only once something was raised.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 
@@ -58,23 +58,12 @@ INTERRUPTED_RUN = "interrupted; servers stopped; partial results are in the run 
 class Diagnosis:
     """What an exception means for the process: ``code``; the ``lines`` for stderr (each
     gets the command prefix; ``report_text``, e.g. the doctor's findings, goes before them
-    as it is); under ``--json``, ``json`` for stdout (None: stdout stays empty)."""
+    as it is); under ``--json``, ``stdout_json`` for stdout (None: stdout stays empty)."""
 
     code: ExitCode
     lines: list[str]
     report_text: str | None = None
-    json: dict | None = field(default=None)
-
-
-def _cls(module: str, name: str) -> type | None:
-    """``module.name`` if that module is already imported, else None."""
-    mod = sys.modules.get(module)
-    return getattr(mod, name, None) if mod is not None else None
-
-
-def _is(exc: BaseException, module: str, name: str) -> bool:
-    cls = _cls(module, name)
-    return cls is not None and isinstance(exc, cls)
+    stdout_json: dict | None = None
 
 
 def diagnose(exc: BaseException, *, interrupted: str = "interrupted") -> Diagnosis | None:
@@ -90,23 +79,29 @@ def diagnose(exc: BaseException, *, interrupted: str = "interrupted") -> Diagnos
         return Diagnosis(ExitCode.FAILED, [
             f"post-launch verification FAILED for {exc}; these numbers are not a valid measure "
             "of speculation (see the findings). Pass --allow-unverified to accept them."])
-    if _is(exc, "specdash.launch", "PreflightBlocked"):
-        report = exc.report  # type: ignore[attr-defined]
+    # imported here, once something was raised: the mapping costs a command nothing until then
+    from specdash.bench.runner import RunFailed
+    from specdash.eagle3.convert import ConvertError
+    from specdash.eagle3.selftest import SelftestError
+    from specdash.launch import PreflightBlocked
+    from specdash.profile import ProfileError
+    from specdash.sglang.client import SGLangError
+    from specdash.sglang.process import ServerStartError
+
+    if isinstance(exc, PreflightBlocked):
+        report = exc.report
         return Diagnosis(
             ExitCode.FAILED,
             ["preflight found errors; the server was not launched. Fix them, or pass --force "
              "to launch anyway (post-launch verification will still judge the run)."],
             report_text=report.render(),
-            json={"error": "preflight", "launched": False, "preflight": report.to_json()},
+            stdout_json={"error": "preflight", "launched": False, "preflight": report.to_json()},
         )
-    for module, name in (("specdash.profile", "ProfileError"), ("specdash.eagle3.convert", "ConvertError"),
-                         ("specdash.eagle3.selftest", "SelftestError")):
-        if _is(exc, module, name):  # a profile, suite, draft or sample that cannot be used
-            return Diagnosis(ExitCode.USAGE, [str(exc)])
-    for module, name in (("specdash.bench.runner", "RunFailed"), ("specdash.sglang.process", "ServerStartError")):
-        if _is(exc, module, name):
-            return Diagnosis(ExitCode.FAILED, [str(exc)])
-    if _is(exc, "specdash.sglang.client", "SGLangError"):
+    if isinstance(exc, (ProfileError, ConvertError, SelftestError)):  # a profile, suite, draft or sample
+        return Diagnosis(ExitCode.USAGE, [str(exc)])                    # that cannot be read or used
+    if isinstance(exc, (RunFailed, ServerStartError)):
+        return Diagnosis(ExitCode.FAILED, [str(exc)])
+    if isinstance(exc, SGLangError):
         lines = [str(exc)]
         if getattr(exc, "status", None) in (401, 403):
             lines.append("the server wants an API key: pass --api-key KEY or set SGLANG_API_KEY "
@@ -126,8 +121,8 @@ def diagnose(exc: BaseException, *, interrupted: str = "interrupted") -> Diagnos
 def report(diagnosis: Diagnosis, prog: str, *, json_output: bool = False) -> ExitCode:
     """Print ``diagnosis`` (stdout flushed first, so a result already printed stays ahead of
     the message); returns its code."""
-    if json_output and diagnosis.json is not None:
-        print(json.dumps(diagnosis.json, indent=2))
+    if json_output and diagnosis.stdout_json is not None:
+        print(json.dumps(diagnosis.stdout_json, indent=2))
     sys.stdout.flush()
     if diagnosis.report_text:
         print(diagnosis.report_text, file=sys.stderr)
