@@ -11,7 +11,7 @@ preflight gate → start the server → manifest (secrets redacted) → wait unt
 
 :func:`build_manifest` is the one manifest builder: a launched run and an attached one
 (``launch=None``) write the same fields, argv / env / profile with secrets as ``***``.
-Nothing here prints; progress goes to a ``say`` callback.  The run directory is anything
+Nothing here prints (callers report progress their own way).  The run directory is anything
 with ``path``, ``server_log_path`` and ``write_manifest`` (a
 :class:`specdash.bench.rundir.RunDir`): this module sits below ``bench`` and does not import it.
 """

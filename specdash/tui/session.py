@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.live import LiveCollector, PollIntervals
-from specdash.launch import ServerLaunch
+from specdash.launch import READY_TIMEOUT_S, ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite
 from specdash.tui.presets import PresetsMixin
 from specdash.tui.verification import FailedVerification, pending_acceptance
@@ -154,8 +154,6 @@ class Session(PresetsMixin):
         sglang_version: str | None = None,
         baseline_tok_s: float | None = None,
     ) -> None:
-        from specdash.launch import READY_TIMEOUT_S
-
         self.profile = profile
         self.source_text: str | None = None
         if profile is not None and profile.path is not None:
@@ -208,15 +206,16 @@ class Session(PresetsMixin):
             self.collector = None
 
     def run_preflight(self) -> DoctorReport | None:
-        """Preflight findings (``run_doctor``) for the current profile; errors reading the
-        profile become :attr:`preflight_error` instead of exceptions."""
-        from specdash.eagle3.rules import run_doctor
+        """Preflight findings (the doctor's, :func:`specdash.launch.run_preflight`) for the
+        current profile; errors reading the profile become :attr:`preflight_error` instead of
+        exceptions."""
+        from specdash.launch import run_preflight
 
         self.preflight_report, self.preflight_error = None, None
         if self.profile is None:
             return None
         try:
-            self.preflight_report = run_doctor(self.profile, sglang_version=self.sglang_version)
+            self.preflight_report = run_preflight(self.profile, sglang_version=self.sglang_version)
         except Exception as exc:  # a broken profile is shown, never a crash
             self.preflight_error = f"{type(exc).__name__}: {exc}"
         return self.preflight_report
