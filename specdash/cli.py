@@ -1,4 +1,4 @@
-"""The one ``specdash`` entry point (CONTRACTS.md "Command line").
+"""The one ``specdash`` entry point: parses the top level and dispatches to a command.
 
 ``specdash``                      interactive dashboard (profile picker)
 ``specdash --demo``               dashboard on the built-in simulator
@@ -6,10 +6,11 @@
 ``specdash profile import|show|list``, ``specdash doctor``, ``specdash draft fix|selftest``,
 ``specdash tune``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``).
 
-Only :mod:`argparse` is imported here; every command imports what it needs when it runs,
-so ``--help`` and ``--version`` stay fast (no pydantic, Textual, scipy or torch).
-Exit codes: 0 success; 1 a run failed / an error finding / verification failed;
-2 usage or configuration error.
+Only :mod:`argparse` is imported here; every command (:mod:`specdash.commands`, the
+dashboard, the simulator) is imported when it runs, so ``--help`` and ``--version`` stay
+fast (no pydantic, Textual, scipy or torch).  Exit codes
+(:class:`~specdash.commands.errors.ExitCode`): 0 success; 1 a run failed / an error finding /
+verification failed; 2 usage or configuration error.
 """
 
 from __future__ import annotations
@@ -64,13 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     command quietly with 141, as a shell pipeline would, instead of a traceback.
     """
     try:
-        return _main(argv)
+        return int(_main(argv))
     except BrokenPipeError:
         import os
 
+        from specdash.commands.errors import ExitCode
+
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
-        return 141
+        return int(ExitCode.BROKEN_PIPE)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -81,16 +84,18 @@ def _main(argv: list[str] | None) -> int:
     if args.demo and not args.profile and not args.url:
         args.profile = DEMO_PROFILE
     if args.bench:
-        from specdash.bench.cli import bench_main
+        from specdash.commands.bench import bench_main
 
         return bench_main(args)
     if not sys.stdout.isatty() and not _force_tui():
+        from specdash.commands.errors import ExitCode
+
         print(
             "specdash: standard output is not a terminal, so the dashboard cannot be drawn.\n"
             "Run headless instead, e.g.:  specdash --bench --demo   or   specdash --bench --profile P --json",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.USAGE
     from specdash.tui.app import run_tui
 
     return run_tui(args)
@@ -108,25 +113,19 @@ def _subcommand(name: str, rest: list[str]) -> int:
 
         return int(sim_main(rest) or 0)
     if name == "profile":
-        from specdash.profile_cli import profile_main
+        from specdash.commands.profile import profile_main
 
         return profile_main(rest)
     if name == "doctor":
-        from specdash.eagle3 import commands
+        from specdash.commands.doctor import doctor_command
 
-        p = argparse.ArgumentParser(prog="specdash doctor", description="Preflight EAGLE3 checks of a profile.")
-        commands.add_doctor_arguments(p)
-        return commands.doctor_main(p.parse_args(rest))
+        return doctor_command(rest)
     if name == "draft":
-        from specdash.eagle3 import commands
+        from specdash.commands.draft import draft_command
 
-        p = argparse.ArgumentParser(prog="specdash draft", description="Inspect, fix and self-test draft heads.")
-        sub = p.add_subparsers(dest="draft_cmd", required=True)
-        commands.add_draft_arguments(sub)
-        args = p.parse_args(rest)
-        return commands.draft_fix_main(args) if args.draft_cmd == "fix" else commands.draft_selftest_main(args)
+        return draft_command(rest)
     if name == "tune":
-        from specdash.bench.tune import tune_main
+        from specdash.commands.tune import tune_main
 
         return tune_main(rest)
     raise AssertionError(name)

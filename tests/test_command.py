@@ -8,8 +8,8 @@ import tomllib
 import pytest
 
 from specdash.cli import main
+from specdash.commands.profile import profile_from_command
 from specdash.profile import build_launch, load_profile, parse_profile
-from specdash.profile_cli import profile_from_command
 from specdash.sglang.cmdline import parse_command_line
 from specdash.sglang.speculative import LOG_TOPK1_ADJUST, normalize_speculative
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.eagle3.commands import add_doctor_arguments, doctor_main
+from specdash.commands.doctor import add_doctor_arguments, doctor_main
 from specdash.eagle3.doctor import run_doctor
 from specdash.eagle3.findings import DoctorReport, Finding
 from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile, write_safetensors

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from specdash.commands.profile import show_json
 from specdash.eagle3.doctor import run_doctor
 from specdash.profile import build_launch, load_profile, load_suite, server_flags
-from specdash.profile_cli import show_json
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "benchmarks" / "h200"

@@ -269,6 +269,8 @@ async def test_offers_to_stop_servers_left_by_a_killed_specdash(tmp_path: Path) 
         app = create_app(config(tmp_path, profile="demo-baseline"))
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", what="leftover question")
+            # the screen is pushed before its question is composed: wait for the text, then check it
+            await wait_for(pilot, lambda: screen_text(app).strip() != "", what="leftover question text")
             assert str(server_pid) in screen_text(app)
             await pilot.press("y")
             await wait_for(pilot, lambda: not psutil.pid_exists(server_pid)

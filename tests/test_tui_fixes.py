@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+from specdash.bench.rundir import find_baseline_run
 from specdash.eagle3.findings import Finding
 from specdash.eagle3.verify import VerifyReport
 from specdash.tui.screens.help import help_table
-from specdash.tui.session import _pending_acceptance, find_baseline_run
+from specdash.tui.verification import pending_acceptance
 from specdash.tui.widgets.findings import banner_text
 
 COLLAPSE = Finding("VERIFY_COLLAPSE", "error", "accept length 1.00", "why", "fix", {})
@@ -16,7 +17,7 @@ ADJUSTED = Finding("VERIFY_ADJUSTED", "warning", "asked 16, the server runs 2", 
 
 
 def test_acceptance_waits_for_enough_tokens():
-    rep = _pending_acceptance(VerifyReport("failed", [COLLAPSE, ADJUSTED], "collapsed", 1.0, 40), 40, 256)
+    rep = pending_acceptance(VerifyReport("failed", [COLLAPSE, ADJUSTED], "collapsed", 1.0, 40), 40, 256)
     assert rep.status == "waiting" and rep.acceptance == "pending"
     assert [f.code for f in rep.findings] == ["VERIFY_ADJUSTED"]
     text = banner_text(rep, rep.findings).plain

@@ -11,7 +11,8 @@ Layout (CONTRACTS.md "Command line" and issue #2 §5)::
         summary.json          {"specdash_version", "runs": [RUN]}
 
 Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json``, which
-are replaced atomically (write to a temporary file, then rename).
+are replaced atomically (write to a temporary file, then rename).  :func:`find_baseline_run`
+looks a finished run up among the run directories of a parent (the dashboard's baseline line).
 """
 
 from __future__ import annotations
@@ -133,3 +134,43 @@ class RunDir:
         if self._requests_fh is not None:
             self._requests_fh.close()
             self._requests_fh = None
+
+
+def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max_tokens: int | None = None,
+                      concurrency: int | None = None) -> dict | None:
+    """The newest finished run of profile ``name`` under ``out_dir`` (``*/summary.json``) with
+    output tok/s whose suite, max_tokens and concurrency match the ones given (a value not
+    given matches anything; one missing from the summary is read from the run's
+    ``manifest.json``).  Returns the summary's run dict, or None."""
+    want = {"suite": suite, "max_tokens": max_tokens, "concurrency": concurrency}
+    best: tuple[float, dict] | None = None
+    for p in Path(out_dir).glob("*/summary.json"):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        manifest: dict | None = None
+        for run in data.get("runs", []):
+            if run.get("profile") != name or not run.get("output_tok_s"):
+                continue
+            ok = True
+            for key, val in want.items():
+                if val is None:
+                    continue
+                got = run.get(key)
+                if got is None:
+                    if manifest is None:
+                        try:
+                            manifest = json.loads((p.parent / "manifest.json").read_text())
+                        except (OSError, ValueError):
+                            manifest = {}
+                    got = manifest.get(key)
+                if got is None or str(got) != str(val):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            m = p.stat().st_mtime
+            if best is None or m > best[0]:
+                best = (m, run)
+    return best[1] if best else None

@@ -2,20 +2,20 @@
 
 The same code path serves the built-in simulator and a real SGLang server (the profile's
 ``launcher`` only changes the argv), the headless ``--bench`` mode, A/B runs, ``tune`` and
-the TUI's load driver.  Results are written to a :class:`~specdash.bench.rundir.RunDir`
-as they arrive; the RUN dict returned is CONTRACTS.md's ``summary.json`` entry.
+the TUI's load driver.  Preflight, start, manifest and stop are :mod:`specdash.launch`'s
+(the dashboard's launches take the same path).  Results are written to a
+:class:`~specdash.bench.rundir.RunDir` as they arrive; the RUN dict returned is the
+``summary.json`` entry.
 
-Run-scoped truth (DESIGN.md): acceptance and throughput come from this run's requests
-(``meta_info``) and from ``/metrics`` counter deltas taken after warm-up and after the
-last request — never from lifetime averages such as ``avg_spec_accept_length``.
+Run-scoped truth: acceptance and throughput come from this run's requests (``meta_info``)
+and from ``/metrics`` counter deltas taken after warm-up and after the last request —
+never from lifetime averages such as ``avg_spec_accept_length``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,23 +23,21 @@ from pathlib import Path
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.stream import RunStats
-from specdash.profile import Profile, Suite, build_launch, redacted_profile_data
+from specdash.launch import (
+    READY_TIMEOUT_S,
+    ServerLaunch,
+    build_manifest,
+    effective_from_server_info,
+    preflight,
+    server_fields,
+)
+from specdash.profile import Profile, Suite
 
-#: Seconds to wait for a launched server's ``/health`` (real servers: 1–5 min; CUDA graphs, JIT).
-READY_TIMEOUT_S = float(os.environ.get("SPECDASH_READY_TIMEOUT", "900"))
 WARMUP_MAX_TOKENS = 32
 
 
 class RunFailed(Exception):
-    """The run could not complete (server did not start, all requests failed, …)."""
-
-
-class PreflightBlocked(Exception):
-    """Preflight found errors and ``force`` was not given; ``report`` holds the findings."""
-
-    def __init__(self, report) -> None:
-        super().__init__("preflight found errors")
-        self.report = report
+    """The run could not complete (an attached server does not answer, no request succeeded)."""
 
 
 @dataclass
@@ -79,18 +77,6 @@ def sampling_params(suite: Suite, max_tokens: int) -> dict:
     """SGLang ``sampling_params`` for a suite (strict keys only: SGLang 0.5.23 rejects unknown ones)."""
     return {"max_new_tokens": int(max_tokens), "temperature": float(suite.suite.temperature),
             "ignore_eos": bool(suite.suite.ignore_eos)}
-
-
-def effective_from_server_info(info: dict | None) -> dict:
-    """The four speculative values read back from ``/server_info`` (None when unknown)."""
-    info = info or {}
-    algo = info.get("speculative_algorithm")
-    return {
-        "speculative_algorithm": algo if algo not in ("", "NONE", None) else None,
-        "speculative_num_steps": info.get("speculative_num_steps") if algo else None,
-        "speculative_eagle_topk": info.get("speculative_eagle_topk") if algo else None,
-        "speculative_num_draft_tokens": info.get("speculative_num_draft_tokens") if algo else None,
-    }
 
 
 async def send_suite(
@@ -146,7 +132,8 @@ class ProfileRun:
 
     Raises (from :meth:`run`):
         PreflightBlocked: preflight errors without ``force``.
-        RunFailed: the server did not come up, or no request succeeded.
+        RunFailed: an attached server does not answer, or no request succeeded.
+        ServerStartError: a launched server exited or never became ready.
         ProfileError / CheckpointError: unusable profile.
     """
 
@@ -154,10 +141,15 @@ class ProfileRun:
         self.profile = profile.expanded()
         self.suite = suite
         self.opt = options
-        self.server = None
+        self.launch: ServerLaunch | None = None
         self.rundir: RunDir | None = None
         self.stats = RunStats()
         self.preflight_report = None
+
+    @property
+    def server(self):
+        """The :class:`~specdash.sglang.process.ServerProcess` this run started (None when attached)."""
+        return self.launch.server if self.launch is not None else None
 
     def _say(self, msg: str) -> None:
         if self.opt.progress:
@@ -166,13 +158,9 @@ class ProfileRun:
     # -- phases ---------------------------------------------------------------------------------
     def run_preflight(self):
         """Doctor findings for the profile; raises PreflightBlocked on errors unless forced."""
-        from specdash.eagle3.doctor import run_doctor
-
-        report = run_doctor(self.profile, sglang_version=self.opt.sglang_version)
-        self.preflight_report = report
-        if report.has_errors and not self.opt.force:
-            raise PreflightBlocked(report)
-        return report
+        self.preflight_report = preflight(self.profile, sglang_version=self.opt.sglang_version,
+                                          force=self.opt.force)
+        return self.preflight_report
 
     def _open_rundir(self) -> int:
         """Create (or reopen for --resume) the run directory; return the segment number."""
@@ -184,20 +172,6 @@ class ProfileRun:
         self.rundir = RunDir.create(self.opt.out_dir, self.profile.name, stamp=self.opt.stamp)
         return 0
 
-    def _launch(self):
-        from specdash.sglang.process import ServerProcess, free_port
-
-        port = self.profile.server.port
-        if port == 0:
-            port = free_port()
-        launch = build_launch(self.profile, version=self.opt.sglang_version, port=port)
-        self.launch = launch
-        self._say(f"[{self.profile.name}] launching: {launch.shell_line()}")
-        self.server = ServerProcess(launch.argv, env=launch.env, log_path=self.rundir.server_log_path,
-                                    run_dir=self.rundir.path, name=self.profile.name)
-        self.server.start()
-        return launch
-
     async def run(self) -> dict:
         """Execute the run; always stops a server it started (also on errors/cancellation)."""
         if self.opt.preflight and not self.opt.url:
@@ -208,8 +182,8 @@ class ProfileRun:
         try:
             return await self._run(segment)
         finally:
-            if self.server is not None:
-                self.server.stop()
+            if self.launch is not None:
+                self.launch.stop()
             self.rundir.close()
 
     async def _check_attach(self) -> None:
@@ -227,27 +201,30 @@ class ProfileRun:
             raise RunFailed(f"{self.opt.url}: no healthy SGLang server there (/health did not answer 200: "
                             "connection refused, still starting, or not SGLang)")
 
+    def _start(self) -> tuple[str, str | None, dict]:
+        """Launch (or, with ``url``, note the attached server); returns (url, api key, manifest)."""
+        if self.opt.url is not None:
+            manifest = build_manifest(self.profile, url=self.opt.url, suite=self.suite,
+                                      sglang_version=self.opt.sglang_version, extra=self.opt.extra_manifest)
+            self.rundir.write_manifest(manifest)
+            return self.opt.url, self.opt.api_key, manifest
+        self.launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.opt.sglang_version,
+                                           suite=self.suite, preflight=self.preflight_report,
+                                           extra_manifest=self.opt.extra_manifest)
+        self._say(f"[{self.profile.name}] launching: {self.launch.spec.shell_line()}")
+        self.launch.start()
+        return self.launch.base_url, self.launch.api_key, self.launch.manifest
+
     async def _run(self, segment: int) -> dict:
         from specdash.sglang.client import SGLangClient
 
-        launch = None
-        url = self.opt.url
-        api_key = self.opt.api_key
-        t_ready = None
-        if url is None:
-            launch = self._launch()
-            url, api_key = launch.base_url, launch.api_key
-        manifest = self._manifest(launch, url)
-        self.rundir.write_manifest(manifest)
+        url, api_key, manifest = self._start()
         async with SGLangClient(url, api_key=api_key) as client:
-            if self.server is not None:
-                t0 = time.monotonic()
-                await self.server.wait_ready(client, READY_TIMEOUT_S)
-                t_ready = time.monotonic() - t0
+            if self.launch is not None:
+                t_ready = await self.launch.wait_ready(client, READY_TIMEOUT_S)
                 self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
             info = await client.server_info()
-            manifest.update(self._server_manifest(info, t_ready))
-            self.rundir.write_manifest(manifest)
+            manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
             manifest.update({"max_tokens": max_tokens, "concurrency": concurrency,
@@ -303,42 +280,6 @@ class ProfileRun:
         return [it for it in items if it not in done]
 
     # -- outputs --------------------------------------------------------------------------------
-    def _manifest(self, launch, url: str) -> dict:
-        from specdash.collect.gpu import gpu_snapshot
-
-        ver, src = self.profile.judged_version(cli=self.opt.sglang_version)
-        m = {
-            "profile": self.profile.name,
-            "profile_path": str(self.profile.path) if self.profile.path else None,
-            "profile_data": redacted_profile_data(self.profile),
-            "suite": self.suite.name,
-            "suite_path": str(self.suite.path) if self.suite.path else None,
-            "url": url,
-            "attached": launch is None,
-            "simulated": self.profile.server.launcher == "sim" and launch is not None,
-            "judged_sglang_version": ver,
-            "version_source": src,
-            "gpus": gpu_snapshot(),
-        } | self.opt.extra_manifest
-        if launch is not None:
-            m["argv"] = launch.redacted_argv()
-            m["env"] = launch.redacted_env()
-            m["asked"] = launch.spec.asked
-            m["expected_effective"] = launch.spec.effective()
-            m["adjustments"] = [a.__dict__ for a in launch.spec.adjustments]
-        if self.preflight_report is not None:
-            m["preflight"] = self.preflight_report.to_json()
-        return m
-
-    def _server_manifest(self, info: dict, t_ready: float | None) -> dict:
-        return {
-            "sglang_version": info.get("version"),
-            "server_simulated": bool(info.get("simulated")),
-            "effective": effective_from_server_info(info),
-            "time_to_ready_s": t_ready,
-            "launch_command": info.get("launch_command"),
-        }
-
     def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> dict:
         from specdash.eagle3.verify import verify_server
         from specdash.sglang.metrics import parse_metrics, server_accept_length
@@ -366,3 +307,14 @@ class ProfileRun:
             "verification": {"status": ver.status, "findings": [f.to_json() for f in ver.findings]},
             "run_dir": str(self.rundir.path),
         }
+
+
+
+async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dict, list[dict]]:
+    """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records).
+
+    Raises: as :class:`ProfileRun`.
+    """
+    pr = ProfileRun(profile, suite, opts)
+    run = await pr.run()
+    return run, pr.stats.records

@@ -1,4 +1,4 @@
-"""``specdash tune``: measure → fit → suggest → relaunch, within a budget of launches.
+"""The tune loop: measure → fit → suggest → relaunch, within a budget of launches.
 
 Loop (issue #5 §2): run the profile without speculation once (the baseline the advisor
 needs for break-even), then let :class:`specdash.advisor.TunePlanner` choose settings to
@@ -9,15 +9,13 @@ starting profile, with the baseline, and the winner saved as a new preset (tomlk
 source profile's comments kept, never overwriting).
 
 ``--budget`` counts exploration launches (the starting profile included); the baseline
-run and the final A/B are extra (CONTRACTS.md "Behaviour clarifications").
+run and the final A/B are extra.  The command (arguments, progress, output) is
+:mod:`specdash.commands.tune`; progress reaches it through the ``progress`` callback.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,16 +43,26 @@ def save_preset(source, winner, out_dir: Path, settings) -> Path:
                         base_text=base_text, on_exists="number")
 
 
-async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=None,
-               preset_dir: Path | None = None) -> dict:
+async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
+               opts=None, preset_dir: Path | None = None) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
+
+    Args:
+        budget: exploration launches (the starting settings included).
+        out: parent of the run directories (when ``opts`` is not given).
+        progress: receives one human line per step (the runs' own lines go to
+            ``opts.progress``).
+        opts: :class:`~specdash.bench.runner.RunOptions` of every run (later launches
+            skip the preflight: the first one passed it).
+        preset_dir: where the winner is saved (default: the user's profile directory).
 
     Raises:
         ValueError: the profile has no speculation to tune.
+        PreflightBlocked, RunFailed, ServerStartError: from the runs.
     """
     from specdash.advisor import Measurement, Settings, TunePlanner
-    from specdash.bench.cli import run_ab, run_one
-    from specdash.bench.runner import RunOptions
+    from specdash.bench.ab import run_ab
+    from specdash.bench.runner import RunOptions, run_one
 
     if not profile.spec_enabled:
         raise ValueError(f"profile {profile.name} has no [speculative] settings to tune")
@@ -123,62 +131,10 @@ async def tune(profile, suite, *, budget: int, out: Path, progress=None, opts=No
     }
 
 
-def tune_main(argv: list[str]) -> int:
-    """Entry of ``specdash tune``; returns the exit code."""
-    from specdash.bench.cli import Progress
-    from specdash.bench.runner import PreflightBlocked, RunFailed, RunOptions
-    from specdash.profile import ProfileError, load_profile, load_suite
-    from specdash.sglang.process import install_signal_handlers
-
-    p = argparse.ArgumentParser(prog="specdash tune", description=__doc__.split("\n\n")[0])
-    p.add_argument("--profile", "-p", required=True, help="profile to tune (name or path)")
-    p.add_argument("--suite", "-s", default="seeds-five", help="suite (name or path)")
-    p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")
-    p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
-    p.add_argument("--json", action="store_true", help="print only the tune report JSON")
-    p.add_argument("--save-to", metavar="DIR",
-                   help="where the winner preset is written (default: your profile directory)")
-    p.add_argument("--force", action="store_true", help="launch despite preflight errors")
-    args = p.parse_args(argv)
-    if args.budget < 1:
-        print("specdash tune: --budget must be at least 1", file=sys.stderr)
-        return 2
-    try:
-        profile = load_profile(args.profile)
-        suite = load_suite(args.suite)
-    except ProfileError as exc:
-        print(f"specdash tune: {exc}", file=sys.stderr)
-        return 2
-    install_signal_handlers()
-    progress = Progress()
-    out = Path(args.out)
-    opts = RunOptions(out_dir=out, progress=progress, force=args.force)
-    try:
-        report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
-                                  preset_dir=Path(args.save_to) if args.save_to else None))
-    except PreflightBlocked as exc:
-        print(exc.report.render(), file=sys.stderr)
-        print("specdash tune: preflight found errors; fix them or pass --force", file=sys.stderr)
-        return 1
-    except (RunFailed, ValueError) as exc:
-        print(f"specdash tune: {exc}", file=sys.stderr)
-        return 1
-    progress.done()
-    tdir = RunDir.create(out, f"{profile.name}-tune")
+def write_tune_report(out: Path, report: dict) -> Path:
+    """Write ``report`` (from :func:`tune`) as ``tune.json`` and its advice as ``advice.txt``
+    into a new ``out/<stamp>-<profile>-tune/`` directory; returns that directory."""
+    tdir = RunDir.create(out, f"{report['profile']}-tune")
     atomic_write_json(tdir.path / "tune.json", report)
     (tdir.path / "advice.txt").write_text(report["advice_text"] + "\n", encoding="utf-8")
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-        return 0
-    print(report["advice_text"])
-    print(f"\ntune: {report['launches']} launches ({report['stop_reason']}); best {report['best']}")
-    if report["comparison"]:
-        from specdash.bench.cli import render_comparison
-
-        print(render_comparison(report["comparison"]))
-    if report["preset"]:
-        print(f"saved the winner as {report['preset']}")
-    elif report["preset_not_saved"]:
-        print(f"tune: {report['preset_not_saved']}")
-    print(f"tune report: {tdir.path / 'tune.json'}")
-    return 0
+    return tdir.path

@@ -1,11 +1,12 @@
 """The interactive dashboard: pick a profile, launch (or attach), watch speculation live,
 drive load, tweak, relaunch and save presets.
 
-Architecture (DESIGN.md): a Textual-free :class:`~specdash.tui.session.Session` launches and
-stops servers exactly like the bench runner and drives load with the runner's ``send_suite``;
-a :class:`~specdash.collect.live.LiveCollector` polls into ring buffers; this app redraws from
-``collector.snapshot()`` on its own timer (default 4 Hz) and never inside a poll.  Launch /
-stop / load run in exclusive workers; the session reports back through typed messages.
+Architecture: a Textual-free :class:`~specdash.tui.session.Session` launches and stops
+servers on the bench's launch path (:mod:`specdash.launch`) and drives load with the runner's
+``send_suite``; a :class:`~specdash.collect.live.LiveCollector` polls into ring buffers; this
+app redraws from ``collector.snapshot()`` on its own timer (default 4 Hz) and never inside a
+poll.  Launch / stop / load run in exclusive workers; the session reports back through the
+typed messages of :mod:`specdash.tui.messages`.
 """
 
 from __future__ import annotations
@@ -15,30 +16,31 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from specdash.bench.rundir import find_baseline_run
 from specdash.collect.live import empty_snapshot
+from specdash.launch import PreflightBlocked
 from specdash.tui import keys
 from specdash.tui.config import DEMO_SUITE, TABS, AppConfig
 from specdash.tui.flows import FlowsMixin
-from specdash.tui.session import (
-    CONCURRENCY_STEPS,
-    LaunchInfo,
-    LoadStatus,
-    PreflightErrors,
-    ServerState,
-    Session,
-    find_baseline_run,
+from specdash.tui.messages import (
+    AdviceReady,
+    LoadChanged,
+    ServerStateChanged,
+    SessionMessages,
+    VerificationChanged,
 )
-from specdash.tui.state import ViewState
+from specdash.tui.session import CONCURRENCY_STEPS, LaunchInfo, ServerState, Session
+from specdash.tui.state import ViewState, startup_lines
 from specdash.tui.terminal import ExitGuard, SafeLinuxDriver
 from specdash.tui.widgets.advice import AdvicePanel, StatusBar
 from specdash.tui.widgets.findings import VerifyBanner
@@ -47,56 +49,14 @@ from specdash.tui.widgets.launch import LaunchPanel
 from specdash.tui.widgets.live import LivePanel
 from specdash.tui.widgets.log import LogPanel
 
-# --- typed messages (session → UI) ------------------------------------------------------------
+if TYPE_CHECKING:
+    import argparse
 
+    from textual.driver import Driver
+    from textual.notifications import Notification
 
-class ServerStateChanged(Message):
-    """The launched/attached server changed state (``state``, a human ``detail``)."""
-
-    def __init__(self, state: ServerState, detail: str) -> None:
-        super().__init__()
-        self.state, self.detail = state, detail
-
-
-class VerificationChanged(Message):
-    """Post-launch verification produced (or updated) a report."""
-
-    def __init__(self, report: Any) -> None:
-        super().__init__()
-        self.report = report
-
-
-class LoadChanged(Message):
-    """The load driver started, progressed or stopped."""
-
-    def __init__(self, status: LoadStatus) -> None:
-        super().__init__()
-        self.status = status
-
-
-class AdviceReady(Message):
-    """The advisor finished (``advice`` None with ``note`` saying why)."""
-
-    def __init__(self, advice: Any, note: str) -> None:
-        super().__init__()
-        self.advice, self.note = advice, note
-
-
-class _Listener:
-    """Session → app: each call becomes a typed message on the app's queue."""
-
-    def __init__(self, app: SpecdashApp) -> None:
-        self.app = app
-
-    def server_state(self, state: ServerState, detail: str) -> None:
-        self.app.post_message(ServerStateChanged(state, detail))
-
-    def verification(self, report: Any) -> None:
-        self.app.post_message(VerificationChanged(report))
-
-    def load_state(self, status: LoadStatus) -> None:
-        self.app.post_message(LoadChanged(status))
-
+    from specdash.advisor import Advice
+    from specdash.tui.session import AdviceInputs
 
 class SpecdashApp(FlowsMixin, App[int]):
     """The dashboard (see module docstring).  Build it with :func:`create_app`."""
@@ -113,7 +73,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         self.config = config or AppConfig()
         self.session = Session(
             url=self.config.url, api_key=self.config.api_key, out_dir=self.config.out_dir,
-            listener=_Listener(self), intervals=self.config.intervals, gpu_source=self.config.gpu_source,
+            listener=SessionMessages(self), intervals=self.config.intervals, gpu_source=self.config.gpu_source,
             ready_timeout_s=self.config.ready_timeout_s, sglang_version=self.config.sglang_version,
             baseline_tok_s=self.config.baseline_tok_s,
         )
@@ -121,11 +81,12 @@ class SpecdashApp(FlowsMixin, App[int]):
             self.session.load.concurrency = self.config.concurrency
         self.session.load.max_tokens = self.config.max_tokens
         self.profile_error: str | None = None
-        self.advice: Any = None
+        self.advice: Advice | None = None
         self.advice_note = ViewState().advice_note
         self._advice_key: tuple | None = None
         self._advice_at = 0.0
-        self._drawn: dict[str, Any] = {}
+        #: The inputs each panel (and ``"_status"``) was last drawn from (see :meth:`redraw`).
+        self._drawn: dict[str, tuple] = {}
         self._preview: LaunchInfo | None = None
         self._baseline_label = ""
         self._baseline_key: tuple | None = None
@@ -133,10 +94,11 @@ class SpecdashApp(FlowsMixin, App[int]):
         self._t0 = time.monotonic()
         #: Set by :func:`run_tui`: SIGHUP / SIGTERM / terminal loss → exit, forced after a grace period.
         self.exit_guard: ExitGuard | None = None
-        self._verify_toast: tuple[Any, set[str]] = (None, set())
+        #: The verification toast on screen and the finding codes it names.
+        self._verify_toast: tuple[Notification | None, set[str]] = (None, set())
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def get_driver_class(self) -> Any:
+    def get_driver_class(self) -> type[Driver]:
         """Textual's driver, but on Linux one whose terminal writer cannot hang the app."""
         from textual.drivers.linux_driver import LinuxDriver
 
@@ -293,7 +255,7 @@ class SpecdashApp(FlowsMixin, App[int]):
             advice_note=self.advice_note, baseline_tok_s=s.baseline_tok_s, baseline_label=self._baseline_label,
             mode="attach" if self.config.url else ("demo" if self.config.demo else "launch"), url=s.url or (
                 launch.base_url if launch else None),
-            startup_log=_startup_lines(snap) if self.active_tab == "launch" else (), now=time.monotonic(),
+            startup_log=startup_lines(snap) if self.active_tab == "launch" else (), now=time.monotonic(),
         )
 
     @property
@@ -422,7 +384,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         self.advise_worker(inputs)
 
     @work(thread=True, exclusive=True, group="advice")
-    def advise_worker(self, inputs: Any) -> None:
+    def advise_worker(self, inputs: AdviceInputs) -> None:
         """Fit the advisor off the event loop (numpy / scipy)."""
         from specdash.tui.session import advise_from
 
@@ -445,7 +407,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         try:
             try:
                 await self.session.launch(force=force)
-            except PreflightErrors as exc:
+            except PreflightBlocked as exc:
                 codes = ", ".join(exc.report.codes("error"))
                 self._drawn.clear()
                 self.action_show_tab("launch")
@@ -474,26 +436,6 @@ class SpecdashApp(FlowsMixin, App[int]):
         """Attach to ``--url``."""
         await self.session.attach()
         self.refresh_bindings()
-
-    @work(exclusive=True, group="leftovers")
-    async def leftovers_worker(self) -> None:
-        """Servers left by an earlier specdash that was killed (SIGKILL cannot clean up):
-        offer to stop them (CONTRACTS.md "Stopping")."""
-        from specdash.sglang.process import find_leftovers, kill_leftover
-        from specdash.tui.screens.dialogs import ConfirmScreen
-
-        records = await asyncio.to_thread(find_leftovers)
-        if not records:
-            return
-        lines = "\n".join(f"  pid {r['pid']} ({' '.join(r.get('argv') or [])}) — {len(r['alive_pids'])} process(es)"
-                          for r in records)
-        stop = await self.push_screen_wait(ConfirmScreen(
-            f"Servers started by an earlier specdash are still running:\n{lines}\nStop them?",
-            yes="Stop them", no="Leave them"))
-        if stop:
-            for r in records:
-                await asyncio.to_thread(kill_leftover, r)
-            self.notify(f"stopped {len(records)} leftover server(s)", timeout=3)
 
     # -- workers: load --------------------------------------------------------------------------
     @work(exclusive=True, group="load")
@@ -607,7 +549,7 @@ class SpecdashApp(FlowsMixin, App[int]):
         await self.session.close()
 
     # -- command palette ------------------------------------------------------------------------
-    def get_system_commands(self, screen: Screen) -> Any:
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The palette: Textual's commands plus every registry binding (same help text)."""
         yield from super().get_system_commands(screen)
         seen = set()
@@ -618,24 +560,12 @@ class SpecdashApp(FlowsMixin, App[int]):
             yield SystemCommand(f"{k.description} ({keys.key_display(k)})", k.help, partial(self.run_action, k.action))
 
 
-def _startup_lines(snap: Any) -> tuple[str, ...]:
-    """Log lines up to (and including) the ready line, decode/prefill batches left out."""
-    out = []
-    for e in snap.log:
-        if e.kind in ("decode", "prefill"):
-            continue
-        out.append(e.text)
-        if e.kind == "ready":
-            break
-    return tuple(out[-40:])
-
-
 def create_app(config: AppConfig | None = None) -> SpecdashApp:
     """The app factory (tests inject a config)."""
     return SpecdashApp(config)
 
 
-def run_tui(args: Any) -> int:
+def run_tui(args: argparse.Namespace) -> int:
     """Run the dashboard for the ``specdash`` command line (``cli.py``); returns the exit code.
 
     Whatever happens (normal quit, an exception, a signal), a server this process started

@@ -1,4 +1,4 @@
-"""Profile, suite, tweak and save-preset flows of the dashboard (a mixin of the app).
+"""Profile, suite, tweak, save-preset and leftover-server flows of the dashboard (a mixin of the app).
 
 Kept apart from ``app.py`` so that file stays about layout, redraw and the server/load
 workers.  Every flow ends in the same :class:`~specdash.tui.session.Session` calls the
@@ -7,6 +7,7 @@ tests drive.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from textual import work
@@ -15,7 +16,28 @@ from specdash.tui.widgets.launch import launch_preview_renderable
 
 
 class FlowsMixin:
-    """Actions behind ``p`` (profile), ``u`` (suite), ``t`` (tweak) and ``w`` (save preset)."""
+    """Actions behind ``p`` (profile), ``u`` (suite), ``t`` (tweak) and ``w`` (save preset), and
+    the question about servers an earlier, killed specdash left running."""
+
+    @work(exclusive=True, group="leftovers")
+    async def leftovers_worker(self) -> None:
+        """Servers left by an earlier specdash that was killed (SIGKILL cannot clean up):
+        offer to stop them (each started server leaves a record in the state directory)."""
+        from specdash.sglang.process import find_leftovers, kill_leftover
+        from specdash.tui.screens.dialogs import ConfirmScreen
+
+        records = await asyncio.to_thread(find_leftovers)
+        if not records:
+            return
+        lines = "\n".join(f"  pid {r['pid']} ({' '.join(r.get('argv') or [])}) — {len(r['alive_pids'])} process(es)"
+                          for r in records)
+        stop = await self.push_screen_wait(ConfirmScreen(
+            f"Servers started by an earlier specdash are still running:\n{lines}\nStop them?",
+            yes="Stop them", no="Leave them"))
+        if stop:
+            for r in records:
+                await asyncio.to_thread(kill_leftover, r)
+            self.notify(f"stopped {len(records)} leftover server(s)", timeout=3)
 
     def action_choose_profile(self) -> None:
         """Open the profile picker."""

@@ -2,9 +2,10 @@
 
 One :class:`Session` owns at most one server that specdash started, the HTTP client, the
 :class:`~specdash.collect.live.LiveCollector`, the run directory and the load driver.  The
-launch path is the bench runner's (``build_launch`` → ``ServerProcess`` → ``wait_ready``) and
-the load driver is the runner's ``send_suite`` (one code path for ``--bench`` and the TUI);
-every finished request is appended to the run directory's ``requests.jsonl`` as it arrives.
+launch path is the bench's, :mod:`specdash.launch` (preflight gate → ``ServerLaunch`` →
+manifest → ``wait_ready`` → stop), and the load driver is the runner's ``send_suite`` (one
+code path for ``--bench`` and the TUI); every finished request is appended to the run
+directory's ``requests.jsonl`` as it arrives.
 
 The UI talks to it through a :class:`SessionListener` (plain method calls on the event
 loop's thread); the Textual app turns those into typed messages.  Nothing here draws.
@@ -14,17 +15,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from specdash.bench.rundir import RunDir
 from specdash.collect.live import LiveCollector, PollIntervals
-from specdash.profile import Profile, ProfileError, Suite, build_launch, redacted_profile_data
+from specdash.launch import READY_TIMEOUT_S, ServerLaunch
+from specdash.profile import Profile, ProfileError, Suite, build_launch
 from specdash.tui.presets import PresetsMixin
+from specdash.tui.verification import FailedVerification, pending_acceptance
+
+if TYPE_CHECKING:
+    from specdash.advisor import Advice, Measurement, Settings
+    from specdash.eagle3.findings import DoctorReport
+    from specdash.eagle3.verify import CollapseWatch
+    from specdash.sglang.client import SGLangClient
+    from specdash.sglang.launchspec import LaunchSpec
+    from specdash.sglang.process import ServerProcess
+    from specdash.tui.verification import Verification
+    #: (measurements, baseline tok/s, current settings): what :func:`advise_from` needs.
+    AdviceInputs: TypeAlias = "tuple[list[Measurement], float | None, Settings | None]"
 
 #: Concurrency choices offered by the load control.
 CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
@@ -65,7 +77,7 @@ class SessionListener(Protocol):
 
     def server_state(self, state: ServerState, detail: str) -> None: ...
 
-    def verification(self, report: Any) -> None: ...
+    def verification(self, report: Verification) -> None: ...
 
     def load_state(self, status: LoadStatus) -> None: ...
 
@@ -100,7 +112,7 @@ class LaunchInfo:
     error: str | None = None
 
 
-def spec_settings(info_or_effective: dict | None):
+def spec_settings(info_or_effective: dict | None) -> Settings | None:
     """Advisor :class:`~specdash.advisor.Settings` from ``/server_info`` or an ``effective`` dict."""
     from specdash.advisor import Settings
 
@@ -110,52 +122,6 @@ def spec_settings(info_or_effective: dict | None):
         return None
     return Settings(int(d["speculative_num_steps"]), int(d.get("speculative_eagle_topk") or 1),
                     int(d.get("speculative_num_draft_tokens") or 0))
-
-
-def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max_tokens: int | None = None,
-                      concurrency: int | None = None) -> dict | None:
-    """The newest finished run of profile ``name`` under ``out_dir`` (``*/summary.json``) with
-    output tok/s whose suite, max_tokens and concurrency match the ones given (a value not
-    given matches anything; one missing from the summary is read from the run's
-    ``manifest.json``).  Returns the summary's run dict, or None."""
-    want = {"suite": suite, "max_tokens": max_tokens, "concurrency": concurrency}
-    best: tuple[float, dict] | None = None
-    for p in Path(out_dir).glob("*/summary.json"):
-        try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        manifest: dict | None = None
-        for run in data.get("runs", []):
-            if run.get("profile") != name or not run.get("output_tok_s"):
-                continue
-            ok = True
-            for key, val in want.items():
-                if val is None:
-                    continue
-                got = run.get(key)
-                if got is None:
-                    if manifest is None:
-                        try:
-                            manifest = json.loads((p.parent / "manifest.json").read_text())
-                        except (OSError, ValueError):
-                            manifest = {}
-                    got = manifest.get(key)
-                if got is None or str(got) != str(val):
-                    ok = False
-                    break
-            if not ok:
-                continue
-            m = p.stat().st_mtime
-            if best is None or m > best[0]:
-                best = (m, run)
-    return best[1] if best else None
-
-
-def find_baseline_tok_s(out_dir: Path, name: str, **match: Any) -> float | None:
-    """Output tok/s of :func:`find_baseline_run` (same matching), or None."""
-    run = find_baseline_run(out_dir, name, **match)
-    return float(run["output_tok_s"]) if run else None
 
 
 class Session(PresetsMixin):
@@ -188,8 +154,6 @@ class Session(PresetsMixin):
         sglang_version: str | None = None,
         baseline_tok_s: float | None = None,
     ) -> None:
-        from specdash.bench.runner import READY_TIMEOUT_S
-
         self.profile = profile
         self.source_text: str | None = None
         if profile is not None and profile.path is not None:
@@ -206,22 +170,22 @@ class Session(PresetsMixin):
         self.sglang_version = sglang_version
         self.state = ServerState.IDLE
         self.state_detail = ""
-        self.server: Any = None
-        self.client: Any = None
+        self._launch: ServerLaunch | None = None
+        self.client: SGLangClient | None = None
         self.collector: LiveCollector | None = None
         self.rundir: RunDir | None = None
         self.launch_info: LaunchInfo | None = None
-        self.preflight_report: Any = None
+        self.preflight_report: DoctorReport | None = None
         self.preflight_error: str | None = None
-        self.verification_report: Any = None
+        self.verification_report: Verification | None = None
         self.load = LoadStatus(concurrency=(suite.suite.concurrency if suite else 4))
         self._load_task: asyncio.Task | None = None
         self._load_stop: asyncio.Event | None = None
-        self._collapse: Any = None
+        self._collapse: CollapseWatch | None = None
         self._verify_task: asyncio.Task | None = None
         self.baseline_tok_s = baseline_tok_s
         #: (settings or None, run summary, concurrency) per measured launch, for the advisor.
-        self.measurements: dict[int, tuple[Any, dict, int]] = {}
+        self.measurements: dict[int, tuple[Settings | None, dict, int]] = {}
         self._launch_no = 0
         self._lock = asyncio.Lock()
 
@@ -241,16 +205,17 @@ class Session(PresetsMixin):
             self.verification_report = None
             self.collector = None
 
-    def run_preflight(self) -> Any:
-        """Preflight findings (``run_doctor``) for the current profile; errors reading the
-        profile become :attr:`preflight_error` instead of exceptions."""
-        from specdash.eagle3.doctor import run_doctor
+    def run_preflight(self) -> DoctorReport | None:
+        """Preflight findings (the doctor's, :func:`specdash.launch.run_preflight`) for the
+        current profile; errors reading the profile become :attr:`preflight_error` instead of
+        exceptions."""
+        from specdash.launch import run_preflight
 
         self.preflight_report, self.preflight_error = None, None
         if self.profile is None:
             return None
         try:
-            self.preflight_report = run_doctor(self.profile, sglang_version=self.sglang_version)
+            self.preflight_report = run_preflight(self.profile, sglang_version=self.sglang_version)
         except Exception as exc:  # a broken profile is shown, never a crash
             self.preflight_error = f"{type(exc).__name__}: {exc}"
         return self.preflight_report
@@ -275,6 +240,11 @@ class Session(PresetsMixin):
     def _set_state(self, state: ServerState, detail: str = "") -> None:
         self.state, self.state_detail = state, detail
         self.listener.server_state(state, detail)
+
+    @property
+    def server(self) -> ServerProcess | None:
+        """The server process this session started (None when none, or attached)."""
+        return self._launch.server if self._launch is not None else None
 
     @property
     def server_running(self) -> bool:
@@ -320,13 +290,19 @@ class Session(PresetsMixin):
 
     # -- launch / stop --------------------------------------------------------------------------
     async def launch(self, *, force: bool = False) -> LaunchInfo:
-        """Launch the current profile (stopping a server this session started before).
+        """Launch the current profile (stopping a server this session started before) on
+        :mod:`specdash.launch`'s path, the bench's: preflight gate, start, manifest, ready.
 
         Returns the :class:`LaunchInfo`; on failure its ``error`` is set and the state is
-        FAILED (the log tail says why).  Preflight errors block the launch unless ``force``.
+        FAILED (the log tail says why).
+
+        Raises:
+            PreflightBlocked: preflight errors without ``force`` (state back to IDLE).
+            ProfileError: no profile, or it cannot be checked or turned into a command line.
+            OSError: the server's command cannot be executed.
         """
+        from specdash.launch import PreflightBlocked, ServerLaunch, gate
         from specdash.sglang.client import SGLangClient
-        from specdash.sglang.process import ServerProcess, free_port
 
         async with self._lock:
             await self._stop_locked()
@@ -336,31 +312,29 @@ class Session(PresetsMixin):
             if self.preflight_error:
                 self._set_state(ServerState.FAILED, self.preflight_error)
                 raise ProfileError(self.preflight_error)
-            if report is not None and report.has_errors and not force:
+            try:
+                gate(report, force=force)
+            except PreflightBlocked:
                 self._set_state(ServerState.IDLE, "preflight found errors: fix them, or launch anyway")
-                raise PreflightErrors(report)
-            prof = self.profile.expanded()
-            port = prof.server.port or free_port()
-            spec = build_launch(prof, version=self.sglang_version, port=port)
-            self.rundir = RunDir.create(self.out_dir, prof.name)
-            info = _launch_info(spec)
+                raise
+            self.rundir = RunDir.create(self.out_dir, self.profile.name)
+            launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.sglang_version,
+                                          preflight=report, extra_manifest={"source": "tui"})
+            info = _launch_info(launch.spec)
             info.run_dir = self.rundir.path
-            info.started_at = time.monotonic()
             self.launch_info = info
             self._launch_no += 1
-            self.rundir.write_manifest(self._manifest(prof, spec))
             self.verification_report = None
             self._collapse = None
-            self.server = ServerProcess(spec.argv, env=spec.env, log_path=self.rundir.server_log_path,
-                                        run_dir=self.rundir.path, url=spec.base_url, name=prof.name)
-            self._set_state(ServerState.STARTING, f"starting {prof.name} on {spec.base_url}")
-            self.server.start()
-            self.client = SGLangClient(spec.base_url, api_key=spec.api_key)
+            self._launch = launch
+            info.started_at = launch.start().started_at
+            self._set_state(ServerState.STARTING, f"starting {launch.profile.name} on {launch.base_url}")
+            self.client = SGLangClient(launch.base_url, api_key=launch.api_key)
             self.collector = LiveCollector(self.client, server=self.server, intervals=self.intervals,
                                            gpu_source=self.gpu_source)
             await self.collector.start()
             try:
-                await self.server.wait_ready(self.client, self.ready_timeout_s)
+                info.time_to_ready_s = await launch.wait_ready(self.client, self.ready_timeout_s)
             except asyncio.CancelledError:
                 await self._stop_locked()
                 raise
@@ -369,12 +343,14 @@ class Session(PresetsMixin):
                 self._set_state(ServerState.FAILED, f"did not become ready: {info.error}")
                 await self._stop_locked(final_state=ServerState.FAILED, detail=f"did not become ready: {info.error}")
                 return info
-            info.time_to_ready_s = time.monotonic() - info.started_at
-            self._set_state(ServerState.READY, f"{prof.name} ready in {info.time_to_ready_s:.1f} s on {spec.base_url}")
+            with contextlib.suppress(Exception):  # the manifest's server fields; a failed read costs nothing
+                launch.record_server(await self.client.server_info())
+            self._set_state(ServerState.READY,
+                            f"{launch.profile.name} ready in {info.time_to_ready_s:.1f} s on {launch.base_url}")
             await self.verify()
             return info
 
-    async def verify(self) -> Any:
+    async def verify(self) -> Verification | None:
         """Post-launch verification (``verify_server``) from ``/server_info``, the log and
         this run's records; the report goes to the listener."""
         from specdash.eagle3.verify import MIN_TOKENS_LIVE, verify_server
@@ -386,7 +362,7 @@ class Session(PresetsMixin):
             info = await self.client.server_info()
         if self.profile is None and not info:
             return None
-        lines = self.server.ring.lines() if self.server is not None else []
+        lines = self.server.log_lines() if self.server is not None else []
         records = self.collector.records if self.collector is not None else []
         watch = self._collapse
         decided = watch is not None and watch.decision is not None
@@ -395,9 +371,9 @@ class Session(PresetsMixin):
             report = verify_server(self.profile or info, info or {}, lines, records if decided else [],
                                    min_tokens=need)
             if not decided:
-                report = _pending_acceptance(report, watch.tokens if watch is not None else 0, need)
+                report = pending_acceptance(report, watch.tokens if watch is not None else 0, need)
         except Exception as exc:  # verification must never take the dashboard down
-            report = _FailedReport(f"{type(exc).__name__}: {exc}")
+            report = FailedVerification(f"{type(exc).__name__}: {exc}")
         self.verification_report = report
         self.listener.verification(report)
         return report
@@ -411,10 +387,11 @@ class Session(PresetsMixin):
         await self.stop_load()
         if self.collector is not None:
             await self.collector.stop()
-        server, self.server = self.server, None
+        launch, self._launch = self._launch, None
+        server = launch.server if launch is not None else None
         if server is not None:
             self._set_state(ServerState.STOPPING, "stopping the server (SIGTERM, then SIGKILL of the tree)")
-            await asyncio.to_thread(server.stop)
+            await launch.astop()
         client, self.client = self.client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -432,10 +409,10 @@ class Session(PresetsMixin):
 
     def stop_now(self) -> None:
         """Synchronous last-resort stop (signal handlers / atexit): kill the server tree."""
-        server = self.server
-        if server is not None:
+        launch = self._launch
+        if launch is not None:
             with contextlib.suppress(Exception):
-                server.stop()
+                launch.stop()
 
     # -- load -----------------------------------------------------------------------------------
     async def run_load(self, *, loop: bool, concurrency: int | None = None, max_tokens: int | None = None) -> LoadStatus:
@@ -492,7 +469,7 @@ class Session(PresetsMixin):
         max_tokens = st.max_tokens or suite.suite.max_tokens
         st.max_tokens = max_tokens
         if self.rundir is None:
-            self.rundir = RunDir.create(self.out_dir, (self.profile.name if self.profile else "attached"))
+            await self._open_attached_rundir()
         label = f"{suite.name} ×{st.concurrency}" + (" (loop)" if st.loop else "")
         if self.collector is not None:
             self.collector.new_run(label)
@@ -515,6 +492,19 @@ class Session(PresetsMixin):
             st.running = False
             self._remember_measurement()
             self.listener.load_state(st)
+
+    async def _open_attached_rundir(self) -> None:
+        """The run directory of an attached session's load, with the same manifest as the
+        bench writes for an attached run (``attached: true``, what ``/server_info`` says)."""
+        from specdash.launch import attached_profile, build_manifest, server_fields
+
+        prof = self.profile or attached_profile()
+        self.rundir = RunDir.create(self.out_dir, prof.name)
+        manifest = build_manifest(prof, url=self.url or "", sglang_version=self.sglang_version,
+                                  extra={"source": "tui"})
+        with contextlib.suppress(Exception):  # a server that does not say costs the fields only
+            manifest.update(server_fields(await self.client.server_info(), None))
+        self.rundir.write_manifest(manifest)
 
     def _on_record(self, rec: dict) -> None:
         if self.rundir is not None:
@@ -553,7 +543,7 @@ class Session(PresetsMixin):
             self.baseline_tok_s = float(run["output_tok_s"])
 
     # -- advice ---------------------------------------------------------------------------------
-    def measurement_list(self) -> list:
+    def measurement_list(self) -> list[Measurement]:
         """Advisor :class:`~specdash.advisor.Measurement` s: one per measured launch, the live
         run included."""
         from specdash.advisor import Measurement
@@ -571,7 +561,7 @@ class Session(PresetsMixin):
                                    run.get("accept_histogram"), tpot.get("mean") if tpot else None))
         return out
 
-    def advice_inputs(self) -> tuple[list, float | None, Any]:
+    def advice_inputs(self) -> AdviceInputs:
         """(measurements, baseline tok/s, current settings) for :func:`advise_from` — taken on
         the event loop's thread so the advisor can then run in a worker thread."""
         ms = self.measurement_list()
@@ -582,30 +572,13 @@ class Session(PresetsMixin):
             current = None
         return ms, self.baseline_tok_s, current
 
-    def advise(self) -> Any:
+    def advise(self) -> Advice | None:
         """The advisor's :class:`~specdash.advisor.Advice` for the measurements so far (None
         until a speculative run has tok/s and accept length).  CPU-heavy: run in a thread."""
         return advise_from(self.advice_inputs())
 
-    # -- manifest -------------------------------------------------------------------------------
-    def _manifest(self, prof: Profile, spec) -> dict:
-        return {
-            "profile": prof.name,
-            "profile_path": str(prof.path) if prof.path else None,
-            "profile_data": redacted_profile_data(prof),
-            "source": "tui",
-            "url": spec.base_url,
-            "attached": False,
-            "simulated": prof.server.launcher == "sim",
-            "argv": spec.redacted_argv(),
-            "env": spec.redacted_env(),
-            "asked": spec.spec.asked,
-            "expected_effective": spec.spec.effective(),
-            "adjustments": [a.__dict__ for a in spec.spec.adjustments],
-        }
 
-
-def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
+def advise_from(inputs: AdviceInputs) -> Advice | None:
     """Run :func:`specdash.advisor.advise` on :meth:`Session.advice_inputs` (None when no
     speculative measurement with tok/s and accept length exists yet)."""
     from specdash.advisor import advise
@@ -616,37 +589,7 @@ def advise_from(inputs: tuple[list, float | None, Any]) -> Any:
     return advise(ms, baseline, current=current)
 
 
-class PreflightErrors(Exception):
-    """Launch refused: the preflight found errors (``report``); launch again with force."""
-
-    def __init__(self, report: Any) -> None:
-        super().__init__("preflight found errors")
-        self.report = report
-
-
-def _pending_acceptance(report: Any, seen: int, need: int) -> Any:
-    """``report`` before the collapse watch has seen ``need`` tokens: acceptance is not judged
-    yet (no VERIFY_COLLAPSE finding, whatever a handful of tokens or warm-up log lines said);
-    status ``waiting`` unless another check already failed.  Speculation off: unchanged."""
-    if getattr(report, "acceptance", None) == "n/a":
-        return report
-    findings = [f for f in report.findings if getattr(f, "code", None) != "VERIFY_COLLAPSE"]
-    status = "failed" if any(getattr(f, "severity", None) == "error" for f in findings) else "waiting"
-    out = replace(report, status=status, findings=findings, acceptance="pending", accept_length=None, tokens=seen)
-    out.min_tokens = need  # what the banner says it waits for
-    return out
-
-
-@dataclass
-class _FailedReport:
-    """Stand-in verification result when verification itself raised."""
-
-    error: str
-    status: str = "skipped"
-    findings: list = field(default_factory=list)
-
-
-def _launch_info(spec) -> LaunchInfo:
+def _launch_info(spec: LaunchSpec) -> LaunchInfo:
     return LaunchInfo(
         argv=spec.redacted_argv(),
         env=spec.redacted_env(),

@@ -2,15 +2,48 @@
 
 The app assembles it on its redraw timer from the session (or, in snapshot tests and
 screenshots of frozen data, takes a fixed one), and every panel renders from it alone.
+The reports it carries are typed by what the panels read of them (:class:`PreflightReport`,
+:class:`VerificationReport`), which the real reports and the frozen test data both have.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from specdash.collect.live import LiveSnapshot, empty_snapshot
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState
+
+if TYPE_CHECKING:
+    from specdash.advisor import Advice
+    from specdash.eagle3.findings import Finding
+    from specdash.profile import Profile
+
+
+class PreflightReport(Protocol):
+    """What the launch panel reads of a preflight report (a
+    :class:`~specdash.eagle3.rules.DoctorReport`): the judged release, its source, the
+    findings, whether any is an error."""
+
+    sglang_version: str
+    version_source: str
+    findings: list[Finding]
+
+    @property
+    def has_errors(self) -> bool: ...
+
+    def codes(self, severity: str | None = None) -> list[str]: ...
+
+
+class VerificationReport(Protocol):
+    """What the banner and panels read of post-launch verification: a
+    :class:`~specdash.eagle3.verify.VerifyReport` (``status`` ok | failed | skipped |
+    waiting) or a :class:`~specdash.tui.verification.FailedVerification` (``skipped``, with the
+    error).  ``acceptance`` / ``accept_length`` / ``tokens`` / ``min_tokens`` / ``error``
+    are read when present."""
+
+    status: str
+    findings: list[Finding]
 
 
 @dataclass(frozen=True)
@@ -30,13 +63,13 @@ class ViewState:
     snapshot: LiveSnapshot = field(default_factory=empty_snapshot)
     server_state: ServerState = ServerState.IDLE
     state_detail: str = ""
-    profile: Any = None
+    profile: Profile | None = None
     profile_error: str | None = None
-    preflight: Any = None
+    preflight: PreflightReport | None = None
     launch: LaunchInfo | None = None
-    verification: Any = None
+    verification: VerificationReport | None = None
     load: LoadStatus = field(default_factory=LoadStatus)
-    advice: Any = None
+    advice: Advice | None = None
     advice_note: str = "Suggestions appear once a speculative run has measurements (press g or o to load)."
     baseline_tok_s: float | None = None
     baseline_label: str = ""
@@ -54,7 +87,7 @@ class ViewState:
         return bool(prof is not None and prof.server.launcher == "sim")
 
     @property
-    def verification_findings(self) -> list:
+    def verification_findings(self) -> list[Finding]:
         """The post-launch findings (empty when none or not verified yet)."""
         return list(getattr(self.verification, "findings", None) or [])
 
@@ -66,3 +99,16 @@ class ViewState:
 
         return any(finding_get(f, "code") == "VERIFY_COLLAPSE" and finding_get(f, "severity") == "error"
                    for f in self.verification_findings)
+
+
+def startup_lines(snap: LiveSnapshot) -> tuple[str, ...]:
+    """The launch panel's start-up log: lines up to (and including) the ready line, the last
+    40 of them, decode / prefill batch lines left out."""
+    out = []
+    for e in snap.log:
+        if e.kind in ("decode", "prefill"):
+            continue
+        out.append(e.text)
+        if e.kind == "ready":
+            break
+    return tuple(out[-40:])

@@ -1,8 +1,10 @@
-"""``specdash profile import|show|list`` (CONTRACTS.md "Command line").
+"""``specdash profile import|show|list``.
 
 ``import`` turns a pasted SGLang launch command (environment assignments in front) into a
-profile file; ``show`` prints the exact argv and env a profile runs, after SGLang's own
-normalisation (asked vs effective); ``list`` lists presets and user profiles.
+profile file (never overwriting one without ``--force``); ``show`` prints the exact argv
+and env a profile runs, after SGLang's own normalisation (asked vs effective); ``list``
+lists presets and user profiles.  Exit codes (:mod:`specdash.commands.errors`): 0 done;
+2 a profile or command line that cannot be read, or a file that exists.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import argparse
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
+from specdash.commands.errors import ExitCode, run
 from specdash.profile import (
     Profile,
     ProfileError,
@@ -242,9 +244,11 @@ def show_json(launch: LaunchSpec, profile: Profile) -> dict:
     }
 
 
-def profile_main(argv: list[str]) -> int:
-    """Entry of ``specdash profile …``; returns the exit code."""
-    p = argparse.ArgumentParser(prog="specdash profile", description="Create, show and list launch profiles.")
+PROG = "specdash profile"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Create, show and list launch profiles.")
     sub = p.add_subparsers(dest="cmd", required=True)
     imp = sub.add_parser("import", help="turn a pasted SGLang launch command into a profile file")
     imp.add_argument("command", help='the command line, quoted: "NCCL_X=1 python -m sglang.launch_server …"')
@@ -257,42 +261,52 @@ def profile_main(argv: list[str]) -> int:
     show.add_argument("--json", action="store_true")
     show.add_argument("--sglang-version", help="judge against this SGLang version")
     sub.add_parser("list", help="list profiles (user directory and presets)")
-    args = p.parse_args(argv)
-    try:
-        if args.cmd == "import":
-            prof, cmd = profile_from_command(args.command, name=args.name, version=args.sglang_version)
-            for note in cmd.notes:
-                print(f"note: {note}")
-            out = Path(args.out or f"{prof.name}.toml")
-            header = (
-                f"Imported by specdash profile import from:\n{_wrap(args.command)}\n"
-                "Flags specdash does not model are kept in extra_args; --enable-metrics is always on."
-            )
-            write_new_file(out, profile_to_toml(prof, header=header), force=args.force)
-            print(f"wrote {out}")
-            launch = build_launch(parse_profile(_reload(out), out).expanded())
-            for adj in launch.spec.adjustments:
-                if adj.field != "max_running_requests":
-                    print(f"note: SGLang will run {adj.field} = {adj.effective} (asked {adj.asked}): {adj.reason}")
-            return 0
-        if args.cmd == "show":
-            prof = load_profile(args.profile).expanded()
-            launch = build_launch(prof, version=args.sglang_version)
-            if args.json:
-                print(json.dumps(show_json(launch, prof), indent=2))
-            else:
-                print(render_show(launch, prof))
-            return 0
-        for name, path in list_profiles():
-            try:
-                desc = load_profile(str(path)).description
-            except ProfileError as exc:
-                desc = f"INVALID: {str(exc).splitlines()[0]}"
-            print(f"{name:<32} {desc}")
-        return 0
-    except ProfileError as exc:
-        print(f"specdash profile: {exc}", file=sys.stderr)
-        return 2
+    return p
+
+
+def profile_main(argv: list[str]) -> int:
+    """Entry of ``specdash profile …`` (``argv`` after ``profile``); returns the exit code."""
+    args = _parser().parse_args(argv)
+    body = {"import": _import, "show": _show, "list": _list}[args.cmd]
+    return run(PROG, lambda: body(args), json_output=bool(getattr(args, "json", False)))
+
+
+def _import(args: argparse.Namespace) -> int:
+    prof, cmd = profile_from_command(args.command, name=args.name, version=args.sglang_version)
+    for note in cmd.notes:
+        print(f"note: {note}")
+    out = Path(args.out or f"{prof.name}.toml")
+    header = (
+        f"Imported by specdash profile import from:\n{_wrap(args.command)}\n"
+        "Flags specdash does not model are kept in extra_args; --enable-metrics is always on."
+    )
+    write_new_file(out, profile_to_toml(prof, header=header), force=args.force)
+    print(f"wrote {out}")
+    launch = build_launch(parse_profile(_reload(out), out).expanded())
+    for adj in launch.spec.adjustments:
+        if adj.field != "max_running_requests":
+            print(f"note: SGLang will run {adj.field} = {adj.effective} (asked {adj.asked}): {adj.reason}")
+    return ExitCode.OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    prof = load_profile(args.profile).expanded()
+    launch = build_launch(prof, version=args.sglang_version)
+    if args.json:
+        print(json.dumps(show_json(launch, prof), indent=2))
+    else:
+        print(render_show(launch, prof))
+    return ExitCode.OK
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name, path in list_profiles():
+        try:
+            desc = load_profile(str(path)).description
+        except ProfileError as exc:
+            desc = f"INVALID: {str(exc).splitlines()[0]}"
+        print(f"{name:<32} {desc}")
+    return ExitCode.OK
 
 
 def _reload(path: Path) -> dict:

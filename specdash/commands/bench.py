@@ -1,9 +1,11 @@
-"""``specdash --bench``: headless runs, A/B comparisons, tables and JSON (CONTRACTS.md).
+"""``specdash --bench``: headless runs, A/B comparisons, tables and JSON.
 
 Progress goes to stderr (one updating line on a terminal, plain lines otherwise); stdout
 holds only the table — or, with ``--json``, only the summary / comparison JSON.
-Exit codes: 0 success; 1 a run failed, preflight blocked it, or post-launch verification
-failed without ``--allow-unverified``; 2 usage or configuration error.
+Exit codes (:mod:`specdash.commands.errors`): 0 success; 1 a run failed, preflight blocked
+it, or post-launch verification failed without ``--allow-unverified``; 2 usage or
+configuration error.  The runs themselves are :mod:`specdash.bench.runner` and
+:mod:`specdash.bench.ab`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-from specdash.bench.runner import PreflightBlocked, ProfileRun, RunFailed, RunOptions
+from specdash.bench.runner import RunOptions
+from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, UsageError, VerificationFailed, run
 
+PROG = "specdash --bench"
 DEFAULT_SUITE = "seeds-five"
 
 
@@ -174,98 +178,44 @@ def _options(args, progress) -> RunOptions:
     )
 
 
-async def run_one(profile, suite, opts: RunOptions) -> tuple[dict, list[dict]]:
-    """Run one profile; return (RUN dict, its request records)."""
-    pr = ProfileRun(profile, suite, opts)
-    run = await pr.run()
-    return run, pr.stats.records
-
-
-async def run_ab(prof_a, prof_b, prof_r, suite, opts: RunOptions, rounds: int) -> tuple[list[dict], dict]:
-    """A/B (+ optional baseline): each side its own launch; launch order alternates by round
-    (A, B then B, A) so drift on a shared machine favours neither side (CONTRACTS.md "A/B")."""
-    from dataclasses import replace
-
-    from specdash.bench.compare import build_comparison
-    from specdash.bench.report import write_comparison
-    from specdash.bench.rundir import RunDir, utc_stamp
-
-    stamp = utc_stamp()
-    repeats = opts.repeats or suite.suite.repeats
-    recs: dict[str, list[dict]] = {"a": [], "b": [], "r": []}
-    runs: list[dict] = []
-    sides = {"a": prof_a, "b": prof_b}
-    for rnd in range(max(1, rounds)):
-        order = ["a", "b"] if rnd % 2 == 0 else ["b", "a"]
-        if prof_r is not None and rnd == 0:
-            order = ["r"] + order
-        for side in order:
-            prof = prof_r if side == "r" else sides[side]
-            o = replace(opts, repeat_offset=rnd * repeats, stamp=None, resume=None,
-                        extra_manifest={"ab": {"stamp": stamp, "side": side, "round": rnd}})
-            run, records = await run_one(prof, suite, o)
-            runs.append(run)
-            recs[side].extend(records)
-    if prof_r is not None and rounds > 1:
-        # the baseline ran once: pair it with every round by prompt only (repeat index modulo).
-        base = recs["r"]
-        recs["r"] = [dict(r, repeat=r["repeat"] + k * repeats) for k in range(rounds) for r in base]
-    cmp = build_comparison(
-        recs["a"], recs["b"], a_name=prof_a.name, b_name=prof_b.name,
-        baseline_records=recs["r"] if prof_r is not None else None,
-        baseline_name=prof_r.name if prof_r is not None else None,
-    )
-    cmp["runs"] = [r["run_dir"] for r in runs]
-    cdir = RunDir.create(opts.out_dir, "compare", stamp=stamp)
-    write_comparison(cdir.path, cmp)
-    cmp["compare_dir"] = str(cdir.path)
-    return runs, cmp
-
-
 def bench_main(args) -> int:
-    """Entry of ``specdash --bench`` (args from :func:`specdash.cli._main_parser`)."""
-    from specdash.profile import ProfileError, load_profile, load_suite
-    from specdash.sglang.client import SGLangError, SGLangHTTPError
-    from specdash.sglang.process import (
-        ServerStartError,
-        install_signal_handlers,
-        stop_leftovers_interactively,
-    )
-
+    """Entry of ``specdash --bench`` (``args`` from :func:`specdash.cli._main_parser`);
+    returns the exit code (see :mod:`specdash.commands.errors`)."""
     progress = Progress()
+    return run(PROG, lambda: _bench(args, progress), json_output=args.json, interrupted=INTERRUPTED_RUN,
+               cleanup=progress.done)
+
+
+def _check_args(args) -> None:
+    """Raise :class:`UsageError` for flags that cannot run together (before anything loads)."""
     if not args.profile and not args.url:
-        print("specdash --bench: give --profile P (or --url URL to attach, or --demo)", file=sys.stderr)
-        return 2
+        raise UsageError("give --profile P (or --url URL to attach, or --demo)")
     if args.vs and args.url:
-        print("specdash --bench: --vs launches both sides; it cannot be combined with --url", file=sys.stderr)
-        return 2
+        raise UsageError("--vs launches both sides; it cannot be combined with --url")
     for flag in ("repeats", "max_tokens", "concurrency", "rounds"):
         value = getattr(args, flag)
         if value is not None and value < 1:
-            print(f"specdash --bench: --{flag.replace('_', '-')} must be at least 1 (got {value})", file=sys.stderr)
-            return 2
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
     if args.url and not args.url.startswith(("http://", "https://")):
-        print(f"specdash --bench: --url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"--url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
     if args.resume:
         problem = check_resume(Path(args.resume), args)
         if problem:
-            print(f"specdash --bench: cannot resume {args.resume}: {problem}", file=sys.stderr)
-            return 2
-    try:
-        suite = load_suite(args.suite or DEFAULT_SUITE)
-        if args.profile:
-            prof_a = load_profile(args.profile)
-        else:
-            from specdash.profile import parse_profile
+            raise UsageError(f"cannot resume {args.resume}: {problem}")
 
-            prof_a = parse_profile({"name": "attached", "server": {"model_path": "(attached)"}})
-        prof_b = load_profile(args.vs) if args.vs else None
-        prof_r = load_profile(args.baseline) if args.baseline else None
-    except ProfileError as exc:
-        print(f"specdash: {exc}", file=sys.stderr)
-        return 2
+
+def _bench(args, progress: Progress) -> int:
+    from specdash.bench.ab import run_ab
+    from specdash.bench.runner import run_one
+    from specdash.launch import attached_profile
+    from specdash.profile import load_profile, load_suite
+    from specdash.sglang.process import install_signal_handlers, stop_leftovers_interactively
+
+    _check_args(args)
+    suite = load_suite(args.suite or DEFAULT_SUITE)
+    prof_a = load_profile(args.profile) if args.profile else attached_profile()
+    prof_b = load_profile(args.vs) if args.vs else None
+    prof_r = load_profile(args.baseline) if args.baseline else None
     install_signal_handlers()
     stop_leftovers_interactively(progress)
     opts = _options(args, progress)
@@ -278,32 +228,10 @@ def bench_main(args) -> int:
             runs, cmp = asyncio.run(run_ab(prof_r, prof_a, None, suite, opts, args.rounds))
             payload = cmp
         else:
-            run, _ = asyncio.run(run_one(prof_a, suite, opts))
-            runs, cmp, payload = [run], None, {"specdash_version": _version(), "runs": [run]}
-    except PreflightBlocked as exc:
+            run_, _ = asyncio.run(run_one(prof_a, suite, opts))
+            runs, cmp, payload = [run_], None, {"specdash_version": _version(), "runs": [run_]}
+    finally:
         progress.done()
-        if args.json:  # scripts reading stdout get the reason as JSON, not an empty stream
-            print(json.dumps({"error": "preflight", "launched": False, "preflight": exc.report.to_json()}, indent=2))
-        print(exc.report.render(), file=sys.stderr)
-        print("specdash: preflight found errors; the server was not launched. Fix them, or pass --force "
-              "to launch anyway (post-launch verification will still judge the run).", file=sys.stderr)
-        return 1
-    except (RunFailed, ProfileError, ServerStartError, SGLangError) as exc:
-        progress.done()
-        print(f"specdash: {exc}", file=sys.stderr)
-        if isinstance(exc, SGLangHTTPError) and exc.status in (401, 403):
-            print("specdash: the server wants an API key: pass --api-key KEY or set SGLANG_API_KEY "
-                  "(for a launched server, [server] api_key in the profile)", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        progress.done()
-        print(f"specdash: cannot write results: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        progress.done()
-        print("specdash: interrupted; servers stopped; partial results are in the run directory", file=sys.stderr)
-        return 1
-    progress.done()
     failed = [r for r in runs if (r.get("verification") or {}).get("status") == "failed"]
     if cmp is not None and failed and not args.allow_unverified:
         withhold_speedup(cmp, [r["profile"] for r in failed])
@@ -315,11 +243,8 @@ def bench_main(args) -> int:
             print(render_comparison(cmp))
             print(f"comparison: {cmp.get('compare_dir')}/comparison.json")
     if failed and not args.allow_unverified:
-        names = ", ".join(r["profile"] for r in failed)
-        print(f"specdash: post-launch verification FAILED for {names}; these numbers are not a valid measure "
-              "of speculation (see the findings). Pass --allow-unverified to accept them.", file=sys.stderr)
-        return 1
-    return 0
+        raise VerificationFailed([r["profile"] for r in failed])
+    return ExitCode.OK
 
 
 def _version() -> str:

@@ -1,0 +1,73 @@
+"""``specdash doctor``: preflight EAGLE3 checks of a profile (wired by ``specdash/cli.py``).
+
+Exit codes (:mod:`specdash.commands.errors`): 0 no error finding, 1 an error finding, 2 the
+profile cannot be read (or ``--sglang-version`` cannot be parsed).  ``--json`` prints only
+the report JSON on stdout; messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from specdash.commands.errors import ExitCode, run
+
+PROG = "specdash doctor"
+
+
+def doctor_command(argv: list[str]) -> int:
+    """Entry of ``specdash doctor`` (``argv`` after ``doctor``); returns the exit code."""
+    p = argparse.ArgumentParser(prog=PROG, description="Preflight EAGLE3 checks of a profile.")
+    add_doctor_arguments(p)
+    return doctor_main(p.parse_args(argv))
+
+
+def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``specdash doctor``."""
+    parser.add_argument("--profile", required=True, help="profile name or path")
+    parser.add_argument("--json", action="store_true", help="print only the JSON report on stdout")
+    parser.add_argument("--sglang-version", metavar="V", default=None,
+                        help="judge against this SGLang release (default: profile, installed sglang, else newest known)")
+    parser.add_argument("--gpu-memory-mib", type=float, metavar="MIB", default=None,
+                        help="memory per GPU for the MEMORY check (default: read through NVML when available)")
+    parser.add_argument("--gpus", type=int, metavar="N", default=None,
+                        help="number of GPUs with --gpu-memory-mib (default: the profile's tp_size)")
+    parser.add_argument("--concurrency", type=int, metavar="N", default=None,
+                        help="planned concurrent requests (CUDA-graph / tree checks; default max_running_requests)")
+
+
+def _detect_gpus(args: argparse.Namespace) -> list[dict] | None:
+    """GPUs for the MEMORY check read through NVML (None: unknown, or ``--gpu-memory-mib`` given)."""
+    if args.gpu_memory_mib:
+        return None  # filled in by the caller once tp_size is known
+    try:
+        from specdash.collect.gpu import read_gpus
+
+        found = read_gpus(processes=False)
+    except Exception:
+        return None
+    return [{"name": g.name, "memory_total_mib": g.memory_total_mib} for g in found] or None
+
+
+def doctor_main(args: argparse.Namespace) -> int:
+    """``specdash doctor`` on parsed ``args``: print the report; returns the exit code (0/1/2)."""
+    return run(PROG, lambda: _doctor(args), json_output=bool(getattr(args, "json", False)))
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from specdash.eagle3.doctor import run_doctor
+    from specdash.profile import load_profile
+
+    profile = load_profile(args.profile)
+    profile.expanded()
+    gpus = _detect_gpus(args)
+    if getattr(args, "gpu_memory_mib", None):
+        n = args.gpus or profile.server.tp_size
+        gpus = [{"name": "GPU", "memory_total_mib": args.gpu_memory_mib}] * max(1, int(n))
+    report = run_doctor(profile, sglang_version=args.sglang_version, gpus=gpus,
+                        concurrency=getattr(args, "concurrency", None))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(report.render())
+    return ExitCode.FAILED if report.has_errors else ExitCode.OK

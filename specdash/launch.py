@@ -1,0 +1,298 @@
+"""The one launch path of the bench, ``tune`` and the dashboard.
+
+preflight gate → start the server → manifest (secrets redacted) → wait until ready → stop::
+
+    report = preflight(profile, sglang_version=v, force=force)        # raises PreflightBlocked
+    launch = ServerLaunch.prepare(profile, rundir, sglang_version=v, preflight=report)
+    launch.start()                                                     # ServerProcess, own group
+    ready_s = await launch.wait_ready(client)                          # raises ServerStartError
+    launch.record_server(await client.server_info())                   # manifest += what it runs
+    launch.stop()                                                      # the whole process tree
+
+:func:`build_manifest` is the one manifest builder: a launched run and an attached one
+(``launch=None``) write the same fields, argv / env / profile with secrets as ``***``.
+Nothing here prints (callers report progress their own way).  The run directory is anything
+with ``path``, ``server_log_path`` and ``write_manifest`` (a
+:class:`specdash.bench.rundir.RunDir`): this module sits below ``bench`` and does not import it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from specdash.eagle3.findings import DoctorReport
+    from specdash.profile import Profile, Suite
+    from specdash.sglang.client import SGLangClient
+    from specdash.sglang.launchspec import LaunchSpec
+    from specdash.sglang.process import ServerProcess
+
+#: Seconds a launched server may take to answer ``/health`` 200 (real servers: 1–5 min of
+#: weight loading, CUDA graphs and JIT); ``$SPECDASH_READY_TIMEOUT`` overrides it.
+READY_TIMEOUT_S = float(os.environ.get("SPECDASH_READY_TIMEOUT", "900"))
+
+
+class PreflightBlocked(Exception):
+    """Preflight found errors and ``force`` was not given: nothing was launched.
+
+    Attributes:
+        report: the :class:`~specdash.eagle3.rules.DoctorReport` with the error findings.
+    """
+
+    def __init__(self, report: DoctorReport) -> None:
+        super().__init__("preflight found errors")
+        self.report = report
+
+
+class RunDirLike(Protocol):
+    """What the launch path needs of a run directory (a ``RunDir`` has it)."""
+
+    path: Path
+
+    @property
+    def server_log_path(self) -> Path: ...
+
+    def write_manifest(self, manifest: dict) -> None: ...
+
+
+# -- preflight ----------------------------------------------------------------------------------
+def run_preflight(profile: Profile, *, sglang_version: str | None = None) -> DoctorReport:
+    """The doctor's findings for ``profile`` (judged against ``sglang_version`` when given).
+
+    Raises:
+        ProfileError: the profile cannot be expanded; ValueError: an unparsable version.
+    """
+    from specdash.eagle3.doctor import run_doctor
+
+    return run_doctor(profile, sglang_version=sglang_version)
+
+
+def gate(report: DoctorReport | None, *, force: bool = False) -> None:
+    """Refuse a launch whose preflight ``report`` has errors, unless ``force``.
+
+    Raises:
+        PreflightBlocked: ``report`` has an error finding and ``force`` is False.
+    """
+    if report is not None and report.has_errors and not force:
+        raise PreflightBlocked(report)
+
+
+def preflight(profile: Profile, *, sglang_version: str | None = None, force: bool = False) -> DoctorReport:
+    """:func:`run_preflight`, then :func:`gate`; returns the report (also when forced).
+
+    Raises:
+        PreflightBlocked, ProfileError, ValueError: see :func:`gate` and :func:`run_preflight`.
+    """
+    report = run_preflight(profile, sglang_version=sglang_version)
+    gate(report, force=force)
+    return report
+
+
+def attached_profile() -> Profile:
+    """The stand-in profile of a run on an attached server (``--url`` without ``--profile``):
+    name ``attached``, model ``(attached)``, no speculation."""
+    from specdash.profile import parse_profile
+
+    return parse_profile({"name": "attached", "server": {"model_path": "(attached)"}})
+
+
+# -- manifest -----------------------------------------------------------------------------------
+def build_manifest(
+    profile: Profile,
+    *,
+    url: str,
+    launch: LaunchSpec | None = None,
+    suite: Suite | None = None,
+    preflight: DoctorReport | None = None,
+    sglang_version: str | None = None,
+    extra: dict | None = None,
+) -> dict:
+    """``manifest.json`` of a run before the server answers (the one builder).
+
+    Args:
+        profile: the (expanded) profile; written redacted as ``profile_data``.
+        url: the server's base URL.
+        launch: the launch's argv / env / speculative resolution; None when attached.
+        suite: the suite the run sends (None: the dashboard, whose load may change suites).
+        preflight: the doctor report the launch was gated on, when it ran.
+        sglang_version: ``--sglang-version`` of the command line (the judged version).
+        extra: caller fields merged last (``{"ab": …}``, ``{"source": "tui"}``).
+
+    Returns:
+        A JSON-able dict: ``profile``, ``profile_path``, ``profile_data``, ``suite``,
+        ``suite_path``, ``url``, ``attached``, ``simulated``, ``judged_sglang_version``,
+        ``version_source``, ``gpus`` (NVML now), the extras; for a launch also ``argv``,
+        ``env`` (redacted), ``asked``, ``expected_effective``, ``adjustments``; ``preflight``
+        when given.  :func:`server_fields` adds what the running server says.
+    """
+    from specdash.collect.gpu import gpu_snapshot
+    from specdash.profile import redacted_profile_data
+
+    ver, src = profile.judged_version(cli=sglang_version)
+    m = {
+        "profile": profile.name,
+        "profile_path": str(profile.path) if profile.path else None,
+        "profile_data": redacted_profile_data(profile),
+        "suite": suite.name if suite is not None else None,
+        "suite_path": str(suite.path) if suite is not None and suite.path else None,
+        "url": url,
+        "attached": launch is None,
+        "simulated": profile.server.launcher == "sim" and launch is not None,
+        "judged_sglang_version": ver,
+        "version_source": src,
+        "gpus": gpu_snapshot(),
+    } | (extra or {})
+    if launch is not None:
+        m["argv"] = launch.redacted_argv()
+        m["env"] = launch.redacted_env()
+        m["asked"] = launch.spec.asked
+        m["expected_effective"] = launch.spec.effective()
+        m["adjustments"] = [a.__dict__ for a in launch.spec.adjustments]
+    if preflight is not None:
+        m["preflight"] = preflight.to_json()
+    return m
+
+
+def effective_from_server_info(info: dict | None) -> dict:
+    """The four speculative values read back from ``/server_info`` (None when unknown or off)."""
+    info = info or {}
+    algo = info.get("speculative_algorithm")
+    return {
+        "speculative_algorithm": algo if algo not in ("", "NONE", None) else None,
+        "speculative_num_steps": info.get("speculative_num_steps") if algo else None,
+        "speculative_eagle_topk": info.get("speculative_eagle_topk") if algo else None,
+        "speculative_num_draft_tokens": info.get("speculative_num_draft_tokens") if algo else None,
+    }
+
+
+def server_fields(info: dict, ready_s: float | None) -> dict:
+    """Manifest fields from the server's ``/server_info`` once it answers: ``sglang_version``,
+    ``server_simulated``, ``effective`` (see :func:`effective_from_server_info`),
+    ``time_to_ready_s`` (process start → ``/health`` 200, seconds; None when attached) and
+    ``launch_command``."""
+    return {
+        "sglang_version": info.get("version"),
+        "server_simulated": bool(info.get("simulated")),
+        "effective": effective_from_server_info(info),
+        "time_to_ready_s": ready_s,
+        "launch_command": info.get("launch_command"),
+    }
+
+
+# -- the launch ---------------------------------------------------------------------------------
+@dataclass
+class ServerLaunch:
+    """One server launch into a run directory (see the module docstring).
+
+    Build it with :meth:`prepare` (nothing started yet), then :meth:`start`,
+    :meth:`wait_ready`, :meth:`record_server`, :meth:`stop`.
+
+    Attributes:
+        profile: the expanded profile.
+        spec: argv / env / speculative resolution (``build_launch``) on the chosen port.
+        rundir: where ``server.log``, ``server_process.json`` and ``manifest.json`` go.
+        manifest: the manifest as last written.
+        server: the :class:`~specdash.sglang.process.ServerProcess` once started.
+        ready_s: process start → ``/health`` 200, seconds, once ready.
+    """
+
+    profile: Profile
+    spec: LaunchSpec
+    rundir: RunDirLike
+    manifest: dict = field(default_factory=dict)
+    server: ServerProcess | None = None
+    ready_s: float | None = None
+
+    @classmethod
+    def prepare(
+        cls,
+        profile: Profile,
+        rundir: RunDirLike,
+        *,
+        sglang_version: str | None = None,
+        suite: Suite | None = None,
+        preflight: DoctorReport | None = None,
+        extra_manifest: dict | None = None,
+    ) -> ServerLaunch:
+        """Expand ``profile``, pick its port (a free one for port 0), build argv / env for
+        ``sglang_version`` and write the manifest.  Starts nothing.
+
+        Raises:
+            ProfileError: the profile cannot be expanded or turned into a command line.
+        """
+        from specdash.profile import build_launch
+        from specdash.sglang.process import free_port
+
+        prof = profile.expanded()
+        port = prof.server.port or free_port()
+        spec = build_launch(prof, version=sglang_version, port=port)
+        manifest = build_manifest(prof, url=spec.base_url, launch=spec, suite=suite, preflight=preflight,
+                                  sglang_version=sglang_version, extra=extra_manifest)
+        rundir.write_manifest(manifest)
+        return cls(prof, spec, rundir, manifest)
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` of the server."""
+        return self.spec.base_url
+
+    @property
+    def api_key(self) -> str | None:
+        """The server's ``--api-key`` (None: none)."""
+        return self.spec.api_key
+
+    def start(self) -> ServerProcess:
+        """Start the server in its own process group, its log (secrets as ``***``) going to
+        ``rundir/server.log``; returns the :class:`ServerProcess`.
+
+        Raises:
+            RuntimeError: already started.  OSError: the command cannot be executed.
+        """
+        from specdash.sglang.process import ServerProcess
+
+        if self.server is not None:
+            raise RuntimeError("ServerLaunch already started")
+        server = ServerProcess(self.spec.argv, env=self.spec.env, log_path=self.rundir.server_log_path,
+                               run_dir=self.rundir.path, url=self.spec.base_url, name=self.profile.name)
+        server.start()
+        self.server = server
+        return server
+
+    async def wait_ready(self, client: SGLangClient, timeout_s: float = READY_TIMEOUT_S) -> float:
+        """Poll ``/health`` through ``client`` until 200; returns (and keeps in
+        :attr:`ready_s`) the seconds from process start to ready.
+
+        Raises:
+            ServerStartError: the server exited first, or ``timeout_s`` passed (it keeps
+                running: call :meth:`stop`).  RuntimeError: not started.
+        """
+        if self.server is None:
+            raise RuntimeError("ServerLaunch not started")
+        self.ready_s = await self.server.wait_ready(client, timeout_s)
+        return self.ready_s
+
+    def record_server(self, info: dict) -> dict:
+        """Add :func:`server_fields` of ``info`` (``/server_info``) to the manifest and write
+        it; returns the manifest."""
+        self.update_manifest(server_fields(info, self.ready_s))
+        return self.manifest
+
+    def update_manifest(self, fields: dict[str, Any]) -> None:
+        """Merge ``fields`` into the manifest and write it again (atomically)."""
+        self.manifest.update(fields)
+        self.rundir.write_manifest(self.manifest)
+
+    def stop(self) -> int | None:
+        """Stop the whole server tree (SIGTERM, then SIGKILL); idempotent.  Returns the exit
+        code (None when never started)."""
+        return self.server.stop() if self.server is not None else None
+
+    async def astop(self) -> int | None:
+        """:meth:`stop` in a worker thread, for the event loop."""
+        import asyncio
+
+        return await asyncio.to_thread(self.stop)
+
