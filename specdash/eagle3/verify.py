@@ -805,9 +805,9 @@ def _adjusted(res: SpecResolution, server_info: dict, log_lines: list[str] | Non
             + (" at launch" if view.adaptive else ""),
             "SGLang rewrites some speculative settings at start-up"
             + (", as its normalisation predicts" if predicted is not None and int(predicted) == int(eff) else "")
-            + ": with topk 1 the draft tokens become steps + 1 (FACTS.md §6; the seeds' steps 1 / 16 draft "
-            "tokens ran as 2; golden eagle3_steps1_draft16). Results describe the effective value, not the asked "
-            "one.",
+            + ": with topk 1 the draft tokens become steps + 1 (_handle_eagle_family, srt/arg_groups/"
+            "speculative_hook.py; srt/server_args.py before 0.5.13; a real 0.5.14 server asked steps 1 / 16 draft "
+            "tokens ran 2). Results describe the effective value, not the asked one.",
             "ask for what runs (draft tokens = steps + 1 with topk 1), or raise steps for a longer chain",
             {"field": fld, "asked": asked, "effective": eff, "predicted": predicted, "log_line": quote,
              "adaptive": view.adaptive}))

@@ -793,7 +793,7 @@ def early_launch(flags: Mapping[str, Any], version: str, *,
     ``handle_speculative_decoding`` calls ``_maybe_disable_adaptive`` and
     ``_init_adaptive_speculative_params`` before the EAGLE-family checks) adaptive fixes top-k,
     steps and draft tokens before anything else reads them; the returned flags carry those values,
-    so the usual resolution (``specdash.sglang.command.resolve_flags``) then sees what SGLang sees.
+    so the usual resolution (``specdash.sglang.speculative.resolve_flags``) then sees what SGLang sees.
 
     Returns ``(flags, resolution)``: the flags unchanged and None when adaptive is not asked or the
     release resolves it after the EAGLE checks (≤ 0.5.13); unchanged with the resolution when
