@@ -96,6 +96,8 @@ def rule_adaptive(ctx: RuleContext) -> None:
                 'add "--speculative-adaptive" to [speculative] extra_args, or drop --speculative-adaptive-config',
                 config=cfg_arg, version=v)
         return
+    if ctx.res.rejections and not has_feature("adaptive_launch_resolution", v):
+        return  # SGLang refuses the speculative flags before it looks at adaptive (SPEC_ARGS says why)
     if _fell_back(ctx):
         return
     _config(ctx, cfg_arg if isinstance(cfg_arg, str) else None)
