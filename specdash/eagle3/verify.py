@@ -183,12 +183,6 @@ def _asked(obj: Any) -> _Asked:
                   version)
 
 
-def _resolution(obj: Any) -> tuple[SpecResolution | None, str | None]:
-    """(asked/predicted resolution, draft path) from a Profile, LaunchSpec, SpecResolution or dict."""
-    a = _asked(obj)
-    return a.res, a.draft_path
-
-
 def _load_draft(path: str | None):
     if not path:
         return None

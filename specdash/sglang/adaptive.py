@@ -58,6 +58,7 @@ __all__ = [
     "built_state_line",
     "default_config",
     "early_launch",
+    "flag_int",
     "initialized_line",
     "interleave_config",
     "launch_booleans",
@@ -757,7 +758,8 @@ UNSUPPORTED_FLAGS: dict[str, str] = {
 _ENV_FALSE = ("false", "0", "no", "n")  # environ.py EnvBool.parse
 
 
-def _flag_int(v: Any) -> int | None:
+def flag_int(v: Any) -> int | None:
+    """A flag's integer value (None when absent, bare, or not a number)."""
     if v is None or isinstance(v, bool):
         return None
     try:
@@ -808,9 +810,9 @@ def early_launch(flags: Mapping[str, Any], version: str, *,
     cfg = flags.get("--speculative-adaptive-config")
     try:
         e = resolve_launch(v, algorithm=flags.get("--speculative-algorithm"),
-                           num_steps=_flag_int(flags.get("--speculative-num-steps")),
-                           eagle_topk=_flag_int(flags.get("--speculative-eagle-topk")),
-                           num_draft_tokens=_flag_int(flags.get("--speculative-num-draft-tokens")),
+                           num_steps=flag_int(flags.get("--speculative-num-steps")),
+                           eagle_topk=flag_int(flags.get("--speculative-eagle-topk")),
+                           num_draft_tokens=flag_int(flags.get("--speculative-num-draft-tokens")),
                            config=cfg if isinstance(cfg, str) else None, **launch_booleans(flags, env, v))
     except (OSError, ValueError):
         return out, None

@@ -28,6 +28,7 @@ from specdash.sglang.adaptive import (
     AdaptiveConfig,
     AdaptiveConfigError,
     default_config,
+    flag_int,
     launch_booleans,
     lint_config,
     parse_config,
@@ -37,15 +38,6 @@ from specdash.sglang.versions import has_feature, parse_version
 
 _SPEC_ARGS_SRC = "srt/arg_groups/speculative_hook.py"
 _PARAMS_SRC = "srt/speculative/adaptive_spec_params.py"
-
-
-def _int(v: Any) -> int | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _keyed(v: str) -> bool:
@@ -110,7 +102,7 @@ def _fell_back(ctx: RuleContext) -> bool:
     """Report a start-up fall-back (``adaptive_unsupported_reason``); True when adaptive is off."""
     f, v, res = ctx.flags, ctx.version, ctx.res
     early = has_feature("adaptive_launch_resolution", v)
-    topk = _int(f.get("--speculative-eagle-topk")) if early else res.eagle_topk
+    topk = flag_int(f.get("--speculative-eagle-topk")) if early else res.eagle_topk
     bools = launch_booleans(f, ctx.env, v)
     reason = unsupported_reason(v, algorithm=res.algorithm, topk=topk, **bools)
     if reason is None:
@@ -363,7 +355,7 @@ def _draft_tokens(ctx: RuleContext, steps: int | None) -> None:
     v = ctx.version
     if not has_feature("adaptive_launch_resolution", v) or steps is None:
         return
-    asked = _int(ctx.flags.get("--speculative-num-draft-tokens"))
+    asked = flag_int(ctx.flags.get("--speculative-num-draft-tokens"))
     # ctx.flags are the profile's flags; ctx.res saw them after SGLang's adaptive resolution
     eff = ctx.res.num_draft_tokens
     if asked is None or eff is None or asked == eff:
@@ -386,7 +378,7 @@ def _summary(ctx: RuleContext, cfg: AdaptiveConfig, steps: int | None, where: st
     if cfg.added_initial is not None:
         built = [s for s in cfg.slots[1].candidate_steps if s != steps]
     zero = [k for k, c in slots.items() if 0 in c]
-    asked_steps = _int(ctx.flags.get("--speculative-num-steps"))
+    asked_steps = flag_int(ctx.flags.get("--speculative-num-steps"))
     parts = [f"adaptive speculation on SGLang {v} with {where}: "
              + (f"slots by batch size {slots}" if cfg.keyed else f"candidate_steps {slots['1']} for every batch"),
              f"launch tier steps {steps} / draft tokens {steps + 1 if steps is not None else '?'}"
