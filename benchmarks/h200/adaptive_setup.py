@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, data in profiles.items():
         path = w / f"{name}.toml"
-        path.write_text(f"# Written by benchmarks/h200/adaptive_setup.py from profiles/h200-tiny-eagle3.toml\n"
+        path.write_text("# Written by benchmarks/h200/adaptive_setup.py from profiles/h200-tiny-eagle3.toml\n"
                         + tomlkit.dumps(data))
         load_profile(str(path))  # validates
         print(path)
