@@ -151,7 +151,7 @@ def test_weight_shape_mismatch(tmp_path):
 def test_d2t_missing_with_reduced_vocab(tmp_path):
     rep = doctor(tmp_path, draft_kw={"d2t": None})
     f = find(rep, "VOCAB_MAP", "error")[0]
-    assert "no d2t" in f.message and f.evidence["case"] == "C08"
+    assert "no d2t" in f.message and f.evidence["case"] == "NVIDIA-NeMo/Automodel#2447"
 
 
 def test_d2t_absolute_ids(tmp_path):
@@ -332,7 +332,7 @@ def test_dtype(tmp_path):
 
 def test_draft_path_rules(tmp_path):
     rep = doctor(tmp_path / "a", draft=None)
-    assert find(rep, "DRAFT_PATH", "error")[0].evidence["case"] == "C13"
+    assert find(rep, "DRAFT_PATH", "error")[0].evidence["case"] == "sglang#36528"
     rep = doctor(tmp_path / "b", draft=None, algorithm="EAGLE", target_kw={"arch": "DeepseekV3ForCausalLM"})
     assert find(rep, "DRAFT_PATH", "info") and not find(rep, "DRAFT_PATH", "error")
     rep = doctor(tmp_path / "c", draft=tmp_path / "nowhere")
