@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from specdash.checkpoint.tiny import tiny_draft, tiny_target, write_safetensors
 from specdash.commands.doctor import add_doctor_arguments, doctor_main
 from specdash.eagle3.doctor import run_doctor
 from specdash.eagle3.findings import DoctorReport, Finding
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile, write_safetensors
+from specdash.eagle3.sample import write_profile
 from specdash.sglang.capture import capture_plan
 from specdash.sglang.versions import deprecated_flags, flags_version_for, has_feature, known_flags
 

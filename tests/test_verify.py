@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from specdash.checkpoint.reader import read_draft
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
+from specdash.checkpoint.tiny import tiny_draft, tiny_target
+from specdash.eagle3.sample import write_profile
 from specdash.eagle3.verify import CollapseWatch, log_accept_lengths, verify_server
 from specdash.sglang.speculative import normalize_speculative
 
@@ -20,7 +21,7 @@ def _run(golden: Path, name: str):
 
 
 def _draft_info(golden: Path, tmp_path: Path):
-    from specdash.eagle3.sample import write_safetensors
+    from specdash.checkpoint.tiny import write_safetensors
 
     src = golden / "env/models/draft_aligned"
     dst = tmp_path / "draft_aligned"
