@@ -1,16 +1,12 @@
 """Write an A/B comparison to disk: ``comparison.json``, ``comparison.csv`` and ``report.md``.
 
 The Markdown report holds the verdict, the overall/per-prompt/per-category/baseline tables and
-two text charts drawn with plotext (rendered with ``plotext.build()``, ANSI colour codes
-stripped, inside fenced code blocks):
+two plain-text bar charts inside fenced code blocks (drawn here, no plotting library: the headless
+path stays free of the TUI's plotext):
 
-* per-prompt output tok/s bars, A (█) beside B (░);
-* the pooled accepted-drafts histograms of A and B side by side (fraction of verify rounds that
-  accepted k drafts; accept length = k + 1 with the bonus token, as SGLang counts it).
-
-plotext keeps one module-level figure; every chart here starts by clearing it (the main figure,
-subplots included: ``plt.clf()`` alone clears only the active subplot) and clears it again in a
-``finally`` so no state leaks to other users of plotext (the TUI).
+* per-prompt output tok/s bars, A (█) above B (░), on one scale;
+* the pooled accepted-drafts histograms of A and B side by side on one scale (fraction of verify
+  rounds that accepted k drafts; accept length = k + 1 with the bonus token, as SGLang counts it).
 
 ``write_summary_csv`` flattens a single run's ``summary.json`` (README "Run directories") into CSV rows.
 """
@@ -20,14 +16,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from specdash.bench.compare import CSV_COLUMNS
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _fmt(v: Any, nd: int = 2) -> str:
@@ -46,44 +39,36 @@ def _ci(ci: Sequence[Any] | None, nd: int = 3) -> str:
     return f"[{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
 
 
-def _reset() -> None:
-    """Clear plotext's whole module-level figure, subplots included (``plt.clf()`` alone only
-    clears the active subplot)."""
-    import plotext as plt
-
-    plt.main().clear_figure()
+_FULL, _PARTIAL = "█", "▏▎▍▌▋▊▉"
 
 
-def _clean(text: str) -> str:
-    lines = [_ANSI.sub("", ln).rstrip() for ln in text.splitlines()]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return "\n".join(lines)
+def _bar(value: float, top: float, cells: int, marker: str) -> str:
+    """A bar of ``value / top × cells`` character cells; the solid marker gets eighth-cell ends."""
+    if top <= 0 or value <= 0:
+        return ""
+    eighths = round(min(1.0, value / top) * cells * 8)
+    if marker != _FULL:
+        return marker * max(1, round(eighths / 8))
+    whole, rest = divmod(eighths, 8)
+    return _FULL * whole + (_PARTIAL[rest - 1] if rest else "") or _PARTIAL[0]
 
 
-def tok_s_chart(comparison: Mapping[str, Any], *, width: int | None = None, height: int = 18) -> str:
-    """Per-prompt mean output tok/s, A beside B, as plain text (empty string without rows)."""
-    import plotext as plt
-
+def tok_s_chart(comparison: Mapping[str, Any], *, width: int = 72) -> str:
+    """Per-prompt mean output tok/s, A above B, as plain text (empty string without rows)."""
     rows = [r for r in comparison.get("per_prompt", []) if r.get("a_tok_s") and r.get("b_tok_s")]
     if not rows:
         return ""
+    a, b = str(comparison.get("a")), str(comparison.get("b"))
     labels = [f"p{r['prompt_index']}" for r in rows]
-    w = width or max(60, min(180, 10 * len(rows) + 20))
-    _reset()
-    try:
-        plt.plotsize(w, height)
-        plt.theme("clear")
-        plt.multiple_bar(labels, [[r["a_tok_s"] for r in rows], [r["b_tok_s"] for r in rows]],
-                         labels=[str(comparison.get("a")), str(comparison.get("b"))], marker=["█", "░"])
-        top = max(max(r["a_tok_s"], r["b_tok_s"]) for r in rows)
-        plt.ylim(0, top * 1.3)  # head-room for the legend
-        plt.title("output tok/s per prompt (mean over repeats)")
-        return _clean(plt.build())
-    finally:
-        _reset()
+    lw = max(len(x) for x in labels)
+    top = max(max(r["a_tok_s"], r["b_tok_s"]) for r in rows)
+    vw = len(f"{top:.1f}")
+    cells = max(10, width - lw - vw - 3)
+    out = ["output tok/s per prompt (mean over repeats)", f"{_FULL} {a}   ░ {b}", ""]
+    for label, r in zip(labels, rows):
+        for lab, val, mk in ((label, r["a_tok_s"], _FULL), ("", r["b_tok_s"], "░")):
+            out.append(f"{lab:<{lw}} {_bar(val, top, cells, mk):<{cells}} {val:>{vw}.1f}".rstrip())
+    return "\n".join(out)
 
 
 def _fractions(hist: Sequence[int] | None) -> list[float] | None:
@@ -100,31 +85,29 @@ def histogram_chart(
     name_a: str = "A",
     name_b: str = "B",
     width: int = 110,
-    height: int = 16,
 ) -> str:
     """Accepted-drafts histograms of A and B side by side (fraction of verify rounds per k)."""
-    import plotext as plt
-
     fa, fb = _fractions(hist_a), _fractions(hist_b)
     if fa is None and fb is None:
         return ""
     kmax = max(len(fa or []), len(fb or []))
-    xs = list(range(kmax))
-    top = min(1.0, 1.15 * max(max(fa or [0.0]), max(fb or [0.0])))
-    _reset()
-    try:
-        plt.subplots(1, 2)
-        plt.plotsize(width, height)
-        for col, (name, frac) in enumerate(((name_a, fa), (name_b, fb)), start=1):
-            plt.subplot(1, col)
-            plt.theme("clear")
-            ys = (frac or []) + [0.0] * (kmax - len(frac or []))
-            plt.bar(xs, ys, marker="█" if col == 1 else "░")
-            plt.ylim(0, top)  # same scale on both sides
-            plt.title(f"{name}: accepted drafts k" + ("" if frac else " (no data)"))
-        return _clean(plt.build())
-    finally:
-        _reset()
+    top = max(max(fa or [0.0]), max(fb or [0.0]))  # one scale for both sides
+    kw = len(f"k={kmax - 1}")
+    panel = (width - 4) // 2
+    cells = max(10, panel - kw - 8)
+    sides = ((name_a, fa, _FULL), (name_b, fb, "░"))
+    titles = [f"{name}: accepted drafts k" + ("" if frac else " (no data)") for name, frac, _ in sides]
+    out = [f"{titles[0]:<{panel}}    {titles[1]}".rstrip(), ""]
+    for k in range(kmax):
+        cols = []
+        for _name, frac, mk in sides:
+            if frac is None:
+                cols.append("")
+                continue
+            v = frac[k] if k < len(frac) else 0.0
+            cols.append(f"{f'k={k}':<{kw}} {_bar(v, top, cells, mk):<{cells}} {v:6.3f}")
+        out.append(f"{cols[0]:<{panel}}    {cols[1]}".rstrip())
+    return "\n".join(out)
 
 
 def _side_table(title_rows: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[str]:
