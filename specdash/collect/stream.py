@@ -1,6 +1,6 @@
 """Per-request records → run-scoped statistics (the numbers ``summary.json`` reports).
 
-Definitions (CONTRACTS.md ``summary.json``; FACTS.md §10–§11, matching SGLang's own
+Definitions (``summary.json``, README "Definitions"; matching SGLang 0.5.23's own
 ``sglang.benchmark.serving`` and ``meta_info``):
 
 - ``output_tok_s`` = Σ completion_tokens / duration_s, duration = first request sent →
@@ -136,7 +136,7 @@ class RunStats:
         return float(sum(hi - lo for lo, hi in windows.values()))
 
     def summary(self, proposed_per_round: float | None = None) -> dict:
-        """The run-scoped fields of CONTRACTS.md's RUN object (null where not applicable).
+        """The run-scoped fields of a ``summary.json`` RUN object (null where not applicable).
 
         ``proposed_per_round``: drafts proposed per request-round, replacing the records'
         ``proposed_drafts`` in ``accept_rate`` (= Σ correct / (Σ verify rounds × it)); for

@@ -157,7 +157,7 @@ def render_comparison(cmp: dict) -> str:
 
 def withhold_speedup(cmp: dict, failed: list[str]) -> None:
     """Blank the speedups of a comparison in which a side failed post-launch verification
-    (issue #3 §3: no speedup is reported from such a run unless ``--allow-unverified``)."""
+    (no speedup is reported from such a run unless ``--allow-unverified``)."""
     note = f"not reported: post-launch verification failed for {', '.join(failed)} (--allow-unverified to see it)"
     blocks = [cmp] + [b for b in ((cmp.get("baseline") or {}).get("a"), (cmp.get("baseline") or {}).get("b")) if b]
     for block in blocks:
