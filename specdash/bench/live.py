@@ -1,0 +1,417 @@
+"""Live tuning: two chain step tiers measured inside one SGLang launch (``specdash tune --live``).
+
+SGLang's adaptive speculation (``--speculative-adaptive``, ``srt/speculative/
+adaptive_spec_params.py``) pre-builds one runtime state per candidate step count and switches
+between them while it serves.  :func:`specdash.sglang.adaptive.interleave_config` writes a
+config whose hysteresis forces a move at every decision, so the slot alternates between two
+step counts every three verify batches whatever the acceptance (SGLang 0.5.14+; before, a
+decision runs the down and the up loop together and the slot never moves).  One launch then
+measures both tiers at the same load, on the same server, interleaved in time — drift on the
+machine hits both alike.
+
+A live launch (:meth:`LivePlan.measure_pair`):
+
+1. the profile with ``--speculative-num-steps max(a, b)`` / topk 1 / draft tokens ``max + 1``,
+   ``--speculative-adaptive --speculative-adaptive-config <interleave config>``,
+   ``--decode-log-interval 1`` (one ``Decode batch`` line per iteration), ``--enable-metrics``
+   and ``SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`` (the per-phase GPU counters), runs the suite;
+2. :class:`specdash.collect.tiers.TierTracker` attributes the decode lines of its
+   ``server.log`` to the tiers (the last ``Switch adaptive runtime state`` before each line);
+   the first window after each switch is discarded (it still carries the old tier's work), and
+   so is every window not at the suite's load (ramp-up and ramp-down of the batch);
+3. :func:`specdash.collect.tiers.paired_windows` pairs each tier-``a`` window with the next
+   tier-``b`` window; the paired speedup of ``b`` over ``a`` and its interval are
+   :func:`specdash.bench.stats.paired_speedup` (geometric mean of the paired ratios, BCa
+   bootstrap with the small-sample expansion);
+4. each tier becomes a :class:`~specdash.advisor.Measurement` (``source="tier"``, the launch's
+   id in ``launch``): its decode tok/s and accept length over the kept windows, and, with the
+   device timer, its per-phase GPU time (:func:`tier_phases`).
+
+Static launches of a live tune (the baseline, relaunched trees) get ``--decode-log-interval 1``
+too and are measured the same way (:meth:`LivePlan.measure_static`), so every measurement the
+advisor compares is decode throughput from the server's own lines.
+
+Why two tiers per launch, not more
+----------------------------------
+A slot's decision (``AdaptiveStepSlot.update``) steps down while the EMA is at or below the next
+lower candidate's threshold and, failing that, up while it is above the next higher one's.  To
+force a move whatever the acceptance, the hysteresis must make every threshold pass; then a
+slot with three or more candidates falls straight from the top to the bottom candidate and
+climbs straight back (``[1, 3, 7]`` runs 7, 1, 7, 1 …: the middle is never visited), and a
+steps-0 candidate only ever probes one step up.  Finite hysteresis values would make the
+visits depend on the acceptance EMA — not a schedule a measurement can rely on.  Several slots
+keyed by batch size do not help either: at a fixed load every decode batch is padded to the
+same captured size and routed to the same slot (``_pad_to_cuda_graph_bs``,
+``_find_closest_bs``), so the other slots never run, and different loads would confound tier
+with load.  So one launch measures one pair; more tiers take more launches (the planner's next
+pair, up to ``chain_budget`` launches).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specdash.profile import parse_profile, profile_variant
+
+#: Environment of every live-tune launch: SGLang's per-phase GPU timer (``srt/environ.py``).
+DEVICE_TIMER_ENV = {"SGLANG_ENABLE_METRICS_DEVICE_TIMER": "1"}
+
+
+def live_unavailable(profile, start, version: str) -> str | None:
+    """Why ``--live`` cannot measure tiers for this start and release (None: it can).
+
+    Tree starts (topk > 1): SGLang's adaptive mode runs chains only (``adaptive_unsupported_reason``
+    refuses topk ≠ 1), so trees need a launch each.  Releases that cannot alternate two tiers
+    (before 0.5.14, :func:`~specdash.sglang.adaptive.interleave_config` raises).  Launch flags
+    that turn adaptive off (attention DP, multi-layer EAGLE, two-batch overlap, PD-mux).
+    """
+    from specdash.profile import server_flags
+    from specdash.sglang.adaptive import AdaptiveConfigError, interleave_config, unsupported_reason
+
+    if start.topk != 1:
+        return (f"the starting settings are a tree (topk {start.topk}); SGLang's adaptive controller switches the "
+                "steps of chains only (topk 1), so every setting is measured by a launch of its own")
+    try:
+        interleave_config(1, 3, version)
+    except AdaptiveConfigError as exc:
+        return (f"SGLang {version} cannot alternate two step tiers inside one launch ({exc}); every setting is "
+                "measured by a launch of its own — SGLang 0.5.14 or later can")
+    flags = server_flags(profile)
+    reason = unsupported_reason(version, algorithm=(profile.speculative.algorithm or "").upper() or None, topk=1,
+                                disable_overlap_schedule=bool(flags.get("--disable-overlap-schedule")),
+                                enable_dp_attention=bool(flags.get("--enable-dp-attention")),
+                                enable_multi_layer_eagle=bool(flags.get("--enable-multi-layer-eagle")),
+                                enable_two_batch_overlap=bool(flags.get("--enable-two-batch-overlap")),
+                                enable_pdmux=bool(flags.get("--enable-pdmux")))
+    if reason is not None:
+        return f"SGLang {version} turns adaptive speculation off for this profile ({reason})"
+    return None
+
+
+def with_flags(profile, *, extra: Sequence[str] = (), env: dict[str, str] | None = None, name: str | None = None,
+               spec: dict[str, Any] | None = None):
+    """A copy of ``profile`` with server flags appended to ``[server] extra_args`` (replacing the
+    same flags there), ``[env]`` additions, metrics on and, optionally, ``[speculative]`` fields."""
+    from specdash.sglang.cmdline import flags_to_argv, parse_command_line
+
+    prof = profile_variant(profile, spec, name=name) if spec is not None else profile
+    data = prof.model_dump()
+    have = parse_command_line(["x", *data["server"].get("extra_args", [])]).flags
+    add = parse_command_line(["x", *extra]).flags
+    have.update(add)
+    data["server"]["extra_args"] = flags_to_argv(have)
+    data["server"]["enable_metrics"] = True
+    data["env"] = {**data.get("env", {}), **(env or {})}
+    if name is not None:
+        data["name"] = name
+    out = parse_profile(data, prof.path or f"<{prof.name}>")
+    out._path = profile.path
+    return out
+
+
+def decode_logged(prof):
+    """``prof`` with one decode line per iteration, metrics and the device timer on (every launch
+    of a live tune, so that all its measurements come from the server's decode lines)."""
+    return with_flags(prof, extra=["--decode-log-interval", "1"], env=DEVICE_TIMER_ENV)
+
+
+def _load_window(w, concurrency: int) -> bool:
+    """The window ran at the suite's load (mean batch within 10 %, at least ± 0.5 request)."""
+    if w.iterations <= 0:
+        return False
+    batch = w.request_rounds / w.iterations
+    return abs(batch - concurrency) <= max(0.5, 0.1 * concurrency)
+
+
+def _read_lines(run: dict) -> list[str]:
+    try:
+        return (Path(run["run_dir"]) / "server.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    except (OSError, KeyError, TypeError):
+        return []
+
+
+def _counters(run: dict, name: str) -> str | None:
+    try:
+        return (Path(run["run_dir"]) / name).read_text(encoding="utf-8")
+    except (OSError, KeyError, TypeError):
+        return None
+
+
+def tier_phases(metrics_after: str | None, all_windows, tiers: dict[int, Any], batch: float) -> dict[int, Any]:
+    """Per-tier device-timer phases (:class:`~specdash.advisor.PhaseTimes`) of one live launch.
+
+    SGLang's counter ``sglang:forward_execution_seconds_total{category}`` pools the tiers, so it
+    is read once, at the end (the server's whole life: every decode line of its log), and split:
+
+    * draft (``eagle_draft`` + ``eagle_draft_extend``): every draft forward of a chain at one batch
+      processes the same B tokens, so the seconds per forward are the total over Σ rounds × S, and
+      a tier's draft time is that × its S × its rounds (exact under the cost model's F = S);
+    * verify (``target_verify``): the mean per round V̄ over both tiers, and the per-draft-token
+      slope v = (the tiers' round-time slope per step) − (the draft seconds per forward), never
+      below 0; a tier's verify per round is V̄ + v · (S − S̄).
+
+    Rounds per tier are its decode iterations over every window (after-switch ones too: at the
+    alternation each tier gets the same iterations either way).  ``tiers``: steps → (tok/s, τ) of
+    the kept windows.  Empty without the counter or without both tiers.
+    """
+    from specdash.advisor import PhaseTimes
+    from specdash.advisor.measurement import (
+        DRAFT_CATEGORY,
+        DRAFT_EXTEND_CATEGORY,
+        FORWARD_SECONDS,
+        VERIFY_CATEGORY,
+    )
+    from specdash.sglang.metrics import parse_metrics
+
+    if not metrics_after or len(tiers) != 2:
+        return {}
+    try:
+        snap = parse_metrics(metrics_after)
+    except ValueError:
+        return {}
+    tot = {c: snap.total(FORWARD_SECONDS, category=c) for c in (DRAFT_CATEGORY, DRAFT_EXTEND_CATEGORY, VERIFY_CATEGORY)}
+    if tot[VERIFY_CATEGORY] is None or not tot[VERIFY_CATEGORY]:
+        return {}
+    iters: dict[int, float] = {}
+    for w in all_windows:
+        if w.steps in tiers:
+            iters[w.steps] = iters.get(w.steps, 0.0) + w.iterations
+    if set(iters) != set(tiers) or min(iters.values()) <= 0:
+        return {}
+    (sa, (ta, taua)), (sb, (tb, taub)) = sorted(tiers.items())
+    fwd = sum(iters[s] * max(1, s) for s in iters)
+    draft_s = (tot[DRAFT_CATEGORY] or 0.0) + (tot[DRAFT_EXTEND_CATEGORY] or 0.0)
+    per_fwd_ms = 1000.0 * draft_s / fwd
+    rounds = sum(iters.values())
+    v_bar_ms = 1000.0 * tot[VERIFY_CATEGORY] / rounds
+    s_bar = sum(iters[s] * s for s in iters) / rounds
+    t_a, t_b = 1000.0 * batch * taua / ta, 1000.0 * batch * taub / tb  # round ms of each tier
+    slope = (t_b - t_a) / (sb - sa)
+    v = max(0.0, slope - per_fwd_ms)
+    out = {}
+    for s in (sa, sb):
+        verify_ms = max(0.0, v_bar_ms + v * (s - s_bar))
+        out[s] = PhaseTimes(draft_s=per_fwd_ms * max(1, s) * iters[s] / 1000.0, draft_extend_s=0.0,
+                            verify_s=verify_ms * iters[s] / 1000.0, rounds=iters[s], batch=batch, steps=s)
+    return out
+
+
+@dataclass
+class PairResult:
+    """One live launch: tiers ``a`` < ``b`` and what they measured.
+
+    ``speedup``: b over a (:class:`~specdash.bench.stats.SpeedupResult`) over ``pairs`` paired
+    windows; ``windows``: steps → kept windows; ``discarded``: after-switch windows left out;
+    ``off_load``: windows left out for another batch size; ``switches``: switch lines seen.
+    """
+
+    launch: int
+    a: int
+    b: int
+    config: str
+    run_dir: str | None
+    concurrency: int
+    measurements: list = field(default_factory=list)
+    speedup: Any = None
+    pairs: int = 0
+    windows: dict[int, int] = field(default_factory=dict)
+    discarded: int = 0
+    off_load: int = 0
+    switches: int = 0
+    tok_s: dict[int, float | None] = field(default_factory=dict)
+    accept_length: dict[int, float | None] = field(default_factory=dict)
+    timer: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        sp = self.speedup
+        parts = [f"steps {s}: {self.tok_s.get(s) or 0:.1f} tok/s, τ {self.accept_length.get(s) or 0:.2f} "
+                 f"({self.windows.get(s, 0)} windows)" for s in (self.a, self.b)]
+        line = "; ".join(parts) + f"; {self.discarded} after-switch windows discarded"
+        if sp is not None and sp.speedup:
+            lo, hi = sp.ci95
+            ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""
+            line += f"; steps {self.b} over {self.a}: ×{sp.speedup:.3f}{ci} over {sp.pairs} paired windows ({sp.verdict})"
+        return line
+
+    def to_json(self) -> dict[str, Any]:
+        sp = self.speedup
+        return {
+            "launch": self.launch, "tiers": [self.a, self.b], "config": self.config, "run_dir": self.run_dir,
+            "concurrency": self.concurrency, "switches": self.switches,
+            "windows": {str(k): v for k, v in self.windows.items()}, "discarded_after_switch": self.discarded,
+            "off_load": self.off_load, "pairs": self.pairs,
+            "speedup": {"b_over_a": sp.speedup, "ci95": list(sp.ci95), "verdict": sp.verdict, "method": sp.method,
+                        "pairs": sp.pairs} if sp is not None else None,
+            "tok_s": {str(k): v for k, v in self.tok_s.items()},
+            "accept_length": {str(k): v for k, v in self.accept_length.items()},
+            "device_timer": self.timer, "notes": self.notes,
+        }
+
+
+class LivePlan:
+    """The live part of one tune: which pairs to launch, and measuring them (module docstring)."""
+
+    WHY_TWO = ("one adaptive launch alternates exactly two tiers: with hysteresis that forces a move at every "
+               "decision, SGLang's slot (adaptive_spec_params.py AdaptiveStepSlot.update) jumps between its lowest "
+               "and highest candidate and never visits a middle one; slots keyed by batch size do not add tiers at a "
+               "fixed load (every batch routes to the same slot) — so each launch measures one pair")
+
+    def __init__(self, profile, version: str, tdir: Path) -> None:
+        self.profile = profile
+        self.version = version
+        self.tdir = Path(tdir)
+        self.launches = 0
+        self.reason = ""
+        self.batch_sizes: list[int] | None = None
+
+    # -- profiles ---------------------------------------------------------------------------------
+    def pair_profile(self, a: int, b: int, config: Path):
+        """The adaptive launch of tiers a < b (launch steps b, a candidate of the config)."""
+        name = f"{self.profile.name}-live-s{a}-s{b}"
+        return with_flags(self.profile, spec={"num_steps": b, "eagle_topk": 1, "num_draft_tokens": b + 1},
+                          extra=["--speculative-adaptive", "--speculative-adaptive-config", str(config),
+                                 "--decode-log-interval", "1"], env=DEVICE_TIMER_ENV, name=name)
+
+    # -- choosing ---------------------------------------------------------------------------------
+    def next_pair(self, planner, measurements, start) -> tuple[int, int] | None:
+        """The next two chain step counts to interleave, or None (``reason`` says why).
+
+        First launch: the start's steps and the far end of :meth:`TunePlanner.chain_tiers`'s spread
+        of SGLang's default batch-1 slot (1, S, 2S + 1): the widest pair that includes the start.
+        Later: the planner's two best unmeasured chains; with only one, it is paired with the best
+        measured chain (a paired comparison against the incumbent at the same load).
+        """
+        from specdash.advisor import tier_measurable
+
+        chains = {m.settings.steps for m in measurements if m.settings is not None and tier_measurable(m.settings)}
+        if not chains:
+            tiers = planner.chain_tiers(measurements, max_tiers=3)
+            s = start.steps
+            others = [t for t in tiers if t != s] or [min(8, 2 * s + 1) if s > 1 else 3]
+            far = max(others, key=lambda t: (abs(t - s), t))
+            self.reason = (f"the start (steps {s}) and the far end of the spread {sorted({*tiers, s})} of SGLang's "
+                           "default batch-1 slot")
+            return tuple(sorted((s, far)))
+        tiers = [t for t in planner.chain_tiers(measurements, max_tiers=2) if t not in chains]
+        if not tiers:
+            self.reason = ("no unmeasured chain is predicted to beat the best measured by more than "
+                           f"{planner.min_gain:.0%} (upper interval ends)")
+            return None
+        if len(tiers) >= 2:
+            self.reason = f"the planner's two best unmeasured chains (steps {tiers[0]} and {tiers[1]})"
+            return tiers[0], tiers[1]
+        best = planner.best(measurements)
+        inc = best.steps if tier_measurable(best) else max(chains)
+        if inc == tiers[0]:
+            inc = max(chains)
+        self.reason = (f"the planner's one unmeasured chain worth a look (steps {tiers[0]}) against the best "
+                       f"measured chain (steps {inc}), paired at the same load")
+        return tuple(sorted((tiers[0], inc)))
+
+    # -- measuring --------------------------------------------------------------------------------
+    def _tracker(self, lines: Sequence[str], steps: int | None, draft: int | None):
+        from specdash.collect.tiers import TierTracker
+
+        return TierTracker(steps, draft, decode_log_interval=1).feed_lines(lines)
+
+    def measure_static(self, run: dict, *, launch: int):
+        """A static launch of a live tune as a :class:`~specdash.advisor.Measurement` (``source``
+        ``"launch"``): decode tok/s and τ from its decode lines at the suite's load; the run's
+        accept histogram; device-timer phases from the run's counter deltas.  Falls back to the
+        run's client figures when the log has no usable line."""
+        from specdash.advisor import Measurement, PhaseTimes
+        from specdash.collect.tiers import tier_stats
+        from specdash.sglang.metrics import parse_metrics
+
+        conc = int(run.get("concurrency") or 1)
+        m = Measurement.from_run(run, concurrency=conc)
+        m.launch = launch
+        steps = m.settings.steps if m.settings else 0
+        draft = m.settings.draft_tokens if m.settings else 1
+        tr = self._tracker(_read_lines(run), steps, draft)
+        wins = [w for w in tr.windows() if _load_window(w, conc)]
+        st = tier_stats(wins, discard_after_switch=False)
+        if st and st[0].output_tok_s:
+            m.output_tok_s = float(st[0].output_tok_s)
+            if m.settings is not None and st[0].accept_length:
+                m.accept_length = float(st[0].accept_length)
+        if m.settings is not None:
+            before, after = _counters(run, "metrics-before.txt"), _counters(run, "metrics-after.txt")
+            if before and after:
+                try:
+                    ph = PhaseTimes.from_snapshots(parse_metrics(before), parse_metrics(after), batch=float(conc))
+                    if ph.verify_s > 0:
+                        m.phases = ph
+                except ValueError:
+                    pass
+        return m
+
+    async def measure_pair(self, log, suite, opts, a: int, b: int) -> PairResult:
+        """Launch tiers ``a`` and ``b`` interleaved (module docstring); returns the :class:`PairResult`."""
+        from specdash.advisor import Measurement, chain
+        from specdash.bench.stats import paired_speedup
+        from specdash.collect.tiers import paired_windows, tier_stats
+        from specdash.sglang.adaptive import interleave_config
+
+        a, b = sorted((int(a), int(b)))
+        cfg = interleave_config(a, b, self.version)
+        path = self.tdir / f"interleave-s{a}-s{b}.json"
+        n = 2
+        while path.exists():
+            path = self.tdir / f"interleave-s{a}-s{b}-{n}.json"
+            n += 1
+        path.write_text(json.dumps(cfg) + "\n", encoding="utf-8")
+        prof = self.pair_profile(a, b, path)
+        run, _, entry = await log.run(prof, suite, opts, "live", tiers=[a, b], config=str(path))
+        self.launches += 1
+        if self.batch_sizes is None:
+            self.batch_sizes = _captured_bs(run)
+        conc = int(run.get("concurrency") or 1)
+        lines = _read_lines(run)
+        tr = self._tracker(lines, b, b + 1)
+        every = tr.windows()
+        at_load = [w for w in every if _load_window(w, conc)]
+        res = PairResult(entry.id, a, b, str(path), run.get("run_dir"), conc, switches=tr.switches,
+                         discarded=sum(1 for w in at_load if w.after_switch),
+                         off_load=len(every) - len(at_load))
+        stats = {s.speculative_num_steps: s for s in tier_stats(at_load)}
+        for s in (a, b):
+            st = stats.get(s)
+            res.windows[s] = st.windows if st else 0
+            res.tok_s[s] = st.output_tok_s if st else None
+            res.accept_length[s] = st.accept_length if st else None
+        if tr.switches == 0:
+            res.notes.append("no 'Switch adaptive runtime state' line: the server did not alternate the tiers "
+                             f"(adaptive off or refused?); only steps {b} ran")
+        good = {s: (res.tok_s[s], res.accept_length[s]) for s in (a, b) if res.tok_s[s] and res.accept_length[s]}
+        phases = tier_phases(_counters(run, "metrics-after.txt"), every, good, float(conc))
+        res.timer = bool(phases)
+        if not phases and len(good) == 2:
+            res.notes.append("no device-timer counters (sglang:forward_execution_seconds_total): round times only")
+        for s, (tok, tau) in good.items():
+            res.measurements.append(Measurement(chain(s), float(tok), conc, float(tau), label=prof.name,
+                                                phases=phases.get(s), source="tier", launch=entry.id))
+        pw = paired_windows(at_load, a, b)
+        res.pairs = len(pw)
+        res.speedup = paired_speedup([x.tok_s for x, _ in pw], [y.tok_s for _, y in pw])
+        if not pw:
+            res.notes.append("no paired windows (each side needs a timed window at the suite's load)")
+        return res
+
+
+def _captured_bs(run: dict) -> list[int] | None:
+    """The captured CUDA-graph decode batch sizes the run's server reported (its manifest)."""
+    try:
+        m = json.loads((Path(run["run_dir"]) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    bs = m.get("cuda_graph_bs")
+    if isinstance(bs, list) and bs and all(isinstance(x, int) for x in bs):
+        return sorted(set(bs))
+    return None
+
