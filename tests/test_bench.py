@@ -244,7 +244,8 @@ def _pgid(pid: int) -> int | None:
 
 def test_leftover_from_a_killed_specdash_is_found_and_stopped(tmp_path, monkeypatch):
     """CONTRACTS "Stopping": a SIGKILLed specdash leaves a record; the next start stops the server."""
-    from specdash.sglang.process import ServerProcess, find_leftovers, stop_leftovers_interactively
+    from specdash.sglang.leftovers import find_leftovers, stop_leftovers_interactively
+    from specdash.sglang.process import ServerProcess
 
     monkeypatch.setenv("SPECDASH_STATE_DIR", str(tmp_path / "state"))
     code = ("import sys,time;from specdash.sglang.process import ServerProcess;"

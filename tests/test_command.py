@@ -259,3 +259,17 @@ def test_show_quotes_argv_words(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "--model-path '/models/my llama'" in out and "--chat-template 'a;b'" in out
     assert "X_OPTS='-a -b'" in out
+
+
+def test_build_launch_resolves_adaptive_first_like_0514(tmp_path):
+    """0.5.14 resolves --speculative-adaptive before the EAGLE checks (speculative_hook.py):
+    with no steps / top-k / draft tokens it runs 3 / 1 / 4, not the auto-chosen tree; profile
+    show and the launch panel must say what the server will run, like the doctor does."""
+    spec_cfg = {"algorithm": "EAGLE3", "draft_model_path": "sim:llama-3.1-8b-eagle3"}
+    data = {"name": "a", "server": {"model_path": "sim:llama-3.1-8b", "sglang_version": "0.5.14", "launcher": "sim"},
+            "speculative": dict(spec_cfg, extra_args=["--speculative-adaptive"])}
+    eff = build_launch(parse_profile(data, tmp_path / "a.toml").expanded(), version="0.5.14").spec.effective()
+    assert (eff["speculative_num_steps"], eff["speculative_eagle_topk"], eff["speculative_num_draft_tokens"]) == (3, 1, 4)
+    static = dict(data, speculative=spec_cfg)
+    eff0 = build_launch(parse_profile(static, tmp_path / "b.toml").expanded(), version="0.5.14").spec.effective()
+    assert eff0["speculative_eagle_topk"] != 1  # without adaptive SGLang auto-chooses a tree for Llama

@@ -17,17 +17,9 @@ import psutil
 import pytest
 
 from specdash.sglang import process as proc_mod
+from specdash.sglang.leftovers import find_leftovers, kill_leftover, stop_leftovers_interactively
 from specdash.sglang.logs import LineKind
-from specdash.sglang.process import (
-    ServerProcess,
-    ServerStartError,
-    find_leftovers,
-    free_port,
-    kill_leftover,
-    live_servers,
-    state_dir,
-    stop_leftovers_interactively,
-)
+from specdash.sglang.process import ServerProcess, ServerStartError, free_port, live_servers, state_dir
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[1]

@@ -209,7 +209,8 @@ def _bench(args, progress: Progress) -> int:
     from specdash.bench.runner import run_one
     from specdash.launch import attached_profile
     from specdash.profile import load_profile, load_suite
-    from specdash.sglang.process import install_signal_handlers, stop_leftovers_interactively
+    from specdash.sglang.leftovers import stop_leftovers_interactively
+    from specdash.sglang.process import install_signal_handlers
 
     _check_args(args)
     suite = load_suite(args.suite or DEFAULT_SUITE)

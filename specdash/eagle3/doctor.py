@@ -26,19 +26,23 @@ from pathlib import Path
 
 from specdash.checkpoint.reader import CheckpointError, ModelDir, interpret_draft, read_model_dir
 from specdash.eagle3.findings import SEVERITIES, DoctorReport
+from specdash.eagle3.rules.adaptive import rule_adaptive
 from specdash.eagle3.rules.aux_layers import rule_aux
 from specdash.eagle3.rules.context import RuleContext
 from specdash.eagle3.rules.draft import rule_algo, rule_draft_path
 from specdash.eagle3.rules.flags import rule_flags
 from specdash.eagle3.rules.serving import rule_context, rule_dtype, rule_memory, rule_spec_args
+from specdash.eagle3.rules.simulated import rule_simulated
 from specdash.eagle3.rules.vocab import rule_vocab
 from specdash.eagle3.rules.weights import rule_weight_keys
 from specdash.profile import server_flags
+from specdash.sglang.adaptive import early_launch
+from specdash.sglang.simulate import dummy_weights
 from specdash.sglang.speculative import resolve_flags
 
 #: The rules in the order they run (findings are sorted by severity afterwards).
 RULES = (rule_flags, rule_draft_path, rule_algo, rule_weight_keys, rule_vocab, rule_aux,
-         rule_spec_args, rule_context, rule_dtype, rule_memory)
+         rule_spec_args, rule_adaptive, rule_context, rule_dtype, rule_memory, rule_simulated)
 
 
 def _is_hub_id(path: str) -> bool:
@@ -98,10 +102,7 @@ def _open_model(ctx: RuleContext, path: str | None, role: str) -> ModelDir | Non
 def _dummy_weights(ctx: RuleContext, role: str) -> bool:
     """True when SGLang will initialise ``role``'s weights randomly (``--load-format dummy``; the
     draft's own ``--speculative-draft-load-format`` wins, else it inherits ``--load-format``)."""
-    fmt = ctx.flags.get("--load-format")
-    if role == "draft" and ctx.flags.get("--speculative-draft-load-format") is not None:
-        fmt = ctx.flags.get("--speculative-draft-load-format")
-    return str(fmt or "").strip().lower() == "dummy"
+    return dummy_weights(ctx.flags, role)
 
 
 def run_doctor(profile, *, sglang_version: str | None = None, server_version: str | None = None,
@@ -137,8 +138,10 @@ def run_doctor(profile, *, sglang_version: str | None = None, server_version: st
     if spec_on and ctx.draft_path:
         md = _open_model(ctx, str(ctx.draft_path), "draft")
         ctx.draft = interpret_draft(md) if md is not None else None
+    # 0.5.14+: --speculative-adaptive fixes top-k / steps / draft tokens before the EAGLE checks
+    launch, ctx.adaptive = early_launch(flags, version, env=env)
     ctx.res = resolve_flags(
-        flags, version=version, env=env, target_architectures=ctx.target_archs or None,
+        launch, version=version, env=env, target_architectures=ctx.target_archs or None,
         draft_vocab_size=ctx.draft.draft_vocab_size if ctx.draft else None,
         target_vocab_size=ctx.target_vocab,
     )

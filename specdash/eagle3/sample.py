@@ -293,14 +293,15 @@ def write_profile(path: str | Path, *, model_path: str, draft_path: str | None =
                   sglang_version: str | None = "0.5.14", launcher: str = "sglang", tp_size: int = 1,
                   mem_fraction_static: float | None = None, context_length: int | None = None,
                   extra_args: list[str] | None = None, spec_extra_args: list[str] | None = None,
-                  env: dict[str, str] | None = None, name: str = "tiny") -> Path:
+                  env: dict[str, str] | None = None, name: str = "tiny", testbed: bool | None = None) -> Path:
     """Write a profile TOML (tomlkit) for tests and demos; None values are left out."""
     import tomlkit
 
     server = {"launcher": launcher, "model_path": model_path, "tp_size": tp_size,
               "mem_fraction_static": mem_fraction_static, "context_length": context_length,
               "sglang_version": sglang_version, "extra_args": extra_args or []}
-    doc: dict = {"name": name, "server": {k: v for k, v in server.items() if v is not None}}
+    doc: dict = {"name": name, **({"testbed": testbed} if testbed is not None else {}),
+                 "server": {k: v for k, v in server.items() if v is not None}}
     if algorithm:
         spec = {"algorithm": algorithm, "draft_model_path": draft_path, "num_steps": num_steps,
                 "eagle_topk": eagle_topk, "num_draft_tokens": num_draft_tokens,

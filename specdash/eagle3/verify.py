@@ -18,6 +18,21 @@ shape, CONTRACTS.md "JSON shapes").  Codes:
   aux layers, d2t, lm_head) and says the drafter self-test separates the two.  Speculation on
   but no accept length anywhere → acceptance UNKNOWN: status ``skipped``, never ``ok``, never
   1.0 (public case C24).
+* ``VERIFY_ADAPTIVE`` — ``--speculative-adaptive`` as served: turned off at start-up although
+  asked (warning, SGLang's ``speculative_adaptive disabled: …`` line quoted), the tier the server
+  runs now vs the launch tier (info: switching is not an adjustment), and decode windows served
+  at steps 0 (info: no drafting, accept length exactly 1.00 by design, left out of the collapse
+  judgement).
+
+Adaptive servers (:func:`adaptive_view`): the tier comes from what the server reports —
+``/server_info`` ``internal_states[0].speculative_num_steps`` (the scheduler's copy, synced by
+``apply_runtime_state``; the top-level value keeps the launch tier), the ``sglang:spec_num_steps``
+gauge, and the log (``Built adaptive runtime state steps=N``, ``Switch adaptive runtime state:
+steps a -> b``, parsed by :func:`specdash.sglang.adaptive.parse_adaptive_line`).  Each ``Decode
+batch`` line is tagged with the tiers that ran since the line before; when a steps-0 tier was
+served (0.5.14+: the default config's slots "8", "32" and "64" list 0), windows served only at
+steps 0 are ignored, a request-pooled accept length ≤ 1.05 is not trusted (it mixes steps-0
+rounds in), and the collapse is judged on the windows that drafted.
 
 Accept length (FACTS.md §11) = Σ completion_tokens / Σ spec_verify_ct over the requests (bonus
 token included).  Request records may be ``{"completion_tokens": n, "spec": {"verify_ct": v, …}}``
@@ -33,8 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.eagle3.findings import Finding, render_findings
+from specdash.sglang.adaptive import TierState, parse_adaptive_line, read_internal_state
 from specdash.sglang.speculative import LOG_TOPK1_ADJUST, SpecResolution
-from specdash.sglang.versions import read_spec_meta
+from specdash.sglang.versions import has_feature, parse_version, read_spec_meta
 
 #: Accept length at or below this is a collapse (only the bonus token survives).
 COLLAPSE_THRESHOLD = 1.05
@@ -101,27 +117,54 @@ def _si(server_info: dict | None, key: str):
     return None
 
 
-def _resolution(obj: Any) -> tuple[SpecResolution | None, str | None]:
-    """(asked/predicted resolution, draft path) from a Profile, LaunchSpec, SpecResolution or dict."""
+@dataclass
+class _Asked:
+    """What the caller asked for, as far as it can be told: the resolution SGLang should reach
+    (``res``), the draft path, and ``adaptive`` (``--speculative-adaptive``; None = unknown)."""
+
+    res: SpecResolution | None = None
+    draft_path: str | None = None
+    adaptive: bool | None = None
+    version: str | None = None
+
+
+def _asked(obj: Any) -> _Asked:
+    """:class:`_Asked` from a Profile, LaunchSpec, SpecResolution or dict of ServerArgs names."""
     from specdash.profile import server_flags
+    from specdash.sglang.adaptive import early_launch
+    from specdash.sglang.cmdline import parse_command_line
     from specdash.sglang.launchspec import LaunchSpec
     from specdash.sglang.speculative import normalize_speculative, resolve_flags
 
     if obj is None:
-        return None, None
+        return _Asked()
     if isinstance(obj, SpecResolution):
-        return obj, None
+        return _Asked(obj, version=obj.version)
     if isinstance(obj, LaunchSpec):
         argv = obj.argv
         path = None
         for i, w in enumerate(argv):
             if w in ("--speculative-draft-model-path", "--speculative-draft-model") and i + 1 < len(argv):
                 path = argv[i + 1]
-        return obj.spec, path
+        adaptive = "--speculative-adaptive" in argv
+        res = obj.spec
+        if adaptive:  # 0.5.14+: adaptive resolves top-k / steps / draft tokens first
+            try:
+                flags = parse_command_line(argv).flags
+            except ValueError:
+                flags = None
+            if flags is not None:
+                launch, early = early_launch(flags, res.version, env=obj.env)
+                if early is not None:
+                    res = resolve_flags(launch, version=res.version, env=obj.env)
+                    res.asked = obj.spec.asked
+        return _Asked(res, path, adaptive, res.version)
     if isinstance(obj, dict):
         res = normalize_speculative(obj.get("speculative_algorithm"), obj.get("speculative_num_steps"),
                                     obj.get("speculative_eagle_topk"), obj.get("speculative_num_draft_tokens"))
-        return res, obj.get("speculative_draft_model_path")
+        adaptive = obj.get("speculative_adaptive")
+        return _Asked(res, obj.get("speculative_draft_model_path"),
+                      bool(adaptive) if adaptive is not None else None)
     # a Profile
     from specdash.profile import ProfileError
 
@@ -131,7 +174,13 @@ def _resolution(obj: Any) -> tuple[SpecResolution | None, str | None]:
         prof = obj
     flags = server_flags(prof)
     version = prof.judged_version()[0]
-    return resolve_flags(flags, version=version, env=dict(prof.env)), flags.get("--speculative-draft-model-path")
+    env = dict(prof.env)
+    launch, early = early_launch(flags, version, env=env)
+    res = resolve_flags(launch, version=version, env=env)
+    if early is not None:
+        res.asked = resolve_flags(flags, version=version, env=env).asked
+    return _Asked(res, flags.get("--speculative-draft-model-path"), bool(flags.get("--speculative-adaptive")),
+                  version)
 
 
 def _load_draft(path: str | None):
@@ -163,7 +212,9 @@ def _request_counts(rec: dict) -> tuple[int | None, int | None]:
         return None, None
 
 
-_ACCEPT_RE = re.compile(r"accept[ _]len(?:gth)?\s*[:=]\s*([0-9.]+)")
+#: ``accept len: 1.00`` (Decode batch lines; also ``accept_len:``), not the adaptive controller's
+#: ``ema_accept_len=…`` (``Adaptive spec params updated`` lines: drafts only, bonus token excluded).
+_ACCEPT_RE = re.compile(r"(?<!ema_)accept[ _]len(?:gth)?\s*[:=]\s*([0-9.]+)")
 
 
 def log_accept_lengths(log_lines: list[str]) -> list[float]:
@@ -176,6 +227,183 @@ def log_accept_lengths(log_lines: list[str]) -> list[float]:
                 out.append(float(m.group(1)))
             except ValueError:
                 pass
+    return out
+
+
+# --- adaptive tiers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecodeWindow:
+    """One ``Decode batch`` log line: ``accept_length`` over the window since the line before, and
+    ``tiers``, the step counts that ran in it (None when the tier is unknown)."""
+
+    line: int
+    accept_length: float
+    tiers: frozenset[int] | None = None
+
+    @property
+    def drafted(self) -> bool:
+        """False only for a window served entirely at steps 0 (no drafting)."""
+        return self.tiers is None or any(t > 0 for t in self.tiers)
+
+
+@dataclass
+class AdaptiveView:
+    """What the server reports about its adaptive tiers (see :func:`adaptive_view`).
+
+    ``adaptive``: speculative_adaptive is on after SGLang's start-up checks; ``disabled_reason``:
+    SGLang's ``speculative_adaptive disabled: <reason>`` line when it turned it off; ``tier``: the
+    ``/server_info`` read-back (:class:`~specdash.sglang.adaptive.TierState`); ``gauge_steps``: the
+    ``sglang:spec_num_steps`` gauge; ``zero_tier``: a steps-0 tier exists; ``zero_served``: it
+    ran (a window, a switch to 0, or the current tier); ``windows``: every decode line;
+    ``switches``: switch lines seen; ``log_seen``: the log had decode lines.
+    """
+
+    adaptive: bool = False
+    disabled_reason: str | None = None
+    tier: TierState | None = None
+    gauge_steps: int | None = None
+    zero_tier: bool = False
+    zero_served: bool = False
+    windows: list[DecodeWindow] = field(default_factory=list)
+    switches: int = 0
+    log_seen: bool = False
+    disabled_line: str | None = None
+
+    @property
+    def current_steps(self) -> int | None:
+        """The tier the server runs now (``internal_states[0]``, else the gauge)."""
+        if self.tier is not None and self.tier.current_steps is not None:
+            return self.tier.current_steps
+        return self.gauge_steps
+
+    @property
+    def tier_aware(self) -> bool:
+        """True when steps-0 rounds may be pooled into the measurements (judge per tier)."""
+        return self.adaptive and (self.zero_served or (self.zero_tier and not self.log_seen))
+
+
+def _gauge(metrics: Any, name: str) -> float | None:
+    if metrics is None:
+        return None
+    if isinstance(metrics, str):
+        from specdash.sglang.metrics import parse_metrics
+
+        try:
+            metrics = parse_metrics(metrics)
+        except ValueError:
+            return None
+    if hasattr(metrics, "get") and not isinstance(metrics, dict):
+        return metrics.get(name)
+    if isinstance(metrics, dict):
+        v = metrics.get(name, metrics.get(name.removeprefix("sglang:")))
+        return float(v) if isinstance(v, (int, float)) else None
+    return None
+
+
+def _zero_in_config(info: dict, version: str | None) -> bool:
+    """Whether the config SGLang reports (``speculative_adaptive_config``, or the release's default)
+    has a steps-0 candidate."""
+    from specdash.sglang.adaptive import AdaptiveConfigError, parse_config
+
+    if not version:
+        return False
+    path = info.get("speculative_adaptive_config")
+    try:
+        return 0 in parse_config(path if isinstance(path, str) else None, version).candidate_steps()
+    except (AdaptiveConfigError, OSError, ValueError, TypeError):
+        return False
+
+
+def adaptive_view(server_info: dict | None, log_lines: list[str] | None, metrics: Any = None,
+                  *, version: str | None = None) -> AdaptiveView:
+    """Read the adaptive tiers from what the server reports.
+
+    ``server_info``: ``/server_info`` (``speculative_adaptive``, ``internal_states[0]``);
+    ``log_lines``: the server log (start-up ``Built adaptive runtime state steps=N`` lines, ``Switch
+    adaptive runtime state`` lines, ``Decode batch`` lines with ``accept len``); ``metrics``:
+    ``/metrics`` text, a :class:`~specdash.sglang.metrics.MetricsSnapshot` or ``{name: value}``;
+    ``version``: the release (for its default config), else ``server_info["version"]``.
+    Each decode window gets the tiers active since the decode line before: the tier at its start
+    (the launch tier — the ``old`` side of the first switch, else the current one) plus every
+    switch target inside it.
+    """
+    info = server_info or {}
+    view = AdaptiveView(tier=read_internal_state(info) if info else None)
+    g = _gauge(metrics, "sglang:spec_num_steps")
+    view.gauge_steps = int(g) if g is not None else None
+    events = []
+    for i, raw in enumerate(log_lines or []):
+        ev = parse_adaptive_line(raw)
+        if ev is not None:
+            events.append((i, ev))
+    kinds = {ev.kind for _, ev in events}
+    disabled = next((ev for _, ev in events if ev.kind == "disabled"), None)
+    if disabled is not None:
+        view.disabled_reason = disabled.reason
+        view.disabled_line = disabled.line
+    if "speculative_adaptive" in info or (view.tier is not None and view.tier.adaptive):
+        view.adaptive = bool(view.tier.adaptive) if view.tier is not None else False
+    else:
+        view.adaptive = bool(kinds & {"initialized", "built", "switch", "update"}) and disabled is None
+    if not view.adaptive:
+        view.windows = [DecodeWindow(i, al) for i, al in _decode_lines(log_lines)]
+        view.log_seen = bool(view.windows)
+        return view
+    ver = version or (str(info.get("version")) if info.get("version") else None)
+    try:
+        ver = str(parse_version(ver)) if ver else None
+    except ValueError:
+        ver = None
+    built = {ev.new_steps for _, ev in events if ev.kind == "built"}
+    cands = {s for _, ev in events if ev.kind == "initialized" for s in ev.candidate_steps}
+    switches = [ev for _, ev in events if ev.kind == "switch"]
+    view.switches = len(switches)
+    view.zero_tier = 0 in built or 0 in cands or any(ev.new_steps == 0 for ev in switches) or \
+        (not events and _zero_in_config(info, ver))
+    if switches:
+        cur = switches[0].old_steps
+    elif view.tier is not None and view.tier.current_steps is not None:
+        cur = view.tier.current_steps
+    else:
+        cur = view.tier.launch_steps if view.tier is not None else None
+    by_line = dict(events)
+    seen: set[int] = {cur} if cur is not None else set()
+    for i, line in enumerate(log_lines or []):
+        ev = by_line.get(i)
+        if ev is not None and ev.kind == "switch":
+            cur = ev.new_steps
+            seen.add(cur)
+            continue
+        al = _decode_accept_length(line)
+        if al is None:
+            continue
+        view.windows.append(DecodeWindow(i, al, frozenset(seen) if seen else None))
+        seen = {cur} if cur is not None else set()
+    view.log_seen = bool(view.windows)
+    view.zero_served = any(w.tiers is not None and 0 in w.tiers for w in view.windows) or \
+        any(ev.new_steps == 0 for ev in switches) or view.current_steps == 0
+    view.zero_tier = view.zero_tier or view.zero_served
+    return view
+
+
+def _decode_accept_length(line: str) -> float | None:
+    m = _ACCEPT_RE.search(line)
+    if not m:
+        return None
+    try:
+        return float(m.group(1))
+    except ValueError:
+        return None
+
+
+def _decode_lines(log_lines: list[str] | None) -> list[tuple[int, float]]:
+    out = []
+    for i, line in enumerate(log_lines or []):
+        al = _decode_accept_length(line)
+        if al is not None:
+            out.append((i, al))
     return out
 
 
@@ -199,7 +427,9 @@ class CollapseWatch:
     Feed request records (:meth:`feed`); once ``min_tokens`` completion tokens have been seen
     it decides once: ``collapsed`` (pooled accept length ≤ ``threshold``), ``ok``, or ``unknown``
     when none of those records carried ``spec_verify_ct`` (C24: unknown is never a pass).
-    Later records do not change the decision.
+    Later records do not change the decision.  It sees requests only, so it cannot tell steps-0
+    rounds of an adaptive server from rejected drafts: treat ``collapsed`` as the cue to run
+    :func:`verify_server`, which judges adaptive servers by tier.
     """
 
     def __init__(self, min_tokens: int = MIN_TOKENS_LIVE, threshold: float = COLLAPSE_THRESHOLD) -> None:
@@ -430,7 +660,7 @@ def _shape_finding(body: str, m: re.Match, draft_info, i: int) -> Finding:
 
 def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str] | None,
                   requests: list[dict] | None, draft_info=None, *,
-                  min_tokens: int = MIN_TOKENS_POSTHOC) -> VerifyReport:
+                  min_tokens: int = MIN_TOKENS_POSTHOC, metrics: Any = None) -> VerifyReport:
     """Check a started server against what was asked.
 
     Args:
@@ -442,18 +672,23 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
         requests: early request records (module docstring); None when none yet.
         draft_info: a :class:`~specdash.checkpoint.reader.DraftInfo`; read from the draft path when None.
         min_tokens: completion tokens needed before acceptance is judged from requests.
+        metrics: ``GET /metrics`` (text or a parsed snapshot), for the ``sglang:spec_num_steps`` gauge
+            of an adaptive server; optional.
 
     Returns:
         :class:`VerifyReport`; never raises on odd inputs.
     """
     findings: list[Finding] = []
-    res, draft_path = _resolution(profile_or_spec)
+    asked = _asked(profile_or_spec)
+    res, draft_path = asked.res, asked.draft_path
     if draft_info is None:
         draft_info = _load_draft(draft_path or _si(server_info, "speculative_draft_model_path"))
     asked_algo = res.algorithm if res is not None else None
     server_algo = _si(server_info, "speculative_algorithm")
     server_algo = str(server_algo).upper() if server_algo else None
     spec_on = bool(asked_algo or server_algo)
+    view = adaptive_view(server_info, log_lines, metrics,
+                         version=(server_info or {}).get("version") or asked.version)
 
     # VERIFY_ALGO
     if server_info:
@@ -483,33 +718,12 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
                     f"relaunch with --speculative-algorithm {need} ([speculative] algorithm = \"{need}\")",
                     {"server_algorithm": server_algo, "draft_needs": need, "case": "C01"}))
 
-    # VERIFY_ADJUSTED
+    # VERIFY_ADAPTIVE (asked but off) and VERIFY_ADJUSTED
+    if asked.adaptive and spec_on and not view.adaptive and (
+            view.disabled_reason or (server_info and "speculative_adaptive" in server_info)):
+        findings.append(_adaptive_off_finding(view))
     if server_info and res is not None and res.enabled:
-        adjust_lines = [ln.rstrip() for ln in (log_lines or []) if LOG_TOPK1_ADJUST in ln]
-        for fld in SPEC_FIELDS:
-            asked = res.asked.get(fld)
-            eff = _si(server_info, fld)
-            if asked is None or eff is None:
-                continue
-            try:
-                if int(asked) == int(eff):
-                    continue
-            except (TypeError, ValueError):
-                continue
-            predicted = getattr(res, {"speculative_num_steps": "num_steps", "speculative_eagle_topk": "eagle_topk",
-                                      "speculative_num_draft_tokens": "num_draft_tokens"}[fld])
-            quote = adjust_lines[0] if (fld == "speculative_num_draft_tokens" and adjust_lines) else None
-            findings.append(Finding(
-                "VERIFY_ADJUSTED", "warning",
-                f"{fld}: asked {asked}, the server runs {eff}" + (f" — SGLang logged: '{quote}'" if quote else
-                                                                 " (no log line seen)"),
-                "SGLang rewrites some speculative settings at start-up"
-                + (", as its normalisation predicts" if predicted is not None and int(predicted) == int(eff) else "")
-                + ": with topk 1 the draft tokens become steps + 1 (FACTS.md §6; the seeds' steps 1 / 16 draft "
-                "tokens ran as 2; golden eagle3_steps1_draft16). Results describe the effective value, not the asked "
-                "one.",
-                "ask for what runs (draft tokens = steps + 1 with topk 1), or raise steps for a longer chain",
-                {"field": fld, "asked": asked, "effective": eff, "predicted": predicted, "log_line": quote}))
+        findings.extend(_adjusted(res, server_info, log_lines, view, asked.version))
 
     # VERIFY_LOG
     _scan_log(list(log_lines or []), draft_info, findings)
@@ -517,48 +731,7 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
     # VERIFY_COLLAPSE
     acceptance, al, tokens = "n/a", None, 0
     if spec_on:
-        tot_ct = tot_vc = spec_ct = 0
-        for rec in requests or []:
-            ct, vc = _request_counts(rec)
-            if ct is None:
-                continue
-            tot_ct += ct
-            if vc:
-                tot_vc += vc
-                spec_ct += ct
-        log_al = log_accept_lengths(log_lines or [])
-        tokens = tot_ct
-        if tot_vc and spec_ct >= min_tokens:
-            al = spec_ct / tot_vc
-            acceptance = "collapsed" if al <= COLLAPSE_THRESHOLD else "ok"
-            if acceptance == "collapsed":
-                findings.append(_collapse_finding(al, spec_ct, tot_vc, "requests",
-                                                  {"log_accept_lengths": log_al[:20]} if log_al else None))
-        elif len(log_al) >= 3 or (log_al and not requests):
-            mean = sum(log_al) / len(log_al)
-            al = mean
-            acceptance = "collapsed" if max(log_al) <= COLLAPSE_THRESHOLD else "ok"
-            if acceptance == "collapsed":
-                findings.append(_collapse_finding(mean, tot_ct, len(log_al), "log",
-                                                  {"log_accept_lengths": log_al[:20]}))
-        elif tot_vc:
-            al = spec_ct / tot_vc
-            acceptance = "unknown"
-            findings.append(Finding(
-                "VERIFY_COLLAPSE", "info",
-                f"only {spec_ct} tokens so far (accept length {al:.2f}); acceptance is judged after {min_tokens}",
-                "A handful of tokens cannot tell a collapse from noise.", "", {"tokens": spec_ct}))
-        else:
-            acceptance = "unknown"
-            findings.append(_unknown_finding(tot_ct))
-            lifetime = _si(server_info, "avg_spec_accept_length")
-            if isinstance(lifetime, (int, float)) and lifetime <= COLLAPSE_THRESHOLD:
-                findings.append(Finding(
-                    "VERIFY_COLLAPSE", "warning",
-                    f"the server's lifetime avg_spec_accept_length is {lifetime:.2f}",
-                    "A server-wide average since start (warm-up included), not this run's; on some builds it is "
-                    "never updated (C24). It hints at a collapse but does not prove one.",
-                    "measure with requests (completion_tokens / spec_verify_ct)", {"avg_spec_accept_length": lifetime}))
+        acceptance, al, tokens = _acceptance(requests, log_lines, server_info, view, min_tokens, findings)
     if any(f.severity == "error" for f in findings):
         status = "failed"
     elif not spec_on or acceptance == "unknown":
@@ -568,5 +741,185 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
     return VerifyReport(status, findings, acceptance, al, tokens)
 
 
-__all__ = ["COLLAPSE_THRESHOLD", "CollapseDecision", "CollapseWatch", "VerifyReport", "log_accept_lengths",
-           "verify_server"]
+def _adaptive_off_finding(view: AdaptiveView) -> Finding:
+    reason = view.disabled_reason
+    return Finding(
+        "VERIFY_ADAPTIVE", "warning",
+        "the profile asks for --speculative-adaptive but the server runs static speculative settings"
+        + (f" — SGLang logged: '{view.disabled_line}'" if view.disabled_line else
+           " (/server_info speculative_adaptive is false)"),
+        "adaptive_unsupported_reason (srt/speculative/adaptive_spec_params.py) turns adaptive off at start-up for "
+        "non-EAGLE algorithms, top-k ≠ 1, attention DP, multi-layer EAGLE, two-batch overlap, PD multiplexing and "
+        "(0.5.11) the overlap scheduler; the server then never switches tiers.",
+        "run `specdash doctor --profile P` (ADAPTIVE) for the flag that turns it off",
+        {"reason": reason, "log_line": view.disabled_line})
+
+
+_FIELD_ATTR = {"speculative_num_steps": "num_steps", "speculative_eagle_topk": "eagle_topk",
+               "speculative_num_draft_tokens": "num_draft_tokens"}
+
+
+def _adjusted(res: SpecResolution, server_info: dict, log_lines: list[str] | None, view: AdaptiveView,
+              version: str | None) -> list[Finding]:
+    """VERIFY_ADJUSTED: asked vs what the server runs.  The effective values come from
+    ``internal_states[0]`` (the scheduler's copy; :func:`~specdash.sglang.adaptive.read_internal_state`).
+    Under adaptive they are the current tier, which switches by design: asked is then compared
+    with the launch tier (the top-level fields), and the current tier is an info line."""
+    out: list[Finding] = []
+    tier = view.tier or read_internal_state(server_info)
+    adjust_lines = [ln.rstrip() for ln in (log_lines or []) if LOG_TOPK1_ADJUST in ln]
+    ver = server_info.get("version") or version or res.version
+    try:
+        silent = view.adaptive and has_feature("adaptive_launch_resolution", str(parse_version(str(ver))))
+    except ValueError:
+        silent = False
+    for fld in SPEC_FIELDS:
+        asked = res.asked.get(fld)
+        if fld == "speculative_eagle_topk":
+            eff = _si(server_info, fld)
+        elif view.adaptive:  # the launch tier: the tokenizer's copy of the server args is never updated
+            eff = tier.launch_steps if fld == "speculative_num_steps" else tier.launch_draft_tokens
+        else:
+            eff = tier.current_steps if fld == "speculative_num_steps" else tier.current_draft_tokens
+        if asked is None or eff is None:
+            continue
+        try:
+            if int(asked) == int(eff):
+                continue
+        except (TypeError, ValueError):
+            continue
+        predicted = getattr(res, _FIELD_ATTR[fld])
+        quote = adjust_lines[0] if (fld == "speculative_num_draft_tokens" and adjust_lines) else None
+        no_line = " (no log line: under --speculative-adaptive SGLang 0.5.14+ sets draft tokens = steps + 1 " \
+            "silently, _init_adaptive_speculative_params)" if silent and fld == "speculative_num_draft_tokens" \
+            else " (no log line seen)"
+        out.append(Finding(
+            "VERIFY_ADJUSTED", "warning",
+            f"{fld}: asked {asked}, the server runs {eff}" + (f" — SGLang logged: '{quote}'" if quote else no_line)
+            + (" at launch" if view.adaptive else ""),
+            "SGLang rewrites some speculative settings at start-up"
+            + (", as its normalisation predicts" if predicted is not None and int(predicted) == int(eff) else "")
+            + ": with topk 1 the draft tokens become steps + 1 (_handle_eagle_family, srt/arg_groups/"
+            "speculative_hook.py; srt/server_args.py before 0.5.13; a real 0.5.14 server asked steps 1 / 16 draft "
+            "tokens ran 2). Results describe the effective value, not the asked one.",
+            "ask for what runs (draft tokens = steps + 1 with topk 1), or raise steps for a longer chain",
+            {"field": fld, "asked": asked, "effective": eff, "predicted": predicted, "log_line": quote,
+             "adaptive": view.adaptive}))
+    cur = view.current_steps
+    if view.adaptive and cur is not None and tier.launch_steps is not None and cur != tier.launch_steps:
+        cur_draft = tier.current_draft_tokens if tier.current_steps is not None else None
+        out.append(Finding(
+            "VERIFY_ADAPTIVE", "info",
+            f"adaptive: the server runs steps {cur}" + (f" / draft tokens {cur_draft}" if cur_draft is not None
+                                                         else "")
+            + f" now, launched at steps {tier.launch_steps} / draft tokens {tier.launch_draft_tokens}"
+            + (f" ({view.switches} tier switch(es) in the log)" if view.switches else ""),
+            "SGLang's adaptive controller switches the runtime state (apply_runtime_state, "
+            "srt/speculative/eagle_worker_v2.py) and syncs internal_states[0] and the sglang:spec_num_steps gauge; the "
+            "top-level /server_info fields keep the launch values (real 0.5.14: 3 while the server ran 1). A tier "
+            "switch is not a silent adjustment.",
+            "", {"current_steps": cur, "current_draft_tokens": cur_draft, "launch_steps": tier.launch_steps,
+                 "launch_draft_tokens": tier.launch_draft_tokens, "switches": view.switches,
+                 "gauge_steps": view.gauge_steps}))
+    return out
+
+
+def _acceptance(requests, log_lines, server_info, view: AdaptiveView, min_tokens: int,
+                findings: list[Finding]) -> tuple[str, float | None, int]:
+    """VERIFY_COLLAPSE (and VERIFY_ADAPTIVE for steps-0 windows): ``(acceptance, accept length, tokens)``."""
+    tot_ct = tot_vc = spec_ct = 0
+    for rec in requests or []:
+        ct, vc = _request_counts(rec)
+        if ct is None:
+            continue
+        tot_ct += ct
+        if vc:
+            tot_vc += vc
+            spec_ct += ct
+    log_al = [w.accept_length for w in view.windows] if view.windows else log_accept_lengths(log_lines or [])
+    tokens = tot_ct
+    if view.tier_aware:
+        return _acceptance_by_tier(view, tot_ct, tot_vc, spec_ct, min_tokens, requests, findings)
+    if tot_vc and spec_ct >= min_tokens:
+        al = spec_ct / tot_vc
+        acceptance = "collapsed" if al <= COLLAPSE_THRESHOLD else "ok"
+        if acceptance == "collapsed":
+            findings.append(_collapse_finding(al, spec_ct, tot_vc, "requests",
+                                              {"log_accept_lengths": log_al[:20]} if log_al else None))
+        return acceptance, al, tokens
+    if len(log_al) >= 3 or (log_al and not requests):
+        mean = sum(log_al) / len(log_al)
+        acceptance = "collapsed" if max(log_al) <= COLLAPSE_THRESHOLD else "ok"
+        if acceptance == "collapsed":
+            findings.append(_collapse_finding(mean, tot_ct, len(log_al), "log", {"log_accept_lengths": log_al[:20]}))
+        return acceptance, mean, tokens
+    if tot_vc:
+        al = spec_ct / tot_vc
+        findings.append(Finding(
+            "VERIFY_COLLAPSE", "info",
+            f"only {spec_ct} tokens so far (accept length {al:.2f}); acceptance is judged after {min_tokens}",
+            "A handful of tokens cannot tell a collapse from noise.", "", {"tokens": spec_ct}))
+        return "unknown", al, tokens
+    findings.append(_unknown_finding(tot_ct))
+    lifetime = _si(server_info, "avg_spec_accept_length")
+    if isinstance(lifetime, (int, float)) and lifetime <= COLLAPSE_THRESHOLD:
+        findings.append(Finding(
+            "VERIFY_COLLAPSE", "warning",
+            f"the server's lifetime avg_spec_accept_length is {lifetime:.2f}",
+            "A server-wide average since start (warm-up included), not this run's; on some builds it is "
+            "never updated (C24). It hints at a collapse but does not prove one.",
+            "measure with requests (completion_tokens / spec_verify_ct)", {"avg_spec_accept_length": lifetime}))
+    return "unknown", None, tokens
+
+
+_ZERO_WHY = ("From 0.5.14 a tier may run 0 draft steps (no drafting: a plain decode through the verify graph, "
+             "eagle_worker_v2.py _build_trivial_verify_input), counted as a verify round that accepts only the bonus "
+             "token — accept length exactly 1.00 by design (srt/speculative/adaptive_spec_params.py "
+             "DEFAULT_ADAPTIVE_CONFIG: slots \"8\" [0, 1, 3], \"32\" [0, 1], \"64\" [0]). Those windows say nothing "
+             "about the draft, and request-level accept lengths pool them in; acceptance is judged on the windows "
+             "that drafted.")
+
+
+def _acceptance_by_tier(view: AdaptiveView, tot_ct: int, tot_vc: int, spec_ct: int, min_tokens: int, requests,
+                        findings: list[Finding]) -> tuple[str, float | None, int]:
+    """Collapse judgement when steps-0 tiers were served: requests above the threshold still prove
+    acceptance; otherwise only decode windows that drafted count."""
+    drafted = [w for w in view.windows if w.drafted]
+    zero = [w for w in view.windows if not w.drafted]
+    req_al = spec_ct / tot_vc if tot_vc else None
+    ev = {"zero_step_windows": len(zero), "drafted_windows": len(drafted),
+          "mixed_windows": sum(1 for w in drafted if w.tiers is not None and 0 in w.tiers), "request_accept_length":
+          round(req_al, 4) if req_al is not None else None, "switches": view.switches,
+          "current_steps": view.current_steps}
+    note = Finding(
+        "VERIFY_ADAPTIVE", "info",
+        (f"{len(zero)} of {len(view.windows)} decode window(s) ran at steps 0 (no drafting, accept length 1.00 by "
+         "design) and are left out of the collapse check" if view.windows else
+         "the adaptive server served a steps-0 tier (no drafting) and no decode lines are available to separate it")
+        + (f"; pooled over the requests the accept length reads {req_al:.2f}" if req_al is not None else ""),
+        _ZERO_WHY, "", ev)
+    if req_al is not None and spec_ct >= min_tokens and req_al > COLLAPSE_THRESHOLD:
+        findings.append(note)
+        return "ok", req_al, tot_ct
+    # a window that mixes steps 0 with drafting tiers reads diluted: it proves acceptance when above the
+    # threshold, but only windows without a steps-0 tier can prove a collapse
+    pure = [w for w in drafted if w.tiers is None or 0 not in w.tiers]
+    if drafted and (pure or max(w.accept_length for w in drafted) > COLLAPSE_THRESHOLD):
+        vals = [w.accept_length for w in drafted]
+        mean = sum(vals) / len(vals)
+        findings.append(note)
+        if max(vals) <= COLLAPSE_THRESHOLD:
+            pv = [w.accept_length for w in pure]
+            findings.append(_collapse_finding(sum(pv) / len(pv), tot_ct, len(pure), "log",
+                                              {"log_accept_lengths": pv[:20], "adaptive": True, **ev}))
+            return "collapsed", sum(pv) / len(pv), tot_ct
+        return "ok", mean, tot_ct
+    note.message += ": acceptance UNKNOWN until a decode window runs at steps ≥ 1 only"
+    note.fix = ("measure the draft at a concurrency whose slot drafts (e.g. below 8 with the default config), or "
+                "launch without a steps-0 candidate")
+    findings.append(note)
+    return "unknown", None, tot_ct
+
+
+__all__ = ["COLLAPSE_THRESHOLD", "AdaptiveView", "CollapseDecision", "CollapseWatch", "DecodeWindow", "VerifyReport",
+           "adaptive_view", "log_accept_lengths", "verify_server"]

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from specdash.profile.schema import Profile
+from specdash.sglang.adaptive import early_launch
 from specdash.sglang.cmdline import flags_to_argv, parse_command_line
 from specdash.sglang.launchspec import LaunchSpec
 from specdash.sglang.secrets import MASK, redact_argv, redact_env
@@ -83,8 +84,11 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
         program = [s.python or "python3", "-m", "sglang.launch_server"]
     target_archs = peek_architectures(s.model_path)
     draft_vocab = peek_vocab(profile.speculative.draft_model_path, "draft_vocab_size") if profile.speculative else None
+    # 0.5.14+: --speculative-adaptive fixes top-k / steps / draft tokens before the EAGLE checks
+    # (sglang/srt/arg_groups/speculative_hook.py); the doctor resolves the same way.
+    resolved, _ = early_launch(flags, ver, env=dict(profile.env))
     spec = resolve_flags(
-        flags,
+        resolved,
         version=ver,
         env=dict(profile.env),
         target_architectures=target_archs,

@@ -5,6 +5,7 @@ A profile says how to launch a server::
     # where the values came from
     name = "llama31-8b-eagle3"
     description = "…"
+    testbed = true       # optional: a measurement testbed (simulated acceptance / dummy weights allowed)
     [server]             # launcher = "sglang" | "sim", model_path, tp_size, mem_fraction_static, host, port,
                          # context_length, enable_metrics, api_key, python, sglang_version, extra_args = [...]
     [speculative]        # algorithm, draft_model_path, num_steps, eagle_topk, num_draft_tokens, extra_args
@@ -122,6 +123,9 @@ class Profile(_Strict):
 
     name: str
     description: str = ""
+    testbed: bool | None = Field(
+        None, description="true: a measurement testbed, not a deployment (SGLANG_SIMULATE_ACC_LEN and dummy "
+        "weights are expected; the doctor reports them as info instead of errors)")
     server: ServerSection
     speculative: SpeculativeSection | None = None
     env: dict[str, str] = Field(default_factory=dict)

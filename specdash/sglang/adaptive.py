@@ -51,13 +51,18 @@ __all__ = [
     "AdaptiveEvent",
     "AdaptivePolicy",
     "AdaptiveSlot",
+    "ConfigIssue",
     "LaunchResolution",
     "TierState",
     "added_initial_line",
     "built_state_line",
     "default_config",
+    "early_launch",
+    "flag_int",
     "initialized_line",
     "interleave_config",
+    "launch_booleans",
+    "lint_config",
     "parse_adaptive_line",
     "parse_adaptive_lines",
     "parse_config",
@@ -659,8 +664,6 @@ def unsupported_reason(version: str, *, algorithm: str | None, topk: int | None,
     v = str(parse_version(version))
     if algorithm not in ("EAGLE", "EAGLE3"):
         return f"speculative_algorithm={algorithm} (only EAGLE/EAGLE3 are supported)"
-    if has_feature("adaptive_requires_no_overlap", v) and not disable_overlap_schedule:
-        return "the overlap scheduler (spec v2) is enabled (adaptive is only implemented for EAGLEWorker v1)"
     # 0.5.14 lets an unset top-k through (``_init_adaptive_speculative_params`` then sets 1).
     topk_none_ok = has_feature("adaptive_launch_resolution", v)
     if (topk is not None or not topk_none_ok) and topk != 1:
@@ -670,6 +673,9 @@ def unsupported_reason(version: str, *, algorithm: str | None, topk: int | None,
             return "attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)"
         return ("enable_dp_attention=True is not supported "
                 "(adaptive tier decisions are not synchronized across DP ranks)")
+    # 0.5.11 checks the overlap scheduler after top-k and attention DP (adaptive_spec_params.py).
+    if has_feature("adaptive_requires_no_overlap", v) and not disable_overlap_schedule:
+        return "the overlap scheduler (spec v2) is enabled (adaptive is only implemented for EAGLEWorker v1)"
     if enable_multi_layer_eagle:
         worker = "MultiLayerEagleWorkerV2" if has_feature("adaptive_keyed_config", v) else "MultiLayerEagleWorker"
         return f"enable_multi_layer_eagle=True is not supported ({worker} does not implement adaptive)"
@@ -738,6 +744,171 @@ def resolve_launch(version: str, *, algorithm: str | None, num_steps: int | None
             draft = steps + 1
     return LaunchResolution(True, num_steps=steps, eagle_topk=topk, num_draft_tokens=draft, config=cfg,
                             notes=list(cfg.warnings))
+
+
+#: Server flags :func:`unsupported_reason` reads (canonical flag → its keyword).
+UNSUPPORTED_FLAGS: dict[str, str] = {
+    "--disable-overlap-schedule": "disable_overlap_schedule",
+    "--enable-dp-attention": "enable_dp_attention",
+    "--enable-multi-layer-eagle": "enable_multi_layer_eagle",
+    "--enable-two-batch-overlap": "enable_two_batch_overlap",
+    "--enable-pdmux": "enable_pdmux",
+}
+
+_ENV_FALSE = ("false", "0", "no", "n")  # environ.py EnvBool.parse
+
+
+def flag_int(v: Any) -> int | None:
+    """A flag's integer value (None when absent, bare, or not a number)."""
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def launch_booleans(flags: Mapping[str, Any], env: Mapping[str, str] | None = None,
+                    version: str | None = None) -> dict[str, bool]:
+    """:func:`unsupported_reason`'s booleans from canonical server flags (``--enable-dp-attention`` …).
+
+    ``disable_overlap_schedule`` is also True where SGLang turns the overlap scheduler off itself
+    before the adaptive check: on releases that still read ``SGLANG_ENABLE_SPEC_V2`` (0.5.11–0.5.13,
+    ``environ.py`` ``EnvBool(True)``), a false value in ``env`` makes
+    ``_handle_speculative_decoding`` log ``Spec v1 is used … because SGLANG_ENABLE_SPEC_V2=False``
+    and set it (``server_args.py``).  Other start-up paths that disable it (some model families,
+    pipeline parallelism) are not modelled.
+    """
+    out = {kw: bool(flags.get(flag)) for flag, kw in UNSUPPORTED_FLAGS.items()}
+    if not out["disable_overlap_schedule"] and env and version is not None:
+        val = str(env.get("SGLANG_ENABLE_SPEC_V2", "")).strip().lower()
+        if val in _ENV_FALSE and has_feature("spec_v2_default_topk_fallback", version):
+            out["disable_overlap_schedule"] = True
+    return out
+
+
+def early_launch(flags: Mapping[str, Any], version: str, *,
+                 env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], LaunchResolution | None]:
+    """The speculative flags as SGLang resolves them when ``--speculative-adaptive`` runs first.
+
+    From 0.5.14 (``adaptive_launch_resolution``: ``arg_groups/speculative_hook.py``
+    ``handle_speculative_decoding`` calls ``_maybe_disable_adaptive`` and
+    ``_init_adaptive_speculative_params`` before the EAGLE-family checks) adaptive fixes top-k,
+    steps and draft tokens before anything else reads them; the returned flags carry those values,
+    so the usual resolution (``specdash.sglang.speculative.resolve_flags``) then sees what SGLang sees.
+
+    Returns ``(flags, resolution)``: the flags unchanged and None when adaptive is not asked or the
+    release resolves it after the EAGLE checks (≤ 0.5.13); unchanged with the resolution when
+    SGLang turns adaptive off (``reason``) or refuses the config (``error``); an unreadable config
+    file (OSError, JSON syntax) also leaves them unchanged, with None.
+    """
+    v = str(parse_version(version))
+    out = dict(flags)
+    if not flags.get("--speculative-adaptive") or not has_feature("adaptive_spec", v) \
+            or not has_feature("adaptive_launch_resolution", v):
+        return out, None
+    cfg = flags.get("--speculative-adaptive-config")
+    try:
+        e = resolve_launch(v, algorithm=flags.get("--speculative-algorithm"),
+                           num_steps=flag_int(flags.get("--speculative-num-steps")),
+                           eagle_topk=flag_int(flags.get("--speculative-eagle-topk")),
+                           num_draft_tokens=flag_int(flags.get("--speculative-num-draft-tokens")),
+                           config=cfg if isinstance(cfg, str) else None, **launch_booleans(flags, env, v))
+    except (OSError, ValueError):
+        return out, None
+    if e.enabled:
+        out["--speculative-num-steps"] = e.num_steps
+        out["--speculative-eagle-topk"] = e.eagle_topk
+        out["--speculative-num-draft-tokens"] = e.num_draft_tokens
+    return out, e
+
+
+# -- values SGLang reads without checking -------------------------------------------------------
+
+#: The numeric slot keys and what SGLang does with them (``AdaptiveStepSlot`` /
+#: ``AdaptiveSpeculativeParams``: ``cfg.get(key, default)``, no type check).
+_NUMERIC_KEYS = ("ema_alpha", "update_interval", "warmup_batches", "down_hysteresis", "up_hysteresis",
+                 "ceiling_coeff")
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """Something in an adaptive config that SGLang ``version`` reads without a start-up check.
+
+    ``kind``: ``unknown_key`` (never read: a typo, or a key of another release), ``type`` (not a
+    number / not a list of ints: the controller raises ``TypeError`` when it first uses it, in the
+    scheduler, while serving), ``range`` (a number SGLang accepts that breaks the controller:
+    ``update_interval`` 0 is a ``ZeroDivisionError``; ``ema_alpha`` outside (0, 1] never adapts or
+    overshoots), ``zero_steps`` (a steps-0 candidate on a flat release, which has no no-drafting
+    path).  ``where``: ``"top level"`` or ``"slot '8'"``; ``fatal``: SGLang fails (else it runs
+    worse than meant); ``suggestion``: the nearest known key for ``unknown_key``.
+    """
+
+    kind: str
+    where: str
+    key: str
+    value: Any
+    message: str
+    fatal: bool
+    suggestion: str | None = None
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_entry(d: Mapping[str, Any], where: str, version: str, keyed: bool, out: list[ConfigIssue]) -> None:
+    import difflib
+
+    known = SLOT_KEYS if keyed else SLOT_KEYS[:-1]
+    for key, val in d.items():
+        if str(key).isdigit():
+            continue
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            extra = " (ceiling_coeff arrives in 0.5.13)" if key == "ceiling_coeff" else ""
+            out.append(ConfigIssue("unknown_key", where, str(key), val,
+                                   f"{where}: SGLang {version} never reads {key!r}{extra}", False,
+                                   near[0] if near else None))
+            continue
+        if key == "candidate_steps":
+            if keyed:
+                continue  # validated at start-up (_load_adaptive_config)
+            ok = isinstance(val, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in val)
+            if not ok or any(s < 0 for s in val):
+                out.append(ConfigIssue("type", where, key, val,
+                                       f"{where}: candidate_steps={val!r} is not a list of step counts ≥ 1", True))
+            elif 0 in val:
+                out.append(ConfigIssue("zero_steps", where, key, val,
+                                       f"{where}: candidate_steps={val!r} has a steps-0 (no drafting) tier", True))
+            continue
+        if not _number(val):
+            out.append(ConfigIssue("type", where, key, val, f"{where}: {key}={val!r} is not a number", True))
+        elif key == "update_interval" and val == 0:
+            out.append(ConfigIssue("range", where, key, val, f"{where}: update_interval=0 (the decision "
+                                   "interval is a modulus)", True))
+        elif key == "ema_alpha" and not 0 < val <= 1:
+            what = "the EMA never moves, the slot never adapts" if val == 0 else \
+                "the EMA is not a weighted average and overshoots"
+            out.append(ConfigIssue("range", where, key, val, f"{where}: ema_alpha={val} is outside (0, 1]: {what}",
+                                   False))
+
+
+def lint_config(raw: Any, version: str) -> list[ConfigIssue]:
+    """The :class:`ConfigIssue` s of a parsed JSON config for SGLang ``version`` (empty when the
+    JSON is not an object: :func:`parse_config` reports that).  Flat releases read the top-level
+    keys; keyed releases read digit-keyed slots and merge the other top-level keys into each."""
+    v = str(parse_version(version))
+    if not isinstance(raw, dict):
+        return []
+    keyed = _keyed(v)
+    out: list[ConfigIssue] = []
+    _check_entry(raw, "top level", v, keyed, out)
+    if keyed:
+        for key, entry in raw.items():
+            if str(key).isdigit() and isinstance(entry, dict):
+                _check_entry(entry, f"slot {str(key)!r}", v, keyed, out)
+    return out
 
 
 # -- interleaving two tiers ----------------------------------------------------------------------

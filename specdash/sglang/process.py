@@ -12,8 +12,8 @@ Rules (no orphans, no shell):
   (called by the CLI, never at import) stops them on SIGINT/SIGTERM and at exit;
 * a SIGKILL of specdash runs no cleanup, so each start writes a small JSON record to
   ``$SPECDASH_STATE_DIR`` or ``${XDG_STATE_HOME:-~/.local/state}/specdash/servers/``
-  (removed on a clean stop); :func:`find_leftovers` lists the records whose servers
-  still run and :func:`kill_leftover` stops one.  A copy of the record, with the exit
+  (removed on a clean stop); :func:`specdash.sglang.leftovers.find_leftovers` lists the records whose
+  servers still run and :func:`~specdash.sglang.leftovers.kill_leftover` stops one.  A copy of the record, with the exit
   code, stays in the run directory as ``server_process.json``;
 * on Linux the server also gets a **parent-death signal** (``prctl(PR_SET_PDEATHSIG,
   SIGTERM)``, set by a two-line ``python -c`` shim that then ``exec``s the real argv, so
@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from specdash.sglang.logs import LogRing
+from specdash.sglang.proctree import alive, create_time, terminate_tree
 from specdash.sglang.secrets import redact_bytes, secret_values
 
 if TYPE_CHECKING:
@@ -53,14 +54,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ServerProcess",
     "ServerStartError",
-    "find_leftovers",
     "free_port",
     "install_signal_handlers",
-    "kill_leftover",
     "live_servers",
     "state_dir",
     "stop_all",
-    "stop_leftovers_interactively",
 ]
 
 log = logging.getLogger(__name__)
@@ -269,7 +267,7 @@ class ServerProcess:
             "url": self.url,
             "name": self.name,
             "owner_pid": os.getpid(),
-            "owner_create_time": _create_time(os.getpid()),
+            "owner_create_time": create_time(os.getpid()),
         }
         try:
             d = state_dir()
@@ -392,8 +390,8 @@ class ServerProcess:
             if self._stopped:
                 return proc.returncode
             self._remember_descendants()
-            extra = _alive(self._known)
-            _terminate_tree(proc.pid, extra, timeout_s, wait_main=proc,
+            extra = alive(self._known)
+            terminate_tree(proc.pid, extra, timeout_s, wait_main=proc,
                             not_before=(self._record or {}).get("create_time"))
             try:
                 code = proc.wait(timeout=10.0)
@@ -430,93 +428,6 @@ class ServerProcess:
     def __repr__(self) -> str:
         label = f"{self.name!r}, " if self.name else ""
         return f"ServerProcess({label}pid={self.pid}, argv={self.argv[:3]!r}, alive={self.is_alive()})"
-
-
-# -- process-tree helpers ---------------------------------------------------------------
-
-
-def _create_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
-
-
-def _same_process(pid: int, create_time: float | None) -> psutil.Process | None:
-    """The live, non-zombie process ``pid`` if its create_time matches (pid reuse guard)."""
-    try:
-        p = psutil.Process(pid)
-        if create_time is not None and abs(p.create_time() - create_time) > 0.01:
-            return None
-        if p.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return p
-    except psutil.Error:
-        return None
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _alive(known: Mapping[int, float | None]) -> list[psutil.Process]:
-    return [p for pid, ct in known.items() if (p := _same_process(pid, ct)) is not None]
-
-
-def _group_members(pgid: int, not_before: float | None = None) -> list[psutil.Process]:
-    """Live, non-zombie processes of process group ``pgid`` (created at or after
-    ``not_before``, to skip an unrelated group that reuses the number)."""
-    out = []
-    for p in psutil.process_iter():
-        try:
-            if os.getpgid(p.pid) != pgid:
-                continue
-            if not_before is not None and p.create_time() < not_before - 0.01:
-                continue
-            if p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except (psutil.Error, ProcessLookupError, PermissionError):
-            continue
-    return out
-
-
-def _signal_all(pgid: int, procs: Sequence[psutil.Process], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            p.send_signal(sig)
-
-
-def _terminate_tree(
-    pgid: int,
-    extra: Sequence[psutil.Process],
-    timeout_s: float,
-    wait_main: subprocess.Popen | None = None,
-    not_before: float | None = None,
-) -> None:
-    """SIGTERM group ``pgid`` + ``extra``; wait ≤ ``timeout_s`` for all to go; SIGKILL."""
-    _signal_all(pgid, extra, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if wait_main is not None:
-            wait_main.poll()  # reap our child so it does not linger as a zombie
-        left = [p for p in (*_group_members(pgid, not_before), *extra) if _running(p)]
-        if not left or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-    if left:
-        log.warning("SIGKILL to %d process(es) of server group %d", len(left), pgid)
-        _signal_all(pgid, left, signal.SIGKILL)
-        # Our own child is reaped by Popen (psutil reaping it would lose its exit code).
-        main_pid = wait_main.pid if wait_main is not None else None
-        psutil.wait_procs([p for p in left if p.pid != main_pid], timeout=5.0)
-    if wait_main is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            wait_main.wait(timeout=5.0)
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -578,95 +489,3 @@ def install_signal_handlers() -> None:
         _previous[sig] = signal.getsignal(sig)
         signal.signal(sig, _on_signal)
     _installed = True
-
-
-def _record_alive(rec: Mapping[str, Any]) -> list[psutil.Process]:
-    pid, pgid, ctime = rec.get("pid"), rec.get("pgid"), rec.get("create_time")
-    if not isinstance(pid, int) or not isinstance(pgid, int):
-        return []
-    procs = []
-    leader = _same_process(pid, ctime) if ctime is not None else None
-    if leader is not None:
-        procs.append(leader)
-    procs += [p for p in _group_members(pgid, ctime) if p.pid != pid]
-    return procs
-
-
-def find_leftovers(cleanup: bool = True) -> list[dict]:
-    """Records of servers started by a specdash that is gone, whose process group still
-    has live processes (pid reuse is ruled out by comparing psutil create times).
-
-    Records of servers owned by a specdash that still runs are skipped.  With
-    ``cleanup``, records whose servers are all gone are deleted.  Each returned record
-    has the keys written at start (``pid``, ``pgid``, ``create_time``, ``argv``,
-    ``started_at``, ``run_dir``, ``log_path``, ``url``, ``owner_pid``) plus ``path`` (the
-    record file) and ``alive_pids``.
-    """
-    d = state_dir()
-    out = []
-    for path in sorted(d.glob("*.json")) if d.is_dir() else ():
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        owner = rec.get("owner_pid")
-        if isinstance(owner, int) and _same_process(owner, rec.get("owner_create_time")) is not None:
-            continue  # its specdash (maybe this one) still runs and will stop it
-        alive = _record_alive(rec)
-        if alive:
-            out.append({**rec, "path": str(path), "alive_pids": sorted(p.pid for p in alive)})
-        elif cleanup:
-            with contextlib.suppress(OSError):
-                path.unlink()
-    return out
-
-
-def kill_leftover(record: Mapping[str, Any], timeout_s: float = 10.0) -> bool:
-    """Stop a leftover server found by :func:`find_leftovers`: SIGTERM its process group
-    (and its recorded leader), wait ≤ ``timeout_s``, SIGKILL the rest, delete the record.
-    Returns True when processes were running."""
-    alive = _record_alive(record)
-    pgid = record.get("pgid")
-    if alive and isinstance(pgid, int):
-        _terminate_tree(pgid, alive, timeout_s, not_before=record.get("create_time"))
-    path = record.get("path") or str(state_dir() / f"{record.get('pid')}.json")
-    with contextlib.suppress(OSError):
-        Path(path).unlink()
-    return bool(alive)
-
-
-def stop_leftovers_interactively(
-    say: Callable[[str], Any] = print,
-    *,
-    ask: bool | None = None,
-    input_fn: Callable[[str], str] = input,
-    timeout_s: float = 10.0,
-) -> list[dict]:
-    """Start-up check: report servers left running by a specdash
-    that was killed, and stop them.
-
-    With ``ask`` (default: when stdin is a terminal) the user is asked first ("Stop them?
-    [Y/n]"; Enter means yes, end of input means no); without a terminal they are stopped,
-    since they are orphans holding GPU memory that the new launch needs.  ``say`` gets
-    one line per leftover and a summary.  Returns the records that were stopped.
-    """
-    leftovers = find_leftovers()
-    if not leftovers:
-        return []
-    for rec in leftovers:
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(rec.get("started_at") or 0))
-        say(f"leftover server from an earlier specdash: pid {rec['pid']} "
-            f"({' '.join(rec.get('argv') or [])}), started {started}, run dir {rec.get('run_dir')}")
-    if ask is None:
-        ask = sys.stdin is not None and sys.stdin.isatty()
-    if ask:
-        try:
-            answer = input_fn(f"Stop {len(leftovers)} leftover server(s)? [Y/n] ").strip().lower()
-        except EOFError:
-            answer = "n"
-        if answer not in ("", "y", "yes"):
-            say("leftover servers left running")
-            return []
-    stopped = [rec for rec in leftovers if kill_leftover(rec, timeout_s)]
-    say(f"stopped {len(stopped)} leftover server(s)")
-    return stopped

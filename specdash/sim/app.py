@@ -198,12 +198,9 @@ class Api:
 
     # -- /generate ----------------------------------------------------------------------------------
     async def generate(self, request: Request) -> Response:
-        try:
-            body = orjson.loads(await request.body() or b"{}")
-        except orjson.JSONDecodeError as exc:
-            return error_response(f"Invalid JSON: {exc}")
-        if not isinstance(body, dict):
-            return error_response("The request body must be a JSON object")
+        body = await self._json_object(request)
+        if isinstance(body, Response):
+            return body
         text, ids = body.get("text"), body.get("input_ids")
         sp_raw = body.get("sampling_params")
         batch = isinstance(text, list) or (isinstance(ids, list) and ids and isinstance(ids[0], list))
@@ -301,6 +298,11 @@ class Api:
         ctype = request.headers.get("content-type", "")
         if "application/json" not in ctype:
             return error_response("Unsupported Media Type: Only 'application/json' is allowed", 400)
+        return await self._json_object(request)
+
+    @staticmethod
+    async def _json_object(request: Request) -> dict | Response:
+        """The request body as a JSON object, or SGLang's 400 answer when it is not one."""
         try:
             body = orjson.loads(await request.body() or b"{}")
         except orjson.JSONDecodeError as exc:

@@ -118,7 +118,7 @@ class SimServer:
         draft_path = str(draft_path) if isinstance(draft_path, str) else None
         self.draft_model, self.draft_assumed = self._model(draft_path, self.sc.draft_model, "draft path")
         self.draft = interpret_draft(self.draft_model) if self.draft_model is not None else None
-        self.adaptive = AdaptiveSetup(flags, self.version)
+        self.adaptive = AdaptiveSetup(flags, self.version, self.env)
         self.res = resolve_flags(
             self.adaptive.launch_flags(), version=self.version, env=self.env, target_architectures=self.target.architectures,
             draft_vocab_size=self.draft.draft_vocab_size if self.draft else None,

@@ -30,27 +30,21 @@ from specdash.sglang.adaptive import (
     AdaptiveController,
     LaunchResolution,
     built_state_line,
+    early_launch,
+    launch_booleans,
     parse_config,
     resolve_launch,
 )
 from specdash.sglang.versions import has_feature
 
 
-def _int(v: Any) -> int | None:
-    if v is None or v is True:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
 class AdaptiveSetup:
     """Launch-time adaptive handling for one simulated server (see the module docstring)."""
 
-    def __init__(self, flags: dict[str, Any], version: str) -> None:
+    def __init__(self, flags: dict[str, Any], version: str, env: dict[str, str] | None = None) -> None:
         self.flags = flags
         self.version = version
+        self.env = dict(env or {})
         self.asked = bool(flags.get("--speculative-adaptive")) and has_feature("adaptive_spec", version)
         cfg = flags.get("--speculative-adaptive-config")
         self.config_arg = cfg if isinstance(cfg, str) else None
@@ -61,31 +55,15 @@ class AdaptiveSetup:
         self._early: LaunchResolution | None = None
 
     def _bools(self) -> dict[str, bool]:
-        f = self.flags
-        return {"disable_overlap_schedule": bool(f.get("--disable-overlap-schedule")),
-                "enable_dp_attention": bool(f.get("--enable-dp-attention")),
-                "enable_multi_layer_eagle": bool(f.get("--enable-multi-layer-eagle")),
-                "enable_two_batch_overlap": bool(f.get("--enable-two-batch-overlap")),
-                "enable_pdmux": bool(f.get("--enable-pdmux"))}
+        return launch_booleans(self.flags, self.env, self.version)
 
     def launch_flags(self) -> dict[str, Any]:
         """The flags to resolve the speculative settings from.  On 0.5.14+ adaptive runs before the
-        EAGLE checks: top-k unset → 1, steps unset → the candidates' middle, draft tokens := steps + 1."""
-        if not self.asked or not has_feature("adaptive_launch_resolution", self.version):
+        EAGLE checks: top-k unset → 1, steps unset → the candidates' middle, draft tokens := steps + 1
+        (:func:`specdash.sglang.adaptive.early_launch`)."""
+        if not self.asked:
             return self.flags
-        f = self.flags
-        self._early = resolve_launch(
-            self.version, algorithm=f.get("--speculative-algorithm"), num_steps=_int(f.get("--speculative-num-steps")),
-            eagle_topk=_int(f.get("--speculative-eagle-topk")),
-            num_draft_tokens=_int(f.get("--speculative-num-draft-tokens")), config=self.config_arg,
-            **self._bools())
-        e = self._early
-        if not e.enabled:
-            return self.flags
-        out = dict(f)
-        out["--speculative-num-steps"] = e.num_steps
-        out["--speculative-eagle-topk"] = e.eagle_topk
-        out["--speculative-num-draft-tokens"] = e.num_draft_tokens
+        out, self._early = early_launch(self.flags, self.version, env=self.env)
         return out
 
     def settle(self, res, warn, crash) -> None:

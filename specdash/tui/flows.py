@@ -23,7 +23,7 @@ class FlowsMixin:
     async def leftovers_worker(self) -> None:
         """Servers left by an earlier specdash that was killed (SIGKILL cannot clean up):
         offer to stop them (each started server leaves a record in the state directory)."""
-        from specdash.sglang.process import find_leftovers, kill_leftover
+        from specdash.sglang.leftovers import find_leftovers, kill_leftover
         from specdash.tui.screens.dialogs import ConfirmScreen
 
         records = await asyncio.to_thread(find_leftovers)

@@ -18,9 +18,14 @@ WEIGHT_SHAPE    ``weights``           a tensor whose shape differs from what the
 VOCAB_MAP       ``vocab``             d2t / t2d / lm_head vs the draft and target vocabularies
 AUX_LAYERS      ``aux_layers``        which target layers SGLang captures vs what the head expects
 SPEC_ARGS       ``serving``           rejections and silent adjustments of the speculative flags
+ADAPTIVE        ``adaptive``          ``--speculative-adaptive`` / ``--speculative-adaptive-config`` by
+                                      release: fall-backs to static settings, config format and values,
+                                      launch steps vs the candidates, draft tokens set to steps + 1
 CONTEXT_LEN     ``serving``           draft ``max_position_embeddings`` vs the serving context
 DTYPE           ``serving``           draft/target dtypes (``--dtype auto`` runs float32 as float16)
 MEMORY          ``serving``           weights vs ``mem_fraction_static`` × GPU memory
+SIMULATED       ``simulated``         ``SGLANG_SIMULATE_ACC_LEN`` / dummy load formats: ``info`` in a
+                                      profile with ``testbed = true``, ``error`` in any other
 CHECKPOINT      ``doctor`` & others   a directory that cannot be read, pickle-only weights, missing
                                       shards, a check that could not run
 ==============  ====================  ========================================================

@@ -26,7 +26,9 @@ class RuleContext:
     ``res``: SGLang's start-up resolution of the speculative flags; ``target`` / ``draft``: the
     models as read (None when absent or unreadable); ``draft_path``: the draft path given;
     ``gpus``: ``[{"name", "memory_total_mib"}, …]`` or None when unknown; ``concurrency``: the
-    planned concurrent requests or None.
+    planned concurrent requests or None; ``adaptive``: SGLang's early adaptive resolution
+    (:func:`specdash.sglang.adaptive.early_launch`, 0.5.14+; None otherwise) — ``res`` was computed
+    from the flags it rewrote.
     """
 
     profile: Any
@@ -42,6 +44,7 @@ class RuleContext:
     gpus: list[dict] | None
     concurrency: int | None
     findings: list[Finding] = field(default_factory=list)
+    adaptive: Any = None
 
     def add(self, code: str, severity: str, message: str, why: str = "", fix: str = "", **evidence) -> Finding:
         """Append a :class:`Finding` (keyword arguments become its evidence) and return it.
