@@ -24,8 +24,8 @@ A live launch (:meth:`LivePlan.measure_pair`):
    :func:`specdash.bench.stats.paired_speedup` (geometric mean of the paired ratios, BCa
    bootstrap with the small-sample expansion);
 4. each tier becomes a :class:`~specdash.advisor.Measurement` (``source="tier"``, the launch's
-   id in ``launch``): its decode tok/s and accept length over the kept windows, and, with the
-   device timer, its per-phase GPU time (:func:`tier_phases`).
+   id in ``launch``): its decode tok/s and accept length over the kept windows; with the device
+   timer, the launch's per-phase GPU time as one pooled observation (:func:`tier_phases`).
 
 Static launches of a live tune (the baseline, relaunched trees) get ``--decode-log-interval 1``
 too and are measured the same way (:meth:`LivePlan.measure_static`), so every measurement the
@@ -70,7 +70,12 @@ def live_unavailable(profile, start, version: str) -> str | None:
     that turn adaptive off (attention DP, multi-layer EAGLE, two-batch overlap, PD-mux).
     """
     from specdash.profile import server_flags
-    from specdash.sglang.adaptive import AdaptiveConfigError, interleave_config, unsupported_reason
+    from specdash.sglang.adaptive import (
+        AdaptiveConfigError,
+        interleave_config,
+        launch_booleans,
+        unsupported_reason,
+    )
 
     if start.topk != 1:
         return (f"the starting settings are a tree (topk {start.topk}); SGLang's adaptive controller switches the "
@@ -80,13 +85,9 @@ def live_unavailable(profile, start, version: str) -> str | None:
     except AdaptiveConfigError as exc:
         return (f"SGLang {version} cannot alternate two step tiers inside one launch ({exc}); every setting is "
                 "measured by a launch of its own — SGLang 0.5.14 or later can")
-    flags = server_flags(profile)
-    reason = unsupported_reason(version, algorithm=(profile.speculative.algorithm or "").upper() or None, topk=1,
-                                disable_overlap_schedule=bool(flags.get("--disable-overlap-schedule")),
-                                enable_dp_attention=bool(flags.get("--enable-dp-attention")),
-                                enable_multi_layer_eagle=bool(flags.get("--enable-multi-layer-eagle")),
-                                enable_two_batch_overlap=bool(flags.get("--enable-two-batch-overlap")),
-                                enable_pdmux=bool(flags.get("--enable-pdmux")))
+    algo = (profile.speculative.algorithm or "").upper() or None
+    reason = unsupported_reason(version, algorithm="EAGLE" if algo == "NEXTN" else algo, topk=1,
+                                **launch_booleans(server_flags(profile), dict(profile.env), version))
     if reason is not None:
         return f"SGLang {version} turns adaptive speculation off for this profile ({reason})"
     return None
@@ -141,22 +142,17 @@ def _counters(run: dict, name: str) -> str | None:
         return None
 
 
-def tier_phases(metrics_after: str | None, all_windows, tiers: dict[int, Any], batch: float) -> dict[int, Any]:
-    """Per-tier device-timer phases (:class:`~specdash.advisor.PhaseTimes`) of one live launch.
+def tier_phases(metrics_after: str | None, all_windows, tiers: Sequence[int], batch: float):
+    """The device-timer phases of one live launch, as one pooled observation
+    (:class:`~specdash.advisor.PhaseTimes` with ``mix``), or None.
 
-    SGLang's counter ``sglang:forward_execution_seconds_total{category}`` pools the tiers, so it
-    is read once, at the end (the server's whole life: every decode line of its log), and split:
-
-    * draft (``eagle_draft`` + ``eagle_draft_extend``): every draft forward of a chain at one batch
-      processes the same B tokens, so the seconds per forward are the total over Σ rounds × S, and
-      a tier's draft time is that × its S × its rounds (exact under the cost model's F = S);
-    * verify (``target_verify``): the mean per round V̄ over both tiers, and the per-draft-token
-      slope v = (the tiers' round-time slope per step) − (the draft seconds per forward), never
-      below 0; a tier's verify per round is V̄ + v · (S − S̄).
-
-    Rounds per tier are its decode iterations over every window (after-switch ones too: at the
-    alternation each tier gets the same iterations either way).  ``tiers``: steps → (tok/s, τ) of
-    the kept windows.  Empty without the counter or without both tiers.
+    SGLang's counter ``sglang:forward_execution_seconds_total{category}`` (``eagle_draft``,
+    ``eagle_draft_extend``, ``target_verify``) is not split by tier, so it is read once, at the
+    end, covering the server's whole life — every decode line of its log — and stands for the
+    share-weighted mean round of the tiers: the cost fit treats it as the weighted mean of the
+    chains' phase rows (exact: the model is linear in S and N).  Rounds per tier are its decode
+    iterations over every window (after-switch ones too: under the alternation each tier gets the
+    same iterations either way).  None without the counter or without iterations of each tier.
     """
     from specdash.advisor import PhaseTimes
     from specdash.advisor.measurement import (
@@ -167,37 +163,26 @@ def tier_phases(metrics_after: str | None, all_windows, tiers: dict[int, Any], b
     )
     from specdash.sglang.metrics import parse_metrics
 
-    if not metrics_after or len(tiers) != 2:
-        return {}
+    if not metrics_after:
+        return None
     try:
         snap = parse_metrics(metrics_after)
     except ValueError:
-        return {}
-    tot = {c: snap.total(FORWARD_SECONDS, category=c) for c in (DRAFT_CATEGORY, DRAFT_EXTEND_CATEGORY, VERIFY_CATEGORY)}
-    if tot[VERIFY_CATEGORY] is None or not tot[VERIFY_CATEGORY]:
-        return {}
+        return None
+    verify = snap.total(FORWARD_SECONDS, category=VERIFY_CATEGORY)
+    if not verify:
+        return None
     iters: dict[int, float] = {}
     for w in all_windows:
         if w.steps in tiers:
             iters[w.steps] = iters.get(w.steps, 0.0) + w.iterations
     if set(iters) != set(tiers) or min(iters.values()) <= 0:
-        return {}
-    (sa, (ta, taua)), (sb, (tb, taub)) = sorted(tiers.items())
-    fwd = sum(iters[s] * max(1, s) for s in iters)
-    draft_s = (tot[DRAFT_CATEGORY] or 0.0) + (tot[DRAFT_EXTEND_CATEGORY] or 0.0)
-    per_fwd_ms = 1000.0 * draft_s / fwd
+        return None
     rounds = sum(iters.values())
-    v_bar_ms = 1000.0 * tot[VERIFY_CATEGORY] / rounds
-    s_bar = sum(iters[s] * s for s in iters) / rounds
-    t_a, t_b = 1000.0 * batch * taua / ta, 1000.0 * batch * taub / tb  # round ms of each tier
-    slope = (t_b - t_a) / (sb - sa)
-    v = max(0.0, slope - per_fwd_ms)
-    out = {}
-    for s in (sa, sb):
-        verify_ms = max(0.0, v_bar_ms + v * (s - s_bar))
-        out[s] = PhaseTimes(draft_s=per_fwd_ms * max(1, s) * iters[s] / 1000.0, draft_extend_s=0.0,
-                            verify_s=verify_ms * iters[s] / 1000.0, rounds=iters[s], batch=batch, steps=s)
-    return out
+    draft = snap.total(FORWARD_SECONDS, category=DRAFT_CATEGORY) or 0.0
+    extend = snap.total(FORWARD_SECONDS, category=DRAFT_EXTEND_CATEGORY) or 0.0
+    return PhaseTimes(draft_s=draft, draft_extend_s=extend, verify_s=verify, rounds=rounds, batch=batch,
+                      mix=tuple((s, iters[s] / rounds) for s in sorted(iters)))
 
 
 @dataclass
@@ -388,14 +373,15 @@ class LivePlan:
         if tr.switches == 0:
             res.notes.append("no 'Switch adaptive runtime state' line: the server did not alternate the tiers "
                              f"(adaptive off or refused?); only steps {b} ran")
-        good = {s: (res.tok_s[s], res.accept_length[s]) for s in (a, b) if res.tok_s[s] and res.accept_length[s]}
-        phases = tier_phases(_counters(run, "metrics-after.txt"), every, good, float(conc))
-        res.timer = bool(phases)
-        if not phases and len(good) == 2:
+        good = [s for s in (a, b) if res.tok_s[s] and res.accept_length[s]]
+        pooled = tier_phases(_counters(run, "metrics-after.txt"), every, (a, b), float(conc))
+        res.timer = pooled is not None
+        if pooled is None and len(good) == 2:
             res.notes.append("no device-timer counters (sglang:forward_execution_seconds_total): round times only")
-        for s, (tok, tau) in good.items():
-            res.measurements.append(Measurement(chain(s), float(tok), conc, float(tau), label=prof.name,
-                                                phases=phases.get(s), source="tier", launch=entry.id))
+        for i, s in enumerate(good):  # the pooled timer observation rides on the first tier only
+            res.measurements.append(Measurement(chain(s), float(res.tok_s[s]), conc, float(res.accept_length[s]),
+                                                label=prof.name, phases=pooled if i == 0 else None, source="tier",
+                                                launch=entry.id))
         pw = paired_windows(at_load, a, b)
         res.pairs = len(pw)
         res.speedup = paired_speedup([x.tok_s for x, _ in pw], [y.tok_s for _, y in pw])

@@ -83,7 +83,7 @@ def release_slots(schedule, version: str) -> tuple[dict[int, Any], list[str]]:
 
 def render(slots: dict[int, Any], version: str) -> tuple[dict | None, str | None]:
     """(the config SGLang ``version`` reads, None) or (None, why it cannot be expressed)."""
-    from specdash.sglang.adaptive import AdaptiveConfigError, render_config
+    from specdash.sglang.adaptive import AdaptiveConfigError, lint_config, render_config
     from specdash.sglang.versions import has_feature
 
     if not has_feature("adaptive_spec", version):
@@ -93,12 +93,16 @@ def render(slots: dict[int, Any], version: str) -> tuple[dict | None, str | None
         return None, (f"the schedule runs steps {sorted(cands)} at every batch size: that is a static setting, "
                       "nothing adaptive to launch")
     try:
-        return render_config(slots, version), None
+        cfg = render_config(slots, version)
     except AdaptiveConfigError as exc:
         if not has_feature("adaptive_keyed_config", version):
             return None, (f"cannot be expressed for SGLang {version}: it reads one flat adaptive config "
                           f"({exc})")
         return None, f"cannot be expressed for SGLang {version}: {exc}"
+    bad = [i for i in lint_config(cfg, version) if i.fatal]
+    if bad:  # a value SGLang would accept at start-up and then fail on while serving
+        return None, f"SGLang {version} would fail on it while serving: {bad[0].message}"
+    return cfg, None
 
 
 def launch_steps(slots: dict[int, Any], best, first_batch: int) -> int:
