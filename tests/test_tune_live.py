@@ -88,7 +88,8 @@ def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
     # every launch is listed and counted: the baseline, the live ones, the final A/B, the schedule's A/Bs
     assert report["launches"] == len(report["launch_log"])
     roles = [e["role"] for e in report["launch_log"]]
-    assert roles[0] == "baseline" and "ab" in roles and roles.count("verify") >= 4
+    assert roles[0] == "baseline" and "ab" in roles and roles.count("verify") == 4
+    assert roles.count("sweep") == 1  # the schedule's two chain tiers at concurrency 16, one launch
     assert {r["source"] for r in report["measured"]} <= {"launch", "tier"}
     # within 3 % of the exhaustive chain grid's analytic best
     b = report["best"]
@@ -101,13 +102,16 @@ def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
     assert gap <= 0.03, (b, gap)
     # no negative cost or time; the relaunch estimate is time-to-ready × settings measured
     assert negatives(report) == []
-    assert t["settings_measured"] == len({json.dumps(r["settings"]) for r in report["measured"] if r["settings"]})
+    tuned = [r for r in report["measured"] if r["settings"] and not r.get("for")]
+    assert t["settings_measured"] == len({json.dumps(r["settings"]) for r in tuned})
+    sweep = [r for r in report["measured"] if r.get("for") == "adaptive schedule"]
+    assert len(sweep) == 2 and {r["concurrency"] for r in sweep} == {16} and {r["source"] for r in sweep} == {"tier"}
     assert t["relaunch_estimate_s"] == pytest.approx(t["time_to_ready_s_median"] * t["settings_measured"])
     assert t["wall_s"] > 0 and t["startup_saved_s"] >= 0
     assert t["measuring_startup_s"] < t["relaunch_estimate_s"]
     # the generated config: SGLang 0.5.14's keyed format, verified at two concurrencies
     sched = report["adaptive_schedule"]
-    assert sched["format"] == "keyed" and sched["sweep"] == [1, 16]
+    assert sched["format"] == "keyed" and sched["sweep"] == [1, 16] and len(sched["sweep_pairs"]) == 1
     cfg = A.parse_config(sched["config_path"], "0.5.14", launch_steps=sched["launch_steps"])
     assert cfg.keyed and cfg.candidate_steps()
     assert [v["concurrency"] for v in sched["verification"]] == [1, 16]
@@ -124,6 +128,11 @@ def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
         if report["preset"]:
             assert "--speculative-adaptive" not in load_profile(report["preset"]).speculative.extra_args
     from specdash.bench.tune import write_tune_report
+    from specdash.commands.tune import render_live
+
+    text = render_live(report)
+    assert f"tune: {report['launches']} launches (1 baseline, {len(live_launches)} live" in text
+    assert "tier" in text and "paired windows" in text and "relaunch per measured setting" in text
 
     tdir = write_tune_report(tmp_path / "runs", report)
     assert json.loads((tdir / "tune.json").read_text())["launches"] == report["launches"]
@@ -292,3 +301,17 @@ def test_cli_rejects_bad_live_options(tmp_path, capsys):
     assert "--sweep needs two or more" in capsys.readouterr().err
     assert main(["tune", "--profile", str(prof), "--live", "--chain-launches", "0"]) == 2
     assert "--chain-launches must be at least 1" in capsys.readouterr().err
+
+
+def test_a_recommended_schedule_becomes_the_preset_with_its_config_beside_it(tmp_path):
+    from specdash.bench.schedule import adaptive_preset
+
+    prof = load_profile(str(sim_profile(tmp_path, "src", spec=(3, 1, 4))))
+    cfg = {"1": {"candidate_steps": [3, 5], "up_hysteresis": -0.5, "down_hysteresis": -0.4, "ceiling_coeff": 0}}
+    sched = {"config": cfg, "launch_steps": 5, "format": "keyed", "target_version": "0.5.14"}
+    out, path, label = adaptive_preset(prof, sched, tmp_path / "presets")
+    assert path == tmp_path / "presets" / "src-tuned.adaptive.json" and json.loads(path.read_text()) == cfg
+    sp = out.speculative
+    assert (sp.num_steps, sp.eagle_topk, sp.num_draft_tokens) == (5, 1, 6)
+    assert sp.extra_args[-3:] == ["--speculative-adaptive", "--speculative-adaptive-config", str(path)]
+    assert "adaptive" in label and A.parse_config(path, "0.5.14", launch_steps=5).keyed

@@ -336,8 +336,11 @@ class LivePlan:
                     pass
         return m
 
-    async def measure_pair(self, log, suite, opts, a: int, b: int) -> PairResult:
-        """Launch tiers ``a`` and ``b`` interleaved (module docstring); returns the :class:`PairResult`."""
+    async def measure_pair(self, log, suite, opts, a: int, b: int, *, role: str = "live") -> PairResult:
+        """Launch tiers ``a`` and ``b`` interleaved (module docstring); returns the :class:`PairResult`.
+
+        ``role``: ``"live"`` (a chain launch of the tune, counted in :attr:`launches`) or
+        ``"sweep"`` (the adaptive schedule's measurement at another concurrency)."""
         from specdash.advisor import Measurement, chain
         from specdash.bench.stats import paired_speedup
         from specdash.collect.tiers import paired_windows, tier_stats
@@ -352,8 +355,9 @@ class LivePlan:
             n += 1
         path.write_text(json.dumps(cfg) + "\n", encoding="utf-8")
         prof = self.pair_profile(a, b, path)
-        run, _, entry = await log.run(prof, suite, opts, "live", tiers=[a, b], config=str(path))
-        self.launches += 1
+        run, _, entry = await log.run(prof, suite, opts, role, tiers=[a, b], config=str(path))
+        if role == "live":
+            self.launches += 1
         if self.batch_sizes is None:
             self.batch_sizes = _captured_bs(run)
         conc = int(run.get("concurrency") or 1)

@@ -1,6 +1,9 @@
 """A generated adaptive config after a tune: schedule → SGLang's format → verified A/B → preset.
 
-After ``specdash tune --live`` the fitted model (every measurement, tiers included) gives the
+After ``specdash tune --live`` each concurrency of the verification sweep not measured yet gets
+one live launch of two chain tiers at that load (so the fit sees how the round cost grows with
+the batch instead of taking it from priors); then the fitted model (every measurement, tiers
+included) gives the
 best chain steps at each captured CUDA-graph decode batch size up to the top of the
 verification sweep (:func:`specdash.advisor.adaptive_schedule`, SGLang's slots: a batch is
 padded to a captured size and routed to the largest slot key ≤ it).  The slots are rendered in
@@ -142,15 +145,40 @@ def _repeats(n_prompts: int, base: int, concurrency: int) -> int:
     return max(int(base), math.ceil(2 * concurrency / max(1, n_prompts)))
 
 
+def _sweep_pair(measurements, baseline, c: int, best) -> tuple[int, int]:
+    """The two chain tiers to measure at concurrency ``c``: the best static chain's steps and a
+    cheaper chain two steps below the lower of those and the model's best chain there (a round
+    costs more as the batch grows, so fewer steps tend to pay at a higher load; the slope between
+    the two is what the schedule needs)."""
+    from specdash.advisor import adaptive_schedule
+
+    s = best.steps if best.topk == 1 else None
+    try:
+        k = adaptive_schedule(measurements, [c], baseline=baseline).batches[0].steps
+    except ValueError:
+        k = s or 3
+    hi = s if s else max(2, int(k))
+    lo = max(1, min(int(k), hi) - 2)
+    if lo == hi:
+        hi = lo + 2
+    return lo, hi
+
+
 async def schedule_and_verify(profile, suite, measurements, best, baseline, *, version: str, log, opts, tdir: Path,
                               sweep: Sequence[int] | None = None, say: Callable[[str], None] | None = None,
-                              pays: bool | None = None, batch_sizes: Sequence[int] | None = None) -> dict[str, Any]:
+                              pays: bool | None = None, batch_sizes: Sequence[int] | None = None,
+                              live=None) -> tuple[dict[str, Any], list]:
     """Plan, render, write and verify the adaptive schedule (module docstring); returns the
-    report's ``adaptive_schedule``: ``{target_version, sweep, batch_sizes, schedule (the
-    advisor's, JSON), config (as written) | None, config_path | None, format ("keyed" | "flat"),
-    launch_steps, not_expressible | None, verification: [{concurrency, speedup, ci95, verdict,
-    pairs, static_tok_s, adaptive_tok_s, predicted_gain, compare_dir}], recommended, verdict,
-    notes}``."""
+    report's ``adaptive_schedule``: ``{target_version, sweep, batch_sizes, sweep_pairs (the live
+    pairs measured at the sweep's other concurrencies), schedule (the advisor's, JSON), config (as
+    written) | None, config_path | None, format ("keyed" | "flat"), launch_steps, not_expressible |
+    None, verification: [{concurrency, speedup, ci95, verdict, pairs, static_tok_s, adaptive_tok_s,
+    predicted_gain, compare_dir}], recommended, verdict, notes}``.
+
+    ``live``: the tune's :class:`~specdash.bench.live.LivePlan` — with it, each sweep concurrency
+    not measured yet first gets one live launch of two chain tiers there (the model's best chain
+    at that load and the best static chain), so how the costs grow with the batch is measured,
+    not taken from priors.  Returns (that dict, the measurements those launches added)."""
     from specdash.advisor import adaptive_schedule
     from specdash.bench.live import _captured_bs
     from specdash.bench.tune import variant
@@ -171,11 +199,30 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
                            "notes": []}
     if pays is False:
         out["verdict"] = "speculation does not pay with this draft: no adaptive schedule"
-        return out
+        return out, []
     if not has_feature("adaptive_spec", version):
         out["not_expressible"] = f"SGLang {version} has no adaptive speculation (0.5.11+)"
         out["verdict"] = f"no adaptive schedule: {out['not_expressible']}"
-        return out
+        return out, []
+    out["sweep_pairs"] = []
+    measurements = list(measurements)
+    added: list = []
+    if live is not None:
+        done = {int(m.concurrency) for m in measurements if m.settings is not None}
+        for c in sweep:
+            if c in done:
+                continue
+            a, b = _sweep_pair(measurements, baseline, c, best)
+            o = replace(opts, concurrency=c, repeats=_repeats(len(suite.prompts), opts.repeats or suite.suite.repeats, c))
+            say(f"tune: adaptive schedule: chain tiers steps {a} and {b} at concurrency {c} in one adaptive launch")
+            res = await live.measure_pair(log, suite, o, a, b, role="sweep")
+            measurements.extend(res.measurements)
+            added.extend((m, res.run_dir) for m in res.measurements)
+            out["sweep_pairs"].append(res.to_json())
+            say(f"tune: sweep c{c}: {res.summary()}")
+    elif len({int(m.concurrency) for m in measurements if m.settings is not None}) < 2:
+        out["notes"].append("relaunch mode: no live measurement at the sweep's other concurrencies — how the costs "
+                            "grow with the batch comes from the model's priors")
     sizes = schedule_sizes(batch_sizes, sweep)
     out["batch_sizes"] = sizes
     if not batch_sizes:
@@ -185,7 +232,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
         sched = adaptive_schedule(measurements, sizes, baseline=baseline)
     except ValueError as exc:
         out["verdict"] = f"no adaptive schedule: {exc}"
-        return out
+        return out, added
     out["schedule"] = sched.to_json()
     out["model_verdict"] = sched.verdict
     slots, notes = release_slots(sched, version)
@@ -195,7 +242,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
         out["not_expressible"] = why
         out["verdict"] = f"no adaptive config: {why} — keep the static setting {best.label()}"
         say(f"tune: adaptive schedule: {out['verdict']}")
-        return out
+        return out, added
     out["format"] = "keyed" if has_feature("adaptive_keyed_config", version) else "flat"
     path = Path(tdir) / f"adaptive-{version}.json"
     path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
@@ -239,7 +286,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
         out["notes"].append(f"the model expected a static setting to win ({sched.verdict}); the paired A/B says "
                             "otherwise, and the measurement decides")
     say(f"tune: {out['verdict']}")
-    return out
+    return out, added
 
 
 def _f(ci, i: int) -> str:

@@ -69,7 +69,8 @@ class LaunchEntry:
 
     ``role``: ``"baseline"`` (no speculation), ``"explore"`` (one setting, a launch of its
     own), ``"live"`` (two chain tiers of one adaptive launch), ``"ab"`` (the final A/B),
-    ``"verify"`` (the adaptive schedule's A/B); ``time_to_ready_s``: process start →
+    ``"sweep"`` (two chain tiers at another concurrency, for the adaptive schedule), ``"verify"``
+    (the adaptive schedule's A/B); ``time_to_ready_s``: process start →
     ``/health`` 200 (from the run's manifest); ``wall_s``: the launch's whole run (start,
     warm-up, suite, stop; None for A/B sides, which :func:`run_ab` runs back to back).
     """
@@ -306,13 +307,17 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
 
         preset_dir = user_profile_dir()
 
+    explore_n = planner.launches(measurements)
+    settings_measured = len({m.settings for m in measurements if m.settings is not None})
     sched_report = None
     if schedule if schedule is not None else live:
         from specdash.bench.schedule import schedule_and_verify
 
-        sched_report = await schedule_and_verify(
+        sched_report, added = await schedule_and_verify(
             profile, suite, measurements, best, baseline, version=version, log=log, opts=later, tdir=tdir.path,
-            sweep=sweep, say=say, pays=advice.pays, batch_sizes=live_plan.batch_sizes if live_plan else None)
+            sweep=sweep, say=say, pays=advice.pays, batch_sizes=live_plan.batch_sizes if live_plan else None,
+            live=live_plan)
+        rows += [_Row(m, rd, {"for": "adaptive schedule"}) for m, rd in added]
 
     preset, not_saved = None, None
     if advice.pays is False:
@@ -329,7 +334,6 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         not_saved = "the starting settings were best: nothing new to save"
     else:
         preset = save_preset(profile, winner, preset_dir, best)
-    settings_measured = len({m.settings for m in measurements if m.settings is not None})
     report = {
         "profile": profile.name,
         "suite": suite.name,
@@ -342,7 +346,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             "why_two_tiers": live_plan.WHY_TWO if live_plan else None,
         },
         "launches": len(log.entries),
-        "exploration_launches": planner.launches(measurements),
+        "exploration_launches": explore_n,
         "launch_log": log.to_json(),
         "stop_reason": planner.reason,
         "start": start.to_json(),
