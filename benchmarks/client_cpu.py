@@ -1,15 +1,15 @@
-"""CPU cost of specdash's streaming client per streamed token (CONTRACTS.md, "Streaming
-client cost").
+"""CPU cost of specdash's streaming client per streamed token (the "Streaming
+client cost" target: no more than SGLang's own Python client).
 
 A minimal SGLang-format SSE server runs in a separate process (so its CPU is not
 counted): raw asyncio, HTTP/1.1 keep-alive, chunked transfer encoding like uvicorn,
-one ``data: <compact json>\\n\\n`` event per write with SGLang's shape (FACTS.md §2:
+one ``data: <compact json>\\n\\n`` event per write with SGLang's shape (0.5.23 ``tokenizer_manager.py``:
 cumulative ``text`` and ``output_ids``, ``meta_info`` with ``completion_tokens``; the
 final event with ``e2e_latency`` and the ``spec_*`` fields), then ``data: [DONE]``.
 The client process's CPU time (``time.process_time()``, all threads) over the whole
 run is divided by the tokens received.
 
-Regimes (CONTRACTS.md): full rate — 200 requests × 512 tokens, 2 tokens per event,
+Regimes: full rate — 200 requests × 512 tokens, 2 tokens per event,
 the server writing as fast as it can (shown at 1, 16 and 200 concurrent streams);
 paced — an event every 10 ms per stream, 16 concurrent streams (64 requests × 512
 tokens by default).  Each figure is the median of ``--repeat`` runs, the clients
@@ -17,7 +17,7 @@ interleaved so that background load hits them alike; the minimum is shown beside
 
 Clients: ``specdash`` (``SGLangClient.generate_stream``), the same on httpx's stock
 anyio transport, and a plain httpx reference (``aiter_lines`` + ``json.loads`` of every
-event, as CONTRACTS.md describes it).  Reference figures from CONTRACTS.md for this
+event, the naive baseline).  Reference figures measured beforehand on this
 machine kind: SGLang's aiohttp bench client ≈ 9 / ≈ 35 µs per token, its Rust client
 ≈ 7 / ≈ 16, plain httpx ≈ 21 / ≈ 82.
 
@@ -116,7 +116,7 @@ async def _serve(port: int) -> None:
 
 
 async def _naive_one(http: httpx.AsyncClient, body: dict) -> int:
-    """Plain httpx: aiter_lines + json.loads of every event (CONTRACTS.md's reference)."""
+    """Plain httpx: aiter_lines + json.loads of every event (the naive reference)."""
     ct, last = 0, time.perf_counter()
     itl: list[float] = []
     async with http.stream("POST", "/generate", json=body) as r:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU cost of the dashboard while a separate process drives load (CONTRACTS.md "TUI CPU figure").
+"""CPU cost of the dashboard while a separate process drives load (the TUI process alone).
 
 Setup, all on this machine, nothing shared between the three processes:
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from specdash.checkpoint.tiny import tiny_draft, tiny_target
 from specdash.eagle3.doctor import run_doctor
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
+from specdash.eagle3.sample import write_profile
 from specdash.eagle3.verify import verify_server
 
 CASES_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "cases" / "public-cases.json"

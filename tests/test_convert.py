@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from specdash.checkpoint.reader import read_draft, read_model_dir
+from specdash.checkpoint.tiny import tiny_draft, tiny_target
 from specdash.commands.draft import add_draft_arguments, draft_fix_main
 from specdash.eagle3.convert import ConvertError, fix_draft, read_safetensors_header
 from specdash.eagle3.doctor import run_doctor
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
+from specdash.eagle3.sample import write_profile
 
 
 def _digest(root: Path) -> dict[str, str]:

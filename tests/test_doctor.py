@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from specdash.checkpoint.tiny import tiny_draft, tiny_target, write_safetensors
 from specdash.commands.doctor import add_doctor_arguments, doctor_main
 from specdash.eagle3.doctor import run_doctor
 from specdash.eagle3.findings import DoctorReport, Finding
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile, write_safetensors
+from specdash.eagle3.sample import write_profile
 from specdash.sglang.capture import capture_plan
 from specdash.sglang.versions import deprecated_flags, flags_version_for, has_feature, known_flags
 
@@ -151,7 +152,7 @@ def test_weight_shape_mismatch(tmp_path):
 def test_d2t_missing_with_reduced_vocab(tmp_path):
     rep = doctor(tmp_path, draft_kw={"d2t": None})
     f = find(rep, "VOCAB_MAP", "error")[0]
-    assert "no d2t" in f.message and f.evidence["case"] == "C08"
+    assert "no d2t" in f.message and f.evidence["case"] == "NVIDIA-NeMo/Automodel#2447"
 
 
 def test_d2t_absolute_ids(tmp_path):
@@ -332,7 +333,7 @@ def test_dtype(tmp_path):
 
 def test_draft_path_rules(tmp_path):
     rep = doctor(tmp_path / "a", draft=None)
-    assert find(rep, "DRAFT_PATH", "error")[0].evidence["case"] == "C13"
+    assert find(rep, "DRAFT_PATH", "error")[0].evidence["case"] == "sglang#36528"
     rep = doctor(tmp_path / "b", draft=None, algorithm="EAGLE", target_kw={"arch": "DeepseekV3ForCausalLM"})
     assert find(rep, "DRAFT_PATH", "info") and not find(rep, "DRAFT_PATH", "error")
     rep = doctor(tmp_path / "c", draft=tmp_path / "nowhere")

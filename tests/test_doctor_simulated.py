@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from specdash.checkpoint.tiny import tiny_draft, tiny_target
 from specdash.eagle3.doctor import run_doctor
 from specdash.eagle3.findings import DoctorReport, Finding
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
+from specdash.eagle3.sample import write_profile
 from specdash.profile import load_profile
 from specdash.sglang.simulate import (
     acceptance_simulated,

@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 from specdash.checkpoint.reader import read_draft, read_model_dir
+from specdash.checkpoint.tiny import write_safetensors
 from specdash.eagle3.doctor import run_doctor
 from specdash.eagle3.findings import DoctorReport
-from specdash.eagle3.sample import write_profile, write_safetensors
+from specdash.eagle3.sample import write_profile
 from specdash.eagle3.verify import verify_server
 from specdash.sglang.capture import bundles_mtp, capture_plan, default_aux_ids
 from specdash.sim.testing import make_draft, make_target

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import httpx
 
+from specdash.checkpoint.tiny import tiny_draft, tiny_target
 from specdash.eagle3.convert import fix_draft
-from specdash.eagle3.sample import tiny_draft, tiny_target
 from specdash.sim.testing import SimProcess
 
 

@@ -1,4 +1,4 @@
-"""Import hygiene (DESIGN.md): headless paths never load Textual or torch."""
+"""Import hygiene: headless paths never load Textual or torch."""
 
 from __future__ import annotations
 

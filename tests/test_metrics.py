@@ -10,6 +10,7 @@ from specdash.sglang.metrics import (
     METRICS,
     Histogram,
     counter_delta,
+    counter_deltas_by,
     counter_rate,
     histogram_delta,
     parse_metrics,
@@ -102,10 +103,26 @@ def test_metric_table_against_a_real_server():
         key for key, m in METRICS.items()
         if not after.present(m.name + "_count" if m.kind == "histogram" else m.name)
     )
-    assert missing == ["num_aborted_requests", "tpot"]  # absent from 0.5.14's exposition
+    # absent from 0.5.14's exposition; the device timer was off on that server
+    assert missing == ["forward_execution_seconds", "num_aborted_requests", "tpot"]
     for m in METRICS.values():
         assert m.name.startswith("sglang:") and m.kind in ("counter", "gauge", "histogram")
         assert (m.kind == "counter") == m.name.endswith("_total")
+
+
+def test_device_timer_deltas_by_category():
+    """adaptive_default_c1_c16_c32: metrics_a2 → a3 is the c32 phase, at steps 1 (no multi-step draft)."""
+    path = GOLDEN / "adaptive_default_c1_c16_c32"
+    if not path.is_dir():
+        pytest.skip("shared/sglang/golden is not beside the checkout")
+    a2, a3 = (parse_metrics((path / f"metrics_a{i}.prom").read_text()) for i in (2, 3))
+    d = counter_deltas_by(a2, a3, "forward_execution_seconds", "category")
+    assert set(d) == {"extend", "eagle_draft", "target_verify", "eagle_draft_extend"}
+    assert d["eagle_draft"] == 0.0  # steps 1: the draft's first token comes from draft extend
+    assert d["target_verify"] == pytest.approx(1.6630812473595096 - 1.465702078968283)
+    assert counter_deltas_by(a3, a2, "forward_execution_seconds", "category") is None  # a reset
+    assert counter_deltas_by(a2, scrape("eagle3_aligned_warm", "after"), "forward_execution_seconds",
+                             "category") is None  # timer off
 
 
 SYNTH = """\

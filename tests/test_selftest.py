@@ -11,8 +11,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from specdash.checkpoint.tiny import write_safetensors
 from specdash.commands.draft import add_draft_arguments, draft_selftest_main
-from specdash.eagle3.sample import make_tiny_draft_and_sample, write_safetensors
+from specdash.eagle3.sample import make_tiny_draft_and_sample
 from specdash.eagle3.selftest import SelftestError, _Head, run_selftest
 
 

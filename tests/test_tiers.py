@@ -4,11 +4,20 @@ on synthetic log lines."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import json
+from pathlib import Path
 
+import httpx
 import pytest
 
+from specdash.advisor import Measurement, PhaseTimes
+from specdash.bench.runner import ProfileRun, RunOptions
 from specdash.collect.tiers import TierTracker, paired_windows, tier_stats
+from specdash.commands.bench import render_table
+from specdash.profile import load_profile, parse_suite
+from specdash.sglang import adaptive as A
 
 STAMP = "[2026-12-01 08:38:40] "
 
@@ -156,3 +165,194 @@ def test_paired_windows_pairs_adjacent_disjoint():
     ((a, b),) = paired_windows(tr.windows(), 3, 1)
     assert a == kept[1] and b == kept[2]  # the newer steps-3 window, the closest to the steps-1 one
     assert paired_windows(tr.windows(), 1, 3) == []
+
+
+# --- the bench on the simulator: summary.json tiers against /sim/truth -------------------------------
+
+def sim_profile(tmp_path: Path, name: str, extra: list[str], *, tiny: bool = True, time_scale: float = 1.0,
+                env: dict[str, str] | None = None) -> Path:
+    """A simulator profile: steps 3 / topk 1 / draft tokens 4 on SGLang 0.5.14, with ``extra`` server flags."""
+    model, draft, scenario = (("sim:tiny-llama", "sim:tiny-llama-eagle3", "tiny-h200") if tiny else
+                              ("sim:llama-3.1-8b", "sim:llama-3.1-8b-eagle3", "healthy"))
+    env = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1", **(env or {})}
+    lines = [f'name = "{name}"', "[server]", 'launcher = "sim"', f'model_path = "{model}"', "port = 0",
+             f"extra_args = {json.dumps(extra)}", "[speculative]", 'algorithm = "EAGLE3"',
+             f'draft_model_path = "{draft}"', "num_steps = 3", "eagle_topk = 1", "num_draft_tokens = 4", "[env]",
+             *(f'{k} = "{v}"' for k, v in env.items()),
+             "[sim]", f'scenario = "{scenario}"', f"time_scale = {time_scale}", 'sglang_version = "0.5.14"']
+    p = tmp_path / f"{name}.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def suite_of(prompts: list[dict], *, max_tokens: int, concurrency: int):
+    return parse_suite({"suite": {"name": "tiers", "max_tokens": max_tokens, "concurrency": concurrency,
+                                  "repeats": 1, "warmup": 1}, "prompts": prompts})
+
+
+def run_with_truth(tmp_path: Path, profile: Path, suite) -> tuple[dict, dict, dict]:
+    """Run the bench on a launched simulator; ``/sim/truth`` just before the first request and just
+    before the summary (the server's lifetime counts: the run is the difference)."""
+    pr = ProfileRun(load_profile(str(profile)), suite, RunOptions(out_dir=tmp_path / "runs", preflight=False))
+    truth: dict[str, dict] = {}
+    items, summarize = pr._remaining_items, pr._summarize
+
+    def get() -> dict:
+        return httpx.get(pr.launch.base_url + "/sim/truth?records=0", timeout=10).json()
+
+    def before():
+        truth["before"] = get()
+        return items()
+
+    def after(*a):
+        truth["after"] = get()
+        return summarize(*a)
+
+    pr._remaining_items, pr._summarize = before, after
+    run = asyncio.run(pr.run())
+    return run, truth["before"], truth["after"]
+
+
+def truth_tiers(before: dict, after: dict) -> dict[int, dict]:
+    """Per-tier truth of the run: lifetime counts after minus before."""
+    old = {t["speculative_num_steps"]: t for t in before["tiers"] or []}
+    out = {}
+    for t in after["tiers"]:
+        b = old.get(t["speculative_num_steps"], {})
+        d = {k: t[k] - b.get(k, 0) for k in ("verify_rounds", "accepted_drafts", "output_tokens", "busy_s")}
+        if d["verify_rounds"] <= 0:
+            continue
+        d["accept_length"] = (d["verify_rounds"] + d["accepted_drafts"]) / d["verify_rounds"]
+        d["output_tok_s"] = d["output_tokens"] / d["busy_s"]
+        steps = t["speculative_num_steps"]
+        d["accept_rate"] = d["accepted_drafts"] / (d["verify_rounds"] * steps) if steps else None
+        out[steps] = d
+    return out
+
+
+def assert_tiers_agree(run: dict, truth: dict[int, dict], rel: float = 0.02) -> None:
+    ours = {t["speculative_num_steps"]: t for t in run["tiers"]}
+    assert set(ours) == set(truth)
+    for steps, t in ours.items():
+        assert set(t) == {"speculative_num_steps", "speculative_num_draft_tokens", "verify_rounds", "output_tokens",
+                          "accept_length", "accept_rate", "output_tok_s", "share"}
+        assert t["speculative_num_draft_tokens"] == steps + 1
+        assert t["accept_length"] == pytest.approx(truth[steps]["accept_length"], rel=rel), steps
+        assert t["output_tok_s"] == pytest.approx(truth[steps]["output_tok_s"], rel=rel), steps
+        if steps:
+            assert t["accept_rate"] == pytest.approx(truth[steps]["accept_rate"], rel=rel), steps
+        else:
+            assert t["accept_rate"] is None
+    assert sum(t["share"] for t in ours.values()) == pytest.approx(1.0)
+
+
+def interleave_file(tmp_path: Path) -> Path:
+    cfg = tmp_path / "interleave.json"
+    cfg.write_text(json.dumps(A.interleave_config(1, 3, "0.5.14")))
+    return cfg
+
+
+def test_bench_interleave_tiers_agree_with_truth(tmp_path):
+    """Steps 1 <-> 3 every 3 verify batches at concurrency 1, one decode line per iteration."""
+    cfg = interleave_file(tmp_path)
+    prof = sim_profile(tmp_path, "inter", ["--speculative-adaptive", "--speculative-adaptive-config", str(cfg),
+                                           "--cuda-graph-max-bs-decode", "8", "--decode-log-interval", "1"],
+                       env={"SGLANG_ENABLE_METRICS_DEVICE_TIMER": "1"})
+    prompts = [{"text": f"Prompt {i}: describe the water cycle at length."} for i in range(3)]
+    run, before, after = run_with_truth(tmp_path, prof, suite_of(prompts, max_tokens=1024, concurrency=1))
+    truth = truth_tiers(before, after)
+    assert set(truth) == {1, 3}
+    assert_tiers_agree(run, truth)
+    ad = run["adaptive"]
+    assert set(ad) == {"enabled", "config", "switches"} and ad["enabled"] is True
+    assert ad["switches"] == after["adaptive"]["switches"] - before["adaptive"]["switches"] > 300
+    assert ad["config"]["slots"]["1"]["candidate_steps"] == [1, 3] and ad["config"]["version"] == "0.5.14"
+    assert {t["speculative_num_steps"]: t["share"] for t in run["tiers"]} == pytest.approx({1: 0.5, 3: 0.5}, abs=0.02)
+    # the pooled accept rate counts the drafts each tier proposed (1 per round at steps 1, 3 at steps 3);
+    # the per-request figures divide by the launch tier's 3 drafts
+    acc = sum(t["accepted_drafts"] for t in truth.values())
+    proposed = sum(t["verify_rounds"] * s for s, t in truth.items())
+    assert run["accept_rate"] == pytest.approx(acc / proposed, rel=0.02) and run["accept_rate"] == pytest.approx(0.5)
+    assert run["acceptance_simulated"] is False and list(run).index("acceptance_simulated") == \
+        list(run).index("simulated") + 1
+    assert run["decode_iterations"] == after["decode_iterations"] - before["decode_iterations"]
+    assert set(run["device_time_s"]) >= {"eagle_draft", "target_verify", "eagle_draft_extend"}
+    assert json.loads(Path(run["run_dir"], "summary.json").read_text())["runs"][0]["tiers"] == run["tiers"]
+    # adaptive runs give the advisor tiers, not one launch's phases
+    assert Measurement.from_run(run).phases is None
+    assert [m.settings.steps for m in Measurement.tiers_from_run(run)] == [1, 3]
+    text = render_table([run])
+    assert "(sim, adaptive)" in text and "adaptive speculation (bs 1: [1, 3])" in text
+    assert "accept rate" in text and "first line after each switch left out" in text
+
+
+def test_bench_default_config_c32_tiers_agree_with_truth(tmp_path):
+    """0.5.14's default config at concurrency 32: slot "32" ([0, 1]) runs steps 1 while 32 requests
+    run; half of them are long, so the tail runs 16 requests in slot "8" ([0, 1, 3]) at steps 3."""
+    prof = sim_profile(tmp_path, "c32", ["--speculative-adaptive", "--cuda-graph-max-bs-decode", "32",
+                                         "--decode-log-interval", "1"])
+    prompts = [{"text": f"Prompt {i}: say something.", "max_tokens": 1024 if i < 16 else 256} for i in range(32)]
+    run, before, after = run_with_truth(tmp_path, prof, suite_of(prompts, max_tokens=256, concurrency=32))
+    truth = truth_tiers(before, after)
+    assert set(truth) == {1, 3}
+    assert_tiers_agree(run, truth)
+    by = {t["speculative_num_steps"]: t for t in run["tiers"]}
+    assert by[1]["accept_rate"] == pytest.approx(1.0) and by[3]["accept_rate"] == pytest.approx(1 / 3)
+    assert 0.3 < by[1]["share"] < 0.5  # 32 x 128 rounds at steps 1, 16 x 384 at steps 3
+    assert run["adaptive"]["switches"] == after["adaptive"]["switches"] - before["adaptive"]["switches"] >= 1
+    assert run["adaptive"]["config"]["slots"]["32"]["candidate_steps"] == [0, 1]
+    assert run["device_time_s"] is None  # no device timer asked
+    # the launch draft tokens' rate (1 of 3 drafts per round) would be wrong for the steps-1 rounds
+    assert run["accept_rate"] > 0.34
+
+
+@pytest.mark.slow
+def test_bench_interleave_stochastic_acceptance(tmp_path):
+    """The healthy 8B scenario (random acceptance) at concurrency 8: the tier figures still agree
+    with the truth although the first line after each switch (a third of the rounds) is left out."""
+    cfg = interleave_file(tmp_path)
+    prof = sim_profile(tmp_path, "inter8b", ["--speculative-adaptive", "--speculative-adaptive-config", str(cfg),
+                                             "--cuda-graph-max-bs-decode", "8", "--decode-log-interval", "1"],
+                       tiny=False, time_scale=2.0)
+    prompts = [{"text": f"Prompt {i}: explain a topic of your choice in depth."} for i in range(16)]
+    run, before, after = run_with_truth(tmp_path, prof, suite_of(prompts, max_tokens=2048, concurrency=8))
+    truth = truth_tiers(before, after)
+    assert_tiers_agree(run, truth)
+    by = {t["speculative_num_steps"]: t for t in run["tiers"]}
+    assert by[3]["accept_length"] > by[1]["accept_length"] + 0.5
+
+
+def test_bench_without_adaptive_and_simulated_acceptance(tmp_path):
+    prof = sim_profile(tmp_path, "plain", [], env={"SGLANG_SIMULATE_ACC_LEN": "2.5"})
+    prompts = [{"text": "Say hello."}]
+    pr = ProfileRun(load_profile(str(prof)), suite_of(prompts, max_tokens=64, concurrency=1),
+                    RunOptions(out_dir=tmp_path / "runs", preflight=False))
+    run = asyncio.run(pr.run())
+    assert run["tiers"] is None
+    assert run["adaptive"] == {"enabled": False, "config": None, "switches": 0}
+    assert run["acceptance_simulated"] is True
+    assert run["device_time_s"] is None and run["decode_iterations"] > 0
+    assert run["accept_rate"] == pytest.approx(1 / 3)  # the records' own figure (one tier)
+    text = render_table([run])
+    assert "(sim, simulated acceptance)" in text and "simulated acceptance: SGLANG_SIMULATE_ACC_LEN" in text
+    assert "adaptive speculation" not in text
+
+
+def test_render_tiers_attached_adaptive_run():
+    run = {"profile": "p", "requests": 1, "output_tokens": 10, "adaptive": {"enabled": True, "config": None,
+                                                                          "switches": None}, "tiers": []}
+    text = render_table([run])
+    assert "config unknown): ? switch(es)" in text and "no per-tier figures" in text
+
+
+def test_phase_times_from_a_run():
+    run = {"effective": {"speculative_algorithm": "EAGLE3", "speculative_num_steps": 3},
+           "device_time_s": {"eagle_draft": 0.2, "eagle_draft_extend": 0.1, "target_verify": 0.6, "extend": 0.05},
+           "decode_iterations": 100, "accept_histogram": [100, 100, 200], "adaptive": {"enabled": False},
+           "output_tok_s": 100.0, "accept_length": 2.0}
+    m = Measurement.from_run(run, concurrency=4)
+    assert m.phases.rounds == 100 and m.phases.batch == pytest.approx(4.0) and m.phases.steps == 3
+    assert m.phases.verify_ms_per_round() == pytest.approx(6.0)
+    assert PhaseTimes.from_run({**run, "decode_iterations": None}, concurrency=8).rounds == pytest.approx(50.0)
+    assert PhaseTimes.from_run({**run, "device_time_s": None}) is None
+    assert PhaseTimes.from_run({**run, "adaptive": {"enabled": True}}) is None

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from specdash.checkpoint.reader import read_draft
-from specdash.eagle3.sample import tiny_draft, tiny_target, write_profile
+from specdash.checkpoint.tiny import tiny_draft, tiny_target
+from specdash.eagle3.sample import write_profile
 from specdash.eagle3.verify import CollapseWatch, log_accept_lengths, verify_server
 from specdash.sglang.speculative import normalize_speculative
 
@@ -20,7 +21,7 @@ def _run(golden: Path, name: str):
 
 
 def _draft_info(golden: Path, tmp_path: Path):
-    from specdash.eagle3.sample import write_safetensors
+    from specdash.checkpoint.tiny import write_safetensors
 
     src = golden / "env/models/draft_aligned"
     dst = tmp_path / "draft_aligned"
@@ -145,13 +146,13 @@ def test_log_patterns():
     assert any("skipped/unused weights" in m for m in msgs)
     assert not any("disconnected" in m or "Ignore import" in m for m in msgs)
     mem = next(f for f in rep.findings if "memory failure" in f.message)
-    assert "C20" in mem.why and "--mem-fraction-static" in mem.fix
+    assert "sglang#6875" in mem.why and "--mem-fraction-static" in mem.fix
     from specdash.eagle3.verify import _scan_log
 
     out = []
     _scan_log(log[3:4], D(), out)
     assert out[0].evidence["expected_states"] == 3 and out[0].evidence["sent_states"] == 2
-    assert "C03" in out[0].why
+    assert "sglang#32226" in out[0].why
 
 
 def test_algorithm_mismatch_vs_asked_and_disabled(tmp_path):

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specdash.sglang.metrics import METRICS
 from specdash.sglang.speculative import normalize_speculative
 
 STEPS_GRID = tuple(range(1, 9))
@@ -20,7 +21,7 @@ DRAFT_GRID = tuple(range(2, 17))
 
 #: ``sglang:forward_execution_seconds_total{category=…}`` — the device-timer counter
 #: (``srt/observability/metrics_collector.py``) and the categories the cost fit reads.
-FORWARD_SECONDS = "sglang:forward_execution_seconds_total"
+FORWARD_SECONDS = METRICS["forward_execution_seconds"].name
 DRAFT_CATEGORY = "eagle_draft"
 DRAFT_EXTEND_CATEGORY = "eagle_draft_extend"
 VERIFY_CATEGORY = "target_verify"
@@ -139,6 +140,37 @@ class PhaseTimes:
         return cls(d(DRAFT_CATEGORY), d(DRAFT_EXTEND_CATEGORY), d(VERIFY_CATEGORY), float(rounds), batch, steps)
 
     @classmethod
+    def from_run(cls, run: Mapping[str, Any], *, concurrency: int | None = None) -> PhaseTimes | None:
+        """From a ``summary.json`` RUN's ``device_time_s`` ({category: seconds} over the run), or None.
+
+        Rounds: the RUN's ``decode_iterations`` (batch-level decode iterations from the decode
+        log), else Σ ``accept_histogram`` (request-rounds) / ``concurrency``; ``batch`` =
+        request-rounds / rounds.  None without the device timer, without speculation, without
+        a round count, or for an adaptive run (its phases mix tiers of different step counts).
+        """
+        secs = run.get("device_time_s")
+        eff = run.get("effective") or {}
+        if not isinstance(secs, Mapping) or not secs or not eff.get("speculative_algorithm"):
+            return None
+        if (run.get("adaptive") or {}).get("enabled"):
+            return None
+        hist = run.get("accept_histogram") or []
+        request_rounds = float(sum(hist)) if hist else None
+        rounds = run.get("decode_iterations") or None
+        if rounds is None:
+            conc = concurrency or run.get("concurrency") or 1
+            if not request_rounds:
+                return None
+            rounds = request_rounds / float(conc)
+        batch = request_rounds / float(rounds) if request_rounds else None
+        steps = eff.get("speculative_num_steps")
+        try:
+            return cls.from_counters({}, {k: float(v) for k, v in secs.items()}, rounds=float(rounds), batch=batch,
+                                     steps=int(steps) if steps is not None else None)
+        except ValueError:
+            return None
+
+    @classmethod
     def from_snapshots(cls, before: Any, after: Any, *, batch: float, rounds: float | None = None,
                        steps: int | None = None) -> PhaseTimes:
         """From two :class:`specdash.sglang.metrics.MetricsSnapshot` s.
@@ -188,7 +220,10 @@ class Measurement:
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any], *, concurrency: int = 1, phases: PhaseTimes | None = None) -> Measurement:
-        """Build from a ``summary.json`` RUN: effective settings, tok/s, τ, histogram."""
+        """Build from a ``summary.json`` RUN: effective settings, tok/s, τ, histogram; ``phases``
+        default to the RUN's device-timer seconds (:meth:`PhaseTimes.from_run`, None without them)."""
+        if phases is None:
+            phases = PhaseTimes.from_run(run, concurrency=concurrency)
         eff = run.get("effective") or {}
         settings = None
         if eff.get("speculative_algorithm") and eff.get("speculative_num_steps"):

@@ -1,4 +1,4 @@
-"""Build ``comparison.json`` (CONTRACTS.md "JSON shapes") from two lists of per-request records.
+"""Build ``comparison.json`` (the shape below) from two lists of per-request records.
 
 Input records are the JSON lines the runner writes, one per finished request (plain dicts)::
 
@@ -13,13 +13,13 @@ Definitions (units in the key names):
 * per-request output tok/s = ``completion_tokens / e2e_s`` (the metric, ``output_tok_s``);
 * speedup = B over A = geometric mean of the paired ratios, interval and verdict from
   :func:`specdash.bench.stats.paired_speedup` (bootstrap over pairs);
-* accept length (bonus included, FACTS.md §11) = Σ completion_tokens / Σ verify_ct and
+* accept length (bonus included, as SGLang's ``spec_accept_length``) = Σ completion_tokens / Σ verify_ct and
   accept rate (bonus excluded) = Σ correct_drafts / Σ proposed_drafts, pooled over the
   requests that carry ``spec``; None without speculation;
 * ``tpot_ms`` / ``ttft_ms``: mean over the paired requests, in ms;
 * ``tok_s``: mean per-request tok/s over the paired requests of the group.
 
-Output (field order as in CONTRACTS.md; keys after ``baseline`` are additions)::
+Output (field order fixed for scripts that read it; keys after ``baseline`` are additions)::
 
     {"a", "b", "metric": "output_tok_s", "speedup", "ci95": [lo, hi], "verdict", "pairs",
      "per_prompt": [ROW, ...], "per_category": {cat: {...}}, "baseline": {...} | None,
@@ -107,7 +107,7 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def pooled_histogram(records: Iterable[Record]) -> list[int] | None:
     """Element-wise sum of the per-request correct-drafts histograms (index k = rounds that
-    accepted k drafts, bonus excluded; FACTS.md §11).  None when no record has one."""
+    accepted k drafts, bonus excluded; SGLang's ``spec_correct_drafts_histogram``).  None when no record has one."""
     total: list[int] = []
     seen = False
     for rec in records:

@@ -6,13 +6,13 @@ stripped, inside fenced code blocks):
 
 * per-prompt output tok/s bars, A (█) beside B (░);
 * the pooled accepted-drafts histograms of A and B side by side (fraction of verify rounds that
-  accepted k drafts; accept length = k + 1 with the bonus token, FACTS.md §11).
+  accepted k drafts; accept length = k + 1 with the bonus token, as SGLang counts it).
 
 plotext keeps one module-level figure; every chart here starts by clearing it (the main figure,
 subplots included: ``plt.clf()`` alone clears only the active subplot) and clears it again in a
 ``finally`` so no state leaks to other users of plotext (the TUI).
 
-``write_summary_csv`` flattens a single run's ``summary.json`` (CONTRACTS.md) into CSV rows.
+``write_summary_csv`` flattens a single run's ``summary.json`` (README "Run directories") into CSV rows.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A run directory: everything one profile's run produced, written as it arrives.
 
-Layout (CONTRACTS.md "Command line" and issue #2 §5)::
+Layout (README "Run directories")::
 
     DIR/<UTC stamp>-<profile name>/
         manifest.json         profile, effective argv/env (secrets redacted), SGLang version, GPUs, specdash version

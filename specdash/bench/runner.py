@@ -9,13 +9,19 @@ the TUI's load driver.  Preflight, start, manifest and stop are :mod:`specdash.l
 
 Run-scoped truth: acceptance and throughput come from this run's requests (``meta_info``)
 and from ``/metrics`` counter deltas taken after warm-up and after the last request —
-never from lifetime averages such as ``avg_spec_accept_length``.
+never from lifetime averages such as ``avg_spec_accept_length``.  Under
+``--speculative-adaptive`` the per-tier figures come from the server log's window of the run
+(the lines from the first request sent to the last response; :mod:`specdash.bench.adaptive`,
+:mod:`specdash.collect.tiers`), and the pooled ``accept_rate`` is recomputed with the drafts the
+tiers really proposed (SGLang's per-request figure divides by the launch draft tokens).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -145,6 +151,8 @@ class ProfileRun:
         self.rundir: RunDir | None = None
         self.stats = RunStats()
         self.preflight_report = None
+        self._log_base = 0  # first server.log line of this launch (a resumed run appends to the file)
+        self._log_start: int | None = None  # first line of the measured window
 
     @property
     def server(self):
@@ -208,6 +216,8 @@ class ProfileRun:
                                       sglang_version=self.opt.sglang_version, extra=self.opt.extra_manifest)
             self.rundir.write_manifest(manifest)
             return self.opt.url, self.opt.api_key, manifest
+        log = self.rundir.server_log_path
+        self._log_base = _count_lines(log)
         self.launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.opt.sglang_version,
                                            suite=self.suite, preflight=self.preflight_report,
                                            extra_manifest=self.opt.extra_manifest)
@@ -234,6 +244,7 @@ class ProfileRun:
             await client.flush_cache()
             metrics_before = await client.metrics_text()
             self.rundir.write_text("metrics-before.txt", metrics_before)
+            self._log_start = await self._settled_log_count()
             items = self._remaining_items()
             self._say(f"[{self.profile.name}] {len(items)} requests, concurrency {concurrency}, "
                       f"max_tokens {max_tokens}, suite {self.suite.name}")
@@ -255,6 +266,7 @@ class ProfileRun:
             metrics_after = await client.metrics_text()
             self.rundir.write_text("metrics-after.txt", metrics_after)
             info_after = await client.server_info()
+            await self._settled_log_count()
         run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
         self.rundir.write_summary([run])
         if run["requests"] == 0:
@@ -273,6 +285,20 @@ class ProfileRun:
             if not res.ok:
                 self._say(f"[{self.profile.name}] warm-up request failed: {res.error}")
 
+    async def _settled_log_count(self, quiet_s: float = 0.05, max_s: float = 0.5) -> int | None:
+        """Lines the server has logged so far, once its log reader has caught up (no new line for
+        ``quiet_s``, at most ``max_s``); None for an attached server."""
+        if self.server is None:
+            return None
+        ring = self.server.ring
+        seq, t_end = ring.seq, time.monotonic() + max_s
+        while time.monotonic() < t_end:
+            await asyncio.sleep(quiet_s)
+            if ring.seq == seq:
+                break
+            seq = ring.seq
+        return len(self.server.log_lines())
+
     def _remaining_items(self) -> list[tuple[int, int]]:
         repeats = self.opt.repeats or self.suite.suite.repeats
         items = work_items(self.suite, repeats, self.opt.repeat_offset)
@@ -281,15 +307,27 @@ class ProfileRun:
 
     # -- outputs --------------------------------------------------------------------------------
     def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> dict:
+        from specdash.bench.adaptive import run_fields
         from specdash.eagle3.verify import verify_server
+        from specdash.profile import server_flags
         from specdash.sglang.metrics import parse_metrics, server_accept_length
 
-        s = self.stats.summary()
         server_al = None
         if metrics_before and metrics_after:
             server_al = server_accept_length(parse_metrics(metrics_before), parse_metrics(metrics_after))
         effective = effective_from_server_info(info)
         log_lines = self.server.log_lines() if self.server is not None else []
+        version, _ = self.profile.judged_version(cli=self.opt.sglang_version, server=info.get("version"))
+        envs = (self.profile.env, os.environ) if self.launch is not None else (self.profile.env,)
+        adaptive = run_fields(
+            flags=server_flags(self.profile), server_info=info, version=version,
+            log_lines=log_lines if self.server is not None else None,
+            window_start=self._log_start if self._log_start is not None else len(log_lines),
+            log_base=self._log_base, metrics_before=metrics_before, metrics_after=metrics_after, envs=envs)
+        s = self.stats.summary()
+        if adaptive.enabled:  # the records' accept rate divides by the launch draft tokens
+            ppr = adaptive.proposed_per_round
+            s = self.stats.summary(proposed_per_round=ppr) if ppr is not None else {**s, "accept_rate": None}
         ver = verify_server(
             self.profile, info_after or info, log_lines, self.stats.records,
         )
@@ -297,6 +335,7 @@ class ProfileRun:
             "profile": self.profile.name,
             "profile_path": str(self.profile.path) if self.profile.path else None,
             "simulated": bool(info.get("simulated")) or self.profile.server.launcher == "sim",
+            "acceptance_simulated": adaptive.acceptance_simulated,
             "sglang_version": info.get("version"),
             "effective": effective,
             "suite": self.suite.name,
@@ -304,10 +343,20 @@ class ProfileRun:
             "max_tokens": max_tokens,
             **s,
             "server_accept_length": server_al,
+            **adaptive.fields(),
             "verification": {"status": ver.status, "findings": [f.to_json() for f in ver.findings]},
             "run_dir": str(self.rundir.path),
         }
 
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in a log file (0 when absent), counted as :meth:`ServerProcess.log_lines` splits them."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return 0
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
 
 
 async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dict, list[dict]]:

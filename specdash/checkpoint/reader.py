@@ -154,7 +154,7 @@ class ModelDir:
 
 @dataclass
 class DraftInfo:
-    """A draft directory interpreted as an EAGLE/EAGLE3 head (FACTS.md §7–§8).
+    """A draft directory interpreted as an EAGLE/EAGLE3 head (SGLang 0.5.23 ``llama_eagle3.py``).
 
     ``aux_layer_ids``: every place aux ids were found → the ids
     (``eagle_config`` is the one the target side reads; ``top_level`` is NOT read there).
@@ -186,7 +186,7 @@ class DraftInfo:
     @property
     def num_aux(self) -> int:
         """The aux-state count SGLang's ``fc`` is built with: ``num_aux_hidden_states``,
-        else ``len(eagle_config ids)``, else 3 (``llama_eagle3.py``; FACTS.md §7)."""
+        else ``len(eagle_config ids)``, else 3 (``llama_eagle3.py`` ``LlamaModel.__init__``)."""
         if self.num_aux_declared:
             return int(self.num_aux_declared)
         ids = self.aux_layer_ids.get("eagle_config")

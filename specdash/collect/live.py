@@ -2,7 +2,7 @@
 
 :class:`LiveCollector` polls one server (launched or attached) and keeps the recent past
 as typed, immutable samples; :meth:`LiveCollector.snapshot` returns a frozen
-:class:`LiveSnapshot` that a UI draws on its own clock (DESIGN.md: collection rate and
+:class:`LiveSnapshot` that a UI draws on its own clock (collection rate and
 redraw rate are independent; this module never imports Textual).
 
 Sources and cadence (each loop schedules its next poll when the last one has finished, so
@@ -18,7 +18,7 @@ source         interval  what it gives
                          ``num_queue_reqs`` gauges; ``spec_accept_length`` /
                          ``spec_accept_rate`` gauges (last decode-log window); the window
                          accept length Δ``generation_tokens_total`` / Δ``spec_verify_calls_total``
-                         since the current run started (FACTS.md §4).
+                         since the current run started (``metrics_collector.py``).
 ``/server_info`` 5 s     resolved server args (effective speculative flags), version,
                          ``simulated`` flag, ``internal_states[0].avg_spec_accept_length``.
 GPU            1 s       NVML (:mod:`specdash.collect.gpu`) or, for a simulated server, its
@@ -31,7 +31,7 @@ records        pushed    finished requests from the load driver (:meth:`add_reco
                          accept length / rate / histogram with SGLang's definitions).
 =============  ========  ==================================================================
 
-Definitions (FACTS.md §11): *accept length* τ counts the bonus token (Σ completion_tokens /
+Definitions (SGLang's; README "Definitions"): *accept length* τ counts the bonus token (Σ completion_tokens /
 Σ verify rounds); *accept rate* excludes it (accepted drafts ÷ verify rounds × (draft
 tokens − 1)).  Times: ``t`` fields are :func:`time.monotonic` seconds; ``*_ms`` are
 milliseconds; throughputs are output tokens per second.
@@ -161,7 +161,7 @@ class LiveSnapshot:
     unchanged snapshot.  ``run`` is :meth:`RunStats.summary` of the current run (run-scoped
     truth: only this run's requests) with ``itl_ms`` over the newest :data:`ITL_KEEP` gaps;
     ``run_server_accept_length`` is Δgeneration_tokens / Δspec_verify_calls since the run
-    began (FACTS.md §4).  ``errors`` maps a source name to its last poll error (cleared on
+    began (SGLang's tokenizer counters).  ``errors`` maps a source name to its last poll error (cleared on
     success); ``stale`` lists sources whose last success is older than three intervals.
     """
 
@@ -356,7 +356,7 @@ class LiveCollector:
     # -- run scope ------------------------------------------------------------------------------
     def new_run(self, label: str = "") -> None:
         """Start a new run scope: run statistics restart from zero and the run's ``/metrics``
-        counters are measured from the latest reading (run-scoped truth, DESIGN.md)."""
+        counters are measured from the latest reading (run-scoped, never lifetime averages)."""
         self._stats = RunStats()
         self._itl.clear()
         self._requests.clear()

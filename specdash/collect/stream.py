@@ -1,6 +1,6 @@
 """Per-request records → run-scoped statistics (the numbers ``summary.json`` reports).
 
-Definitions (CONTRACTS.md ``summary.json``; FACTS.md §10–§11, matching SGLang's own
+Definitions (``summary.json``, README "Definitions"; matching SGLang 0.5.23's own
 ``sglang.benchmark.serving`` and ``meta_info``):
 
 - ``output_tok_s`` = Σ completion_tokens / duration_s, duration = first request sent →
@@ -11,7 +11,12 @@ Definitions (CONTRACTS.md ``summary.json``; FACTS.md §10–§11, matching SGLan
 - ``accept_length`` (τ, bonus token included) = Σ completion_tokens / Σ spec_verify_ct over
   this run's speculative requests (pooled, not a mean of means).
 - ``accept_rate`` (α, bonus excluded) = Σ correct drafts / Σ proposed drafts, where
-  proposed = verify rounds × (num_draft_tokens − 1) as SGLang reports it.
+  proposed = verify rounds × (num_draft_tokens − 1) as SGLang reports it.  Under adaptive
+  speculation SGLang's per-request ``proposed`` still uses the *launch* draft tokens
+  (``tokenizer_manager.py`` ``_calculate_spec_decoding_metrics`` reads the tokenizer's copy of
+  the server args, which the tier switches never update), so rounds at another tier are
+  miscounted; the bench then passes ``proposed_per_round`` — the drafts a request-round really
+  proposed, averaged over the tiers that ran (:meth:`RunStats.summary`).
 - ``accept_histogram[k]`` = verify rounds that accepted exactly k drafts, summed
   element-wise over requests (SGLang's ``spec_correct_drafts_histogram``).
 
@@ -130,8 +135,13 @@ class RunStats:
             return None
         return float(sum(hi - lo for lo, hi in windows.values()))
 
-    def summary(self) -> dict:
-        """The run-scoped fields of CONTRACTS.md's RUN object (null where not applicable)."""
+    def summary(self, proposed_per_round: float | None = None) -> dict:
+        """The run-scoped fields of a ``summary.json`` RUN object (null where not applicable).
+
+        ``proposed_per_round``: drafts proposed per request-round, replacing the records'
+        ``proposed_drafts`` in ``accept_rate`` (= Σ correct / (Σ verify rounds × it)); for
+        adaptive runs, whose records count the launch tier's drafts (see the module docstring).
+        """
         ok = [r for r in self.records if r.get("ok")]
         spec = SpecTotals()
         ttft, tpot, itl = [], [], []
@@ -161,6 +171,8 @@ class RunStats:
             "tpot_ms": distribution_ms(tpot),
             "itl_ms": distribution_ms(itl),
             "accept_length": spec.accept_length,
-            "accept_rate": spec.accept_rate,
+            "accept_rate": (spec.correct / (spec.verify_ct * proposed_per_round)
+                            if spec.verify_ct and proposed_per_round else None)
+            if proposed_per_round is not None else spec.accept_rate,
             "accept_histogram": spec.histogram,
         }

@@ -65,8 +65,10 @@ def render_table(runs: list[dict]) -> str:
             "accept rate", "server τ", "verify"]
     rows = []
     for r in runs:
+        tags = [t for t, on in (("sim", r.get("simulated")), ("simulated acceptance", r.get("acceptance_simulated")),
+                                ("adaptive", (r.get("adaptive") or {}).get("enabled"))) if on]
         rows.append([
-            r["profile"] + (" (sim)" if r.get("simulated") else ""),
+            r["profile"] + (f" ({', '.join(tags)})" if tags else ""),
             str(r["requests"]),
             str(r["output_tokens"]),
             _fmt(r.get("output_tok_s")),
@@ -91,6 +93,10 @@ def render_table(runs: list[dict]) -> str:
             )
         else:
             out.append(f"{r['profile']}: no speculation (SGLang {r.get('sglang_version')})")
+        if r.get("acceptance_simulated"):
+            out.append("  simulated acceptance: SGLANG_SIMULATE_ACC_LEN is set, so accept length and rate are the "
+                       "variable's, not the draft's (the timings still hold)")
+        out.extend(render_tiers(r))
         for f in (r.get("verification") or {}).get("findings", []):
             out.append(f"  {f['severity'].upper()} {f['code']}: {f['message']}")
             if f.get("fix"):
@@ -98,7 +104,36 @@ def render_table(runs: list[dict]) -> str:
         out.append(f"  run dir: {r.get('run_dir')}")
     out.append("accept len = tokens per verify round incl. the bonus token (Σ completion / Σ verify rounds); "
                "accept rate = accepted ÷ proposed drafts; server τ = Δgeneration_tokens / Δspec_verify_calls.")
+    if any((r.get("adaptive") or {}).get("enabled") for r in runs):
+        out.append("adaptive: a run's accept rate counts the drafts each tier proposed (steps per round); per tier, "
+                   "from the server's decode log lines: rounds and tokens from #running-req × accept len, time from "
+                   "gen throughput, the first line after each switch left out; share = fraction of the rounds.")
     return "\n".join(out)
+
+
+def render_tiers(run: dict) -> list[str]:
+    """The per-tier block of an adaptive run (``tiers`` of the RUN; nothing when not adaptive)."""
+    ad = run.get("adaptive") or {}
+    tiers = run.get("tiers")
+    if not ad.get("enabled"):
+        return []
+    cfg = ad.get("config") or {}
+    slots = cfg.get("slots") or {}
+    where = ", ".join(f"bs {k}: {v.get('candidate_steps')}" for k, v in slots.items()) or "config unknown"
+    sw = ad.get("switches")
+    out = [f"  adaptive speculation ({where}): {'?' if sw is None else sw} switch(es) in the run"]
+    if not tiers:
+        out.append("    no per-tier figures (no server log to read: an attached server)")
+        return out
+    head = ["steps", "draft tok", "share", "rounds", "accept len", "accept rate", "tok/s"]
+    rows = [[str(t["speculative_num_steps"]), str(t["speculative_num_draft_tokens"]),
+             _fmt(100.0 * t["share"] if t.get("share") is not None else None, 1, " %"), str(t["verify_rounds"]),
+             _fmt(t.get("accept_length"), 2), _fmt(t.get("accept_rate"), 3), _fmt(t.get("output_tok_s"))]
+            for t in tiers]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    out.append("    " + "  ".join(h.ljust(w) for h, w in zip(head, widths)))
+    out += ["    " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    return out
 
 
 def render_comparison(cmp: dict) -> str:
@@ -122,7 +157,7 @@ def render_comparison(cmp: dict) -> str:
 
 def withhold_speedup(cmp: dict, failed: list[str]) -> None:
     """Blank the speedups of a comparison in which a side failed post-launch verification
-    (issue #3 §3: no speedup is reported from such a run unless ``--allow-unverified``)."""
+    (no speedup is reported from such a run unless ``--allow-unverified``)."""
     note = f"not reported: post-launch verification failed for {', '.join(failed)} (--allow-unverified to see it)"
     blocks = [cmp] + [b for b in ((cmp.get("baseline") or {}).get("a"), (cmp.get("baseline") or {}).get("b")) if b]
     for block in blocks:

@@ -4,17 +4,17 @@ The source is never modified (opened read-only) and an existing destination is r
 copy is assembled in a temporary sibling directory and renamed into place at the end, so a
 failure leaves nothing half-written.  What it fixes (each reported as a :class:`Change`):
 
-* tensor names the judged SGLang release drops silently (FACTS.md §8): ``layers.0.*`` →
+* tensor names the judged SGLang release drops silently (``llama_eagle3.py`` ``load_weights``): ``layers.0.*`` →
   ``midlayer.*`` (the form every release loads; SGLang PR #24663 added ``layers.0`` only in
   0.5.12), and names under a foreign prefix (``eagle.fc.weight`` → ``fc.weight``) when the
   parameter they belong to is otherwise missing;
 * aux layer ids at the top level of ``config.json`` → ``eagle_config.eagle_aux_hidden_state_layer_ids``
-  (the only place the target reads them, FACTS.md §7);
+  (the only place the target reads them, ``spec_aux_hidden_state.py``);
 * ``d2t`` holding absolute target ids → offsets (``d2t[i] − i``; SGLang computes
   ``target = i + d2t[i]``), when :func:`specdash.checkpoint.reader.classify_d2t` (the classifier the
   doctor and the simulator use) says ``"absolute"`` (or forced with ``d2t_absolute=True``);
 * a missing ``d2t`` from a list of hot target ids (``hot_token_ids``: the sorted target ids of
-  the draft vocabulary; public case C08), with a matching ``t2d`` mask;
+  the draft vocabulary; NVIDIA-NeMo/Automodel#2447), with a matching ``t2d`` mask;
 * a missing ``draft_vocab_size`` (from ``lm_head.weight`` rows, else ``len(d2t)``, else null =
   borrow the target's head);
 * every other file (tokenizer, generation config, README …) is copied unchanged.

@@ -7,7 +7,7 @@ bad score here means the *training* (or the export) is.  This module reimplement
 ``LlamaForCausalLMEagle3`` step-0 forward in torch (imported lazily: the ``drafter`` extra) and
 scores it wired right and wired in the ways servers get it wrong.
 
-The forward (``srt/models/llama_eagle3.py`` 0.5.23; FACTS.md §8):
+The forward (``srt/models/llama_eagle3.py`` 0.5.23, ``LlamaForCausalLMEagle3``):
 
 1. ``embeds = embed_tokens[ids]`` — SGLang substitutes the *target's* embedding (unless
    ``target_hidden_size ≠ hidden_size``), hence ``embed_tokens`` in the sample or ``--target``.

@@ -3,21 +3,21 @@
 Decoupled from I/O: the caller (bench runner, TUI) hands in what it already collected —
 ``/server_info`` (a dict), the server's log lines, and early request records — and gets a
 :class:`VerifyReport` (``status`` ``ok`` | ``failed`` | ``skipped``; findings in the doctor's
-shape, CONTRACTS.md "JSON shapes").  Codes:
+shape: code, severity, message, why, fix, evidence).  Codes:
 
 * ``VERIFY_ALGO`` — the server's resolved ``speculative_algorithm`` is not what the draft needs
-  (an EAGLE3 head served as EAGLE collapses silently: public case C01, golden ``eagle_wrongalgo``).
+  (an EAGLE3 head served as EAGLE collapses silently: sglang#21272, golden ``eagle_wrongalgo``).
 * ``VERIFY_ADJUSTED`` — ``speculative_num_steps`` / ``_eagle_topk`` / ``_num_draft_tokens`` read back
   from ``/server_info`` differ from what was asked (golden ``eagle3_steps1_draft16``: asked 16
   draft tokens, effective 2, with SGLang's one log line quoted).
 * ``VERIFY_LOG`` — loader/capture errors and warnings in the log: tracebacks, shape mismatches
-  (C03's "8640 vs 5760" = a missing aux state), ``Not enough memory`` / CUDA OOM (C20's advice),
+  (sglang#32226's "8640 vs 5760" = a missing aux state), ``Not enough memory`` / CUDA OOM (sglang#6875's advice),
   argparse exits, context-length errors, skipped weights.
 * ``VERIFY_COLLAPSE`` — pooled accept length ≤ 1.05 over the first few hundred tokens: a wiring
   fault or an untrained draft.  The finding lists the wiring checklist (algorithm, weight keys,
   aux layers, d2t, lm_head) and says the drafter self-test separates the two.  Speculation on
   but no accept length anywhere → acceptance UNKNOWN: status ``skipped``, never ``ok``, never
-  1.0 (public case C24).
+  1.0 (sgl-project/sglang-jax#1586).
 * ``VERIFY_ADAPTIVE`` — ``--speculative-adaptive`` as served: turned off at start-up although
   asked (warning, SGLang's ``speculative_adaptive disabled: …`` line quoted), the tier the server
   runs now vs the launch tier (info: switching is not an adjustment), and decode windows served
@@ -34,7 +34,7 @@ served (0.5.14+: the default config's slots "8", "32" and "64" list 0), windows 
 steps 0 are ignored, a request-pooled accept length ≤ 1.05 is not trusted (it mixes steps-0
 rounds in), and the collapse is judged on the windows that drafted.
 
-Accept length (FACTS.md §11) = Σ completion_tokens / Σ spec_verify_ct over the requests (bonus
+Accept length (SGLang's ``spec_accept_length``) = Σ completion_tokens / Σ spec_verify_ct over the requests (bonus
 token included).  Request records may be ``{"completion_tokens": n, "spec": {"verify_ct": v, …}}``
 (specdash's run records) or raw SGLang ``meta_info`` dicts (``spec_verify_ct``), or a full
 ``/generate`` response ``{"meta_info": {…}}``.  :class:`CollapseWatch` makes the same decision
@@ -62,11 +62,11 @@ MIN_TOKENS_LIVE = 256
 SPEC_FIELDS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
 
 _CHECKLIST = (
-    "algorithm: an EAGLE3 head needs --speculative-algorithm EAGLE3 (with EAGLE the fc is skipped silently, C01)",
+    "algorithm: an EAGLE3 head needs --speculative-algorithm EAGLE3 (with EAGLE the fc is skipped silently, sglang#21272)",
     "weight keys: layers.0.* is dropped by SGLang < 0.5.12, unknown prefixes by every release (no warning)",
     "aux layers: ids must sit in eagle_config.eagle_aux_hidden_state_layer_ids and match the training layers",
-    "d2t: offsets (target = draft + d2t[draft]), present whenever draft_vocab_size < target vocab (C08)",
-    "lm_head: present when draft_vocab_size is set and tie_word_embeddings is false (C05)",
+    "d2t: offsets (target = draft + d2t[draft]), present whenever draft_vocab_size < target vocab (NVIDIA-NeMo/Automodel#2447)",
+    "lm_head: present when draft_vocab_size is set and tie_word_embeddings is false (sglang#27829)",
 )
 
 
@@ -92,7 +92,7 @@ class VerifyReport:
         return any(f.severity == "error" for f in self.findings)
 
     def to_json(self) -> dict:
-        """CONTRACTS.md ``verification`` block: ``{"status", "findings"}``."""
+        """The ``verification`` block of ``summary.json``: ``{"status", "findings"}``."""
         return {"status": self.status, "findings": [f.to_json() for f in self.findings]}
 
     def render(self) -> str:
@@ -426,7 +426,7 @@ class CollapseWatch:
 
     Feed request records (:meth:`feed`); once ``min_tokens`` completion tokens have been seen
     it decides once: ``collapsed`` (pooled accept length ≤ ``threshold``), ``ok``, or ``unknown``
-    when none of those records carried ``spec_verify_ct`` (C24: unknown is never a pass).
+    when none of those records carried ``spec_verify_ct`` (sglang-jax#1586: unknown is never a pass).
     Later records do not change the decision.  It sees requests only, so it cannot tell steps-0
     rounds of an adaptive server from rejected drafts: treat ``collapsed`` as the cue to run
     :func:`verify_server`, which judges adaptive servers by tier.
@@ -482,7 +482,7 @@ def _collapse_finding(al: float, tokens: int, verify_ct: int, source: str, extra
         f"accept length {al:.2f} ({what}): practically every draft token is rejected",
         "Accept length counts the bonus token, so ≤ 1.05 means the draft contributes nothing: either the head is "
         "wired wrong (the server feeds it something other than what it was trained on) or it is untrained. This "
-        "is a misconfiguration to fix, not a setting to tune (public cases C01, C05, C08; FACTS.md §11). Likely "
+        "is a misconfiguration to fix, not a setting to tune (sglang#21272, sglang#27829, NVIDIA-NeMo/Automodel#2447). Likely "
         "wiring faults: " + "; ".join(_CHECKLIST) + ".",
         "run `specdash doctor --profile P` for the static checks, then `specdash draft selftest DRAFT --sample "
         "FILE` on a training sample: a head that scores well there but collapses when served points at wiring; a "
@@ -497,8 +497,8 @@ def _unknown_finding(tokens: int) -> Finding:
         "VERIFY_COLLAPSE", "warning",
         f"speculation is on but no accept length is available ({tokens} tokens seen): acceptance UNKNOWN",
         "Neither the requests (meta_info spec_verify_ct) nor the log (Decode batch 'accept len') carried it; an "
-        "unknown value is not a pass and not 1.0 — a collapse would go unseen (public case C24, "
-        "sgl-project/sglang-jax PR #1586).",
+        "unknown value is not a pass and not 1.0 — a collapse would go unseen "
+        "(sgl-project/sglang-jax#1586).",
         "send requests through /generate (meta_info has spec_verify_ct), keep --log-level info, or enable "
         "--enable-metrics for sglang:spec_verify_calls_total",
         {"tokens": tokens},
@@ -564,7 +564,7 @@ def _scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
                 "VERIFY_LOG", "error", f"memory failure at start-up or under load: '{body[:200]}'",
                 "Weights, KV pool and CUDA-graph buffers do not fit in mem_fraction_static × GPU memory; with a draft, "
                 "older releases applied the fraction twice and mis-estimated draft memory, so one fraction OOMs and the "
-                "next lower one has no KV room (public case C20, sglang#6875, #4330; PR #28855).",
+                "next lower one has no KV room (sglang#6875, #4330; PR #28855).",
                 "run `specdash doctor` with the GPU memory known (MEMORY check); on builds without PR #28855 search "
                 "--mem-fraction-static empirically, shrink the draft, lower --max-running-requests / --context-length, "
                 "or raise tp_size", {"line": i + 1, "text": body}))
@@ -576,23 +576,23 @@ def _scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
         if _CAPTURE.search(line):
             add("capture", Finding("VERIFY_LOG", "error", f"the target cannot capture EAGLE3 aux states: '{body[:200]}'",
                                    "SGLang raises this for target classes without set_eagle3_layers_to_capture "
-                                   "(FACTS.md §7).", "use a target family SGLang supports for EAGLE3, or EAGLE",
+                                   "(attention_backend_setup.py).", "use a target family SGLang supports for EAGLE3, or EAGLE",
                                    {"line": i + 1, "text": body}))
             continue
         if _CTXLEN.search(line):
             if "ValueError" in line or "To allow overriding" in line:
                 add("ctx", Finding("VERIFY_LOG", "error", f"context-length check failed: '{body[:200]}'",
-                                   "The draft is built with the target's context length (FACTS.md §6 step 12); "
+                                   "The draft is built with the target's context length (eagle_worker_v2.py); "
                                    "without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 SGLang raises ValueError.",
                                    "set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in [env] or lower --context-length",
                                    {"line": i + 1, "text": body}))
             else:
-                # With the variable set SGLang only logs this and overrides the draft's length (FACTS §6 step 12).
+                # With the variable set SGLang only logs this and overrides the draft's length (ModelConfig._derive_context_length).
                 add("ctx-warn", Finding("VERIFY_LOG", "info",
                                         f"the draft's context length was overridden: '{body[:160]}'",
                                         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 lets the draft run past the "
                                         "length it was trained for; acceptance usually falls on longer prompts "
-                                        "(public case C16).",
+                                        "(sglang#6783).",
                                         "bucket results by prompt length; use a draft trained on longer sequences "
                                         "for long-context traffic",
                                         {"line": i + 1, "text": body}))
@@ -608,7 +608,7 @@ def _scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
             add(f"loader:{body[:60]}", Finding(
                 "VERIFY_LOG", "warning", f"the loader reports skipped/unused weights: '{body[:200]}'",
                 "Tensors whose names the loader does not map stay uninitialised (SGLang's EAGLE3 loader usually "
-                "skips them without any message: FACTS.md §8).", "run `specdash doctor` (WEIGHT_KEYS) on the draft",
+                "skips them without any message: llama_eagle3.py load_weights).", "run `specdash doctor` (WEIGHT_KEYS) on the draft",
                 {"line": i + 1, "text": body}))
             continue
         m = _SPEC_V1.search(body)
@@ -627,11 +627,11 @@ def _scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
 
 def _advice_for(text: str) -> str:
     if _OOM.search(text) or _NOT_ENOUGH.search(text):
-        return "see the memory finding (C20)"
+        return "see the memory finding (sglang#6875)"
     if _SHAPE.search(text):
         return "a shape error in the draft usually means the aux states or fc do not match: run `specdash doctor`"
     if "AttributeError" in text and ("set_embed" in text or "hot_token_id" in text):
-        return "the draft path points at a normal model, not an EAGLE3 head (C13): set the draft path"
+        return "the draft path points at a normal model, not an EAGLE3 head (sglang#36528): set the draft path"
     return "run `specdash doctor --profile P` and fix what it reports"
 
 
@@ -649,8 +649,8 @@ def _shape_finding(body: str, m: re.Match, draft_info, i: int) -> Finding:
     return Finding(
         "VERIFY_LOG", "error", f"tensor shape mismatch in the server log: '{body[:200]}'{detail}",
         "In EAGLE3 the fc input is K aux states × hidden; a multiple of hidden that is short by one means one "
-        "captured layer is missing — e.g. ids in the boundary convention whose last layer is never captured (public "
-        "case C03, sglang#32226: 8640 vs 5760).",
+        "captured layer is missing — e.g. ids in the boundary convention whose last layer is never captured "
+        "(sglang#32226: 8640 vs 5760).",
         "run `specdash doctor` (AUX_LAYERS shows the layers SGLang captures); do not hand-shift ids — use a build "
         "that reads the head's convention (PR #32334 for gpt-oss)", ev)
 
@@ -712,11 +712,11 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
                     f"the server runs {server_algo} but the draft ({', '.join(draft_info.model.architectures)}, "
                     f"fc in_features {draft_info.fc_in_features}) is an {need} head",
                     ("With EAGLE the target sends 1 × hidden and the EAGLE3 fc is skipped silently: accept length ≈ "
-                     "1.00 with no error or warning (FACTS.md §7; public case C01; golden eagle_wrongalgo)."
+                     "1.00 with no error or warning (llama_eagle3.py LlamaModel.forward; sglang#21272; measured on SGLang 0.5.14, H200)."
                      if need == "EAGLE3" else
-                     "EAGLE3 sends 3 concatenated aux states; an EAGLE-2 fc expects 2 × hidden (FACTS.md §7)."),
+                     "EAGLE3 sends 3 concatenated aux states; an EAGLE-2 fc expects 2 × hidden (llama_eagle3.py)."),
                     f"relaunch with --speculative-algorithm {need} ([speculative] algorithm = \"{need}\")",
-                    {"server_algorithm": server_algo, "draft_needs": need, "case": "C01"}))
+                    {"server_algorithm": server_algo, "draft_needs": need, "case": "sglang#21272"}))
 
     # VERIFY_ADAPTIVE (asked but off) and VERIFY_ADJUSTED
     if asked.adaptive and spec_on and not view.adaptive and (
@@ -867,7 +867,7 @@ def _acceptance(requests, log_lines, server_info, view: AdaptiveView, min_tokens
             "VERIFY_COLLAPSE", "warning",
             f"the server's lifetime avg_spec_accept_length is {lifetime:.2f}",
             "A server-wide average since start (warm-up included), not this run's; on some builds it is "
-            "never updated (C24). It hints at a collapse but does not prove one.",
+            "never updated (sgl-project/sglang-jax#1586). It hints at a collapse but does not prove one.",
             "measure with requests (completion_tokens / spec_verify_ct)", {"avg_spec_accept_length": lifetime}))
     return "unknown", None, tokens
 

@@ -1,6 +1,6 @@
 """SGLang server log lines → typed samples and line kinds.
 
-Format (``../shared/sglang/FACTS.md`` §5; ``utils/common.py::configure_logger`` and
+Format (SGLang's ``utils/common.py::configure_logger`` and
 ``managers/scheduler_components/metrics_reporter.py`` in 0.5.23)::
 
     [2026-05-10 12:00:05 DP0 TP1] Decode batch, #running-req: 8, #token: 5120, token usage: 0.03,
@@ -111,7 +111,7 @@ def _graph(f: dict[str, str]) -> tuple[bool | None, str | None]:
 
 @dataclass(frozen=True, slots=True)
 class DecodeSample:
-    """One ``Decode batch`` line (FACTS.md §5), printed every ``--decode-log-interval``
+    """One ``Decode batch`` line (``metrics_reporter.py``), printed every ``--decode-log-interval``
     decode iterations (default 40; with speculation one iteration = one draft+verify round).
 
     ``accept_len`` (tokens per request-round, bonus included) and ``accept_rate``
@@ -146,7 +146,7 @@ class DecodeSample:
 
 @dataclass(frozen=True, slots=True)
 class PrefillSample:
-    """One ``Prefill batch`` line (FACTS.md §5), printed for every prefill batch.
+    """One ``Prefill batch`` line (``metrics_reporter.py``), printed for every prefill batch.
 
     ``new_seq`` requests with ``new_token`` uncached and ``cached_token`` cached prompt
     tokens; ``input_throughput`` in tokens/s; KV usage as in :class:`DecodeSample`.
@@ -174,7 +174,7 @@ class PrefillSample:
 def parse_line(line: str) -> DecodeSample | PrefillSample | None:
     """Parse one log line; None unless it is a ``Decode batch`` / ``Prefill batch`` line.
 
-    Accepts the 0.5.x formats of FACTS.md §5 and the older ``Decode batch.`` form;
+    Accepts the 0.5.x formats (0.5.10 to 0.5.23) and the older ``Decode batch.`` form;
     never raises on odd values (an unreadable number becomes None).
     """
     if "batch" not in line:
@@ -256,8 +256,8 @@ class LineKind(enum.Enum):
 
 
 #: Ordered rules (first match wins) applied to the message after the prefix.  Sources:
-#: FACTS.md §5 ("Other useful log strings"), §6 (adjustment warnings), §8 (loader), the
-#: golden server.log files, and the public cases (C05, C12, C20: OOM / shape errors).
+#: SGLang 0.5.23's scheduler, ``speculative_hook.py`` (adjustment warnings) and loader, the
+#: golden server.log files, and public reports (sglang#27829, #14077, #6875: OOM / shape errors).
 _RULES: tuple[tuple[LineKind, re.Pattern[str]], ...] = (
     (LineKind.ACCESS, re.compile(r'^INFO: +\S+:\d+ - "[A-Z]+ \S* HTTP/[\d.]+" \d{3}')),
     (LineKind.OTHER, re.compile(r"^server_args=")),  # one huge line of flag values

@@ -37,6 +37,7 @@ __all__ = [
     "MetricDef",
     "MetricsSnapshot",
     "counter_delta",
+    "counter_deltas_by",
     "counter_rate",
     "histogram_delta",
     "parse_metrics",
@@ -114,6 +115,12 @@ METRICS: dict[str, MetricDef] = {
     "e2e_latency": _m("sglang:e2e_request_latency_seconds", "histogram", "s", "End-to-end request latency.",
                       ("is_streaming",)),
     "queue_time": _m("sglang:queue_time_seconds", "histogram", "s", "Time a request waited in the queue."),
+    # Scheduler counter of the device timer (SGLANG_ENABLE_METRICS_DEVICE_TIMER=1 with --enable-metrics):
+    # GPU time of each forward pass by category (extend, decode, eagle_draft, target_verify,
+    # eagle_draft_extend, …), CUDA events around the pass (``srt/utils/device_timer.py``).
+    "forward_execution_seconds": _m("sglang:forward_execution_seconds_total", "counter", "s",
+                                    "GPU seconds of forward passes by category (device timer only).",
+                                    ("category",)),
 }
 
 
@@ -266,6 +273,27 @@ def counter_delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str, **
     if b is None or (a is not None and b < a):
         return None
     return b - (a or 0.0)
+
+
+def counter_deltas_by(before: MetricsSnapshot, after: MetricsSnapshot, name: str, label: str,
+                      **label_filter: str) -> dict[str, float] | None:
+    """Δ of a labelled counter between two scrapes, one entry per value of ``label`` (summed over
+    the other labels), e.g. the device timer's seconds by ``category``.
+
+    A series absent from ``before`` counts from 0 (see :func:`counter_delta`).  None when the
+    counter is absent from ``after``, or when any series went down (the server restarted: the
+    deltas mean nothing then).
+    """
+    found = after.values(name, **label_filter)
+    if not found:
+        return None
+    out: dict[str, float] = {}
+    for key in dict.fromkeys(lab.get(label) for lab, _ in found if lab.get(label) is not None):
+        d = counter_delta(before, after, name, **{**label_filter, label: key})
+        if d is None:
+            return None
+        out[key] = d
+    return out
 
 
 def counter_rate(before: MetricsSnapshot, after: MetricsSnapshot, name: str, **label_filter: str) -> float | None:

@@ -1,12 +1,12 @@
 """What changes between SGLang releases, in one table.
 
-Every version-dependent fact specdash relies on lives here (DESIGN.md: "one source of
-truth per fact"): the speculative ``meta_info`` key names, which draft-checkpoint key
+Every version-dependent fact specdash relies on lives here (one source of truth per
+fact): the speculative ``meta_info`` key names, which draft-checkpoint key
 forms the EAGLE3 loader maps, which launch flags exist, and a few behaviours that
 changed.  The preflight doctor, the post-launch verification, the launcher and the
 simulator all consult this module, so a correction lands once.
 
-Sources are given per entry: ``../shared/sglang/FACTS.md`` (read from the 0.5.23 and
+Sources are given per entry: SGLang's source files (read from the 0.5.23 and
 0.5.10 wheels), the recordings of a real 0.5.14 server (``../shared/sglang/golden/``),
 and SGLang pull requests.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
 
-#: The newest release specdash knows (CONTRACTS.md "Reference versions").
+#: The newest release specdash knows (assumed when nothing else names one).
 DEFAULT_VERSION = "0.5.23"
 #: The release recorded on real hardware (``../shared/sglang/golden/``).
 REAL_SERVER_VERSION = "0.5.14"
@@ -135,7 +135,7 @@ FEATURES: dict[str, Feature] = {
             "The EAGLE3 draft honours `norm_before_fc` (eagle_config or top level) with an "
             "`input_norm` RMSNorm over the concatenated aux states; before it `input_norm.weight` "
             "is dropped and the norm never applied.",
-            "wheel: sglang-0.5.17 llama_eagle3.py L165-174, L230 (absent in 0.5.16); public case C03 "
+            "wheel: sglang-0.5.17 llama_eagle3.py L165-174, L230 (absent in 0.5.16); sglang#32226 "
             "(SGLang PR #32334)",
             since="0.5.17",
         ),
@@ -145,7 +145,7 @@ FEATURES: dict[str, Feature] = {
             "(boundary convention, final boundary captured after the last layer); before it every "
             "id is shifted by +1 and the final boundary is never captured.",
             "wheel: sglang-0.5.17 sglang/srt/models/gpt_oss.py L1328-1343 (absent in 0.5.16 "
-            "L1284-1296); public case C03 (PR #32334)",
+            "L1284-1296); sglang#32226 (PR #32334)",
             since="0.5.17",
         ),
         Feature(
@@ -160,14 +160,14 @@ FEATURES: dict[str, Feature] = {
             "meta_new_spec_keys",
             "meta_info carries spec_num_correct_drafts / spec_num_proposed_drafts / "
             "spec_correct_drafts_histogram.",
-            "FACTS.md §2, §12; real 0.5.14 sends both old and new names (golden generate_nonstream.json)",
+            "0.5.23 tokenizer_manager.py; real 0.5.14 sends both old and new names (golden generate_nonstream.json)",
             since="0.5.14",
         ),
         Feature(
             "meta_old_spec_keys",
             "meta_info carries spec_accept_token_num / spec_draft_token_num / spec_accept_histogram "
             "(0.5.10) or the spec_accepted_drafts / spec_proposed_drafts aliases (0.5.14).",
-            "FACTS.md §12; golden 0.5.14 recordings",
+            "wheel: sglang-0.5.10 tokenizer_manager.py; golden 0.5.14 recordings",
             until="0.5.22",
         ),
         Feature(
@@ -178,7 +178,7 @@ FEATURES: dict[str, Feature] = {
             "wheel: sglang-0.5.19 server_args.py (`add_argument(\"--cuda-graph-max-bs\", "
             "action=DeprecatedAliasStoreAction, new_flag=\"--cuda-graph-max-bs-decode\")`, same in "
             "0.5.14 L6358-6365); absent from 0.5.20 (arg_groups/fields/exec_.py declares only "
-            "cuda_graph_max_bs_decode/_prefill); FACTS.md §9 (ambiguity reproduced on 0.5.23)",
+            "cuda_graph_max_bs_decode/_prefill); argparse ambiguity reproduced on 0.5.23",
             until="0.5.20",
         ),
         Feature(
@@ -193,9 +193,9 @@ FEATURES: dict[str, Feature] = {
             "Spec v2 (overlap) is opt-in through SGLANG_ENABLE_SPEC_V2=1 and then supports only "
             "chain drafting: topk > 1 with it set fails at start-up (0.5.10: ValueError 'Spec v2 "
             "currently only supports topk = 1 for speculative decoding.'; older builds crashed at the "
-            "first tree step, C12).  Without it overlap scheduling is disabled for EAGLE.",
+            "first tree step, sglang#14077).  Without it overlap scheduling is disabled for EAGLE.",
             "wheel: sglang-0.5.10 environ.py L442 (EnvBool(False)), server_args.py L2999-3019; "
-            "public case C12 (sglang#14077, PR #20210)",
+            "sglang#14077, PR #20210",
             until="0.5.11",
         ),
         Feature(
@@ -295,7 +295,7 @@ FEATURES: dict[str, Feature] = {
         Feature(
             "server_info_endpoint",
             "`/server_info` exists; `/get_server_info` is a deprecated alias that logs a warning.",
-            "FACTS.md §1, §12 (already so in 0.5.10)",
+            "0.5.23 entrypoints/http_server.py (already so in 0.5.10)",
             since="0.5.10",
         ),
     ]
@@ -311,7 +311,7 @@ def has_feature(name: str, version: str | SGLangVersion) -> bool:
     return FEATURES[name].holds(version)
 
 
-# --- meta_info speculative keys (FACTS.md §2 and §12; CONTRACTS.md) ---------------------------
+# --- meta_info speculative keys (tokenizer_manager.py, 0.5.10 to 0.5.23) ----------------------
 #: For each quantity, the key names in order of preference (newest first).
 SPEC_META_KEYS: dict[str, tuple[str, ...]] = {
     "verify_ct": ("spec_verify_ct",),
@@ -331,7 +331,7 @@ def read_spec_meta(meta: dict, quantity: str):
     return None
 
 
-# --- EAGLE3 draft weight names (FACTS.md §8 `load_weights`) -----------------------------------
+# --- EAGLE3 draft weight names (llama_eagle3.py `load_weights`) --------------------------------
 EAGLE3_TOP_LEVEL = ("fc.weight", "norm.weight", "lm_head.weight", "embed_tokens.weight")
 #: Names the loader consumes without them being parameters.
 EAGLE3_BUFFERS = ("d2t", "t2d")
@@ -344,7 +344,7 @@ _OPTIONAL_TOP = re.compile(
 def eagle3_param_for_key(name: str, version: str | SGLangVersion) -> str | None:
     """Map a draft-checkpoint tensor name to the SGLang parameter it loads into.
 
-    Follows ``LlamaForCausalLMEagle3.load_weights`` (FACTS.md §8): ``midlayer.`` is the
+    Follows ``LlamaForCausalLMEagle3.load_weights`` (SGLang 0.5.23): ``midlayer.`` is the
     layer prefix every release maps; ``layers.0.`` is mapped only where
     :data:`FEATURES` ``draft_layers0_keys`` holds; ``aux_norm_low/mid/high`` become
     ``fc_norm.0/1/2``; ``d2t`` is consumed as the hot-token map and ``t2d`` is skipped
@@ -377,7 +377,7 @@ def resolve_version(
     server: str | None = None,
     installed: bool = True,
 ) -> tuple[str, str]:
-    """Choose the SGLang version a judgement uses, in CONTRACTS.md's order.
+    """Choose the SGLang version a judgement uses, in this order.
 
     ``--sglang-version`` on the command line, then ``[server] sglang_version`` in the
     profile, then ``/server_info.version`` of an attached server, then the installed

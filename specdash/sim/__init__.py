@@ -1,6 +1,6 @@
 """A simulated SGLang server for specdash (``python -m specdash.sim <SGLang flags>``).
 
-Same launch flags, HTTP API, log lines and metric names as SGLang (FACTS.md), with a
+Same launch flags, HTTP API, log lines and metric names as SGLang (0.5.23 and drift back to 0.5.10), with a
 speculative-decoding timing and acceptance model driven by scenarios
 (``specdash/sim/scenarios/*.toml``) and ground truth at ``/sim/truth``.  Everything it
 reports is simulated and labelled so.  :func:`expected` gives the model's analytic

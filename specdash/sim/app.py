@@ -3,7 +3,7 @@
 Shapes follow the recordings of a real SGLang 0.5.14 server
 (``../shared/sglang/golden/runs/*/``: ``generate_stream.sse``, ``generate_nonstream.json``,
 ``chat_stream.sse``, ``completions_stream.sse``, ``server_info.json``, ``model_info.json``,
-``v1_models.json``) and FACTS.md §1–§3 for what changed up to 0.5.23:
+``v1_models.json``) and the 0.5.23 ``http_server.py`` / ``tokenizer_manager.py`` for what changed:
 
 * ``/generate`` SSE events are ``data: <compact JSON>\\n\\n`` ending with ``data: [DONE]``;
   ``text``/``output_ids`` are cumulative unless ``--incremental-streaming-output``; one
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from specdash.sim.engine import SimRequest
     from specdash.sim.server import SimServer
 
-#: ``SamplingParams`` API fields (SGLang ``sampling/sampling_params.py``; FACTS.md §2).
+#: ``SamplingParams`` API fields (SGLang ``sampling/sampling_params.py``; ``api_types.py`` in 0.5.23).
 SAMPLING_FIELDS = (
     "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k", "min_p",
     "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n", "json_schema", "regex",
@@ -187,7 +187,7 @@ class Api:
         return m
 
     def spec_details(self, r: SimRequest) -> dict[str, Any] | None:
-        """``sglext.spec_tokens_details`` (FACTS.md §1) or None without speculation."""
+        """``sglext.spec_tokens_details`` (``serving_completions.py``) or None without speculation."""
         spec = self.srv.spec_shape
         if spec is None or r.verify_ct == 0:
             return None

@@ -11,7 +11,7 @@
 * ``ServerArgs`` fields and defaults come from a real 0.5.14 server's ``/server_info``
   (``server_args_0_5_14.json``); the speculative values come from
   :func:`specdash.sglang.speculative.resolve_flags` (the single source of SGLang's adjustments).
-* Memory follows the golden run's arithmetic (FACTS.md §5 log line, golden ``server.log``):
+* Memory follows the golden run's arithmetic (the scheduler-init log line, golden ``server.log``):
   ``--mem-fraction-static`` × memory available at start = weights + KV pool (target and
   draft), the KV pool split by bytes per token; CUDA graphs and activations come on top.
 """
@@ -37,7 +37,7 @@ SIM_OPTIONS = ("--sim-scenario", "--sim-seed", "--time-scale", "--sim-sglang-ver
 SIM_BOOL = ("--expected",)
 
 #: Releases from which ``/server_info`` carries ``launch_command``, ``startup_time`` and
-#: ``frontend`` (FACTS.md §3 read them in 0.5.23; the 0.5.14 recording has none of them).
+#: ``frontend`` (``utils/common.py::build_server_info`` in 0.5.23; the 0.5.14 recording has none of them).
 SERVER_INFO_LAUNCH_COMMAND_SINCE = "0.5.22"
 
 
@@ -232,7 +232,7 @@ def coerce(value: Any, default: Any) -> Any:
 
 
 def parse_context_length(value: Any) -> int | None:
-    """``--context-length`` accepts ``32768``, ``32k``, ``1m`` (FACTS.md §9)."""
+    """``--context-length`` accepts ``32768``, ``32k``, ``1m`` (``arg_groups/fields/``)."""
     if value is None or value is True:
         return None
     s = str(value).strip().lower()
@@ -248,7 +248,7 @@ def parse_context_length(value: Any) -> int | None:
 
 
 def default_graph_max_bs(gpu_mem_gib: float, tp: int) -> int:
-    """Decode CUDA-graph max batch from GPU memory (FACTS.md §6 step 10)."""
+    """Decode CUDA-graph max batch from GPU memory (``memory_hook.py`` / ``cuda_graph_hook.py``)."""
     if gpu_mem_gib < 20:
         return 8
     if gpu_mem_gib < 35:
@@ -262,7 +262,7 @@ def default_graph_max_bs(gpu_mem_gib: float, tp: int) -> int:
 
 def graph_batch_sizes(max_bs: int, spec: bool) -> list[int]:
     """Captured decode batch sizes up to ``max_bs``: the speculative list is finer
-    (1–8, 10–32 step 2, 40–64 step 4, 72–256 step 8, then step 16; FACTS.md §6 step 10);
+    (1–8, 10–32 step 2, 40–64 step 4, 72–256 step 8, then step 16; ``cuda_graph_hook.py``);
     without speculation ``[1, 2, 4, 8]`` then step 8 to 256, then 16 (golden baseline: [1, 2, 4, 8])."""
     if spec:
         sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4)) + list(range(72, 257, 8))
@@ -368,7 +368,7 @@ def version_fields(fields_: dict[str, Any], version: str) -> dict[str, Any]:
 
 
 def is_hopper(name: str) -> bool:
-    """H100/H200/H800/H20 (the default attention backend there is fa3, FACTS.md §6 step 11)."""
+    """H100/H200/H800/H20 (the default attention backend there is fa3, ``model_override_base.py::get_default_attn_backend``)."""
     n = name.upper()
     return any(t in n for t in ("H100", "H200", "H800", "H20", "GH200"))
 

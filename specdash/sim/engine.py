@@ -10,7 +10,7 @@ sleep overshoot does not accumulate.  Every time reported (``meta_info``, logs,
 metrics, ``/sim/truth``) is wall clock (``time.time()``).
 
 The scheduler logs ``Prefill batch`` per prefill and ``Decode batch`` every
-``--decode-log-interval`` decode iterations (FACTS.md §5), and updates the scheduler
+``--decode-log-interval`` decode iterations (``metrics_reporter.py``), and updates the scheduler
 gauges at those moments like SGLang; tokenizer metrics are updated when requests finish.
 """
 
@@ -155,7 +155,7 @@ class SimRequest:
         return "".join(token_text(output_id(self.start_id, i)) for i in range(lo, hi))
 
     def spec_meta(self, num_draft_tokens: int) -> dict[str, Any]:
-        """The per-request speculative figures (FACTS.md §2), version-neutral names."""
+        """The per-request speculative figures (``meta_info`` ``spec_*``), version-neutral names."""
         proposed = self.verify_ct * max(1, num_draft_tokens - 1)
         return {
             "accept_rate": self.correct / proposed if proposed else 0.0,

@@ -1,6 +1,6 @@
 """Analytic expectation of the simulator's throughput and acceptance (no server).
 
-CONTRACTS.md "Advisor validation": tests and the advisor's validation compare measured
+Advisor validation (compare with the model, not a noisy maximum): tests and the advisor's validation compare measured
 results with what the simulator's model predicts for the same flags; specdash's own
 measurement code never calls this.  Command line::
 

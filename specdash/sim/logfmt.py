@@ -1,4 +1,4 @@
-"""Log lines in SGLang's format (FACTS.md §5; golden ``server.log``).
+"""Log lines in SGLang's format (``scheduler_components/metrics_reporter.py``; golden ``server.log``).
 
 SGLang's format is ``[%(asctime)s{prefix}] message`` with ``%Y-%m-%d %H:%M:%S`` local
 time and no level name (``configure_logger`` in ``utils/common.py``); ``SGLANG_LOG_MS=1``

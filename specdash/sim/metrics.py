@@ -1,4 +1,4 @@
-"""Prometheus metrics with SGLang's names and labels (FACTS.md §4; golden ``metrics_*.prom``).
+"""Prometheus metrics with SGLang's names and labels (``observability/metrics_collector.py``; golden ``metrics_*.prom``).
 
 One :class:`SimMetrics` per server, on its own ``CollectorRegistry`` and exported with
 ``generate_latest``.  Shapes follow a real 0.5.14 server's ``/metrics``
@@ -8,8 +8,8 @@ One :class:`SimMetrics` per server, on its own ``CollectorRegistry`` and exporte
   counters ``sglang:prompt_tokens_total``, ``sglang:generation_tokens_total``,
   ``sglang:num_requests_total``, ``sglang:cached_tokens_total{cache_source}`` and — only
   with speculation — ``sglang:spec_verify_calls_total``; histograms TTFT, ITL, e2e,
-  prompt/generation token lengths, and from 0.5.22 the TPOT histogram (FACTS.md §4 read
-  it in 0.5.23; the 0.5.14 recording has none);
+  prompt/generation token lengths, and from 0.5.22 the TPOT histogram (``metrics_collector.py``
+  has it in 0.5.23; the 0.5.14 recording has none);
 * scheduler metrics carry ``engine_type, model_name, moe_ep_rank, pp_rank, tp_rank``:
   gauges ``num_running_reqs``, ``num_queue_reqs``, ``gen_throughput``, ``token_usage``,
   ``spec_accept_length``, ``spec_accept_rate``, ``spec_num_steps``,

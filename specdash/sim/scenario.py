@@ -6,7 +6,7 @@ often draft tokens are accepted.  It is a small TOML file in ``specdash/sim/scen
 saying where its numbers come from.  All times are **model milliseconds** (what the GPU
 would take); the engine sleeps ``ms / time_scale`` of wall clock.
 
-Timing model (per scheduler iteration, DESIGN.md "The simulator"):
+Timing model (per scheduler iteration, calibrated to published measurements):
 
 * target forward over ``n`` tokens (decode: ``n`` = batch; verify: ``n`` = batch × draft tokens)::
 
@@ -41,7 +41,7 @@ true token is among them with probability::
 where ``g = acceptance.tree_gain`` ∈ [0, 1] says how much the 2nd…k-th draft candidates are
 worth (g = 1: independent tries; g = 0: worthless).  A chain is the special case ``b_i = 1``.
 Expected accepted drafts per request-round: ``E[A] = Σ_k Π_{i≤k} q_i``; accept length
-``τ = 1 + E[A]`` (bonus token included, FACTS.md §11).
+``τ = 1 + E[A]`` (bonus token included, as SGLang's ``spec_accept_length``).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class AcceptanceSpec:
     ``general``; detected from the prompt text); ``prompt_sigma``: σ of the seeded
     per-prompt lognormal factor (mean 1); ``temperature_penalty``: α × (1 − penalty ×
     min(T, 1)); ``long_context_factor``: α multiplier for tokens past the draft's
-    ``max_position_embeddings`` (public case C16); ``misaligned_aux_factor``: α multiplier
+    ``max_position_embeddings`` (sglang#6783); ``misaligned_aux_factor``: α multiplier
     when the draft's aux layer ids are only at the top level of its config and differ from
     the target's defaults; ``eagle2_factor``: α of an EAGLE-2 head relative to the
     scenario's (EAGLE3) α; ``random_draft_alpha``: α of a draft whose trained weights were
@@ -259,7 +259,7 @@ class SpecShape:
 
     @property
     def proposed_per_round(self) -> int:
-        """Drafts SGLang counts as proposed per request-round: ``num_draft_tokens − 1`` (FACTS.md §11)."""
+        """Drafts SGLang counts as proposed per request-round: ``num_draft_tokens − 1`` (``tokenizer_manager.py``)."""
         return max(1, self.num_draft_tokens - 1)
 
 

@@ -149,7 +149,7 @@ class SimServer:
             misaligned_aux_factor=acc.misaligned_aux_factor, random_draft_alpha=acc.random_draft_alpha,
             ngram_alpha=acc.ngram_alpha,
         )
-        # Context length (FACTS.md §6 step 12).
+        # Context length (eagle_worker_v2.py, ModelConfig._derive_context_length).
         target_ctx = int(self.target.max_position_embeddings or 4096)
         given_ctx = A.parse_context_length(flags.get("--context-length"))
         self.context_len = given_ctx or target_ctx
@@ -306,7 +306,7 @@ class SimServer:
         return self.adaptive.init_lines()
 
     def _draft_context_check(self) -> None:
-        """Draft built with the target's context length (FACTS.md §6 step 12)."""
+        """Draft built with the target's context length (``eagle_worker_v2.py``)."""
         if self.draft is None:
             return
         dpos = self.draft.model.max_position_embeddings
@@ -422,7 +422,7 @@ class SimServer:
 
     # -- reports ---------------------------------------------------------------------------------------
     def internal_state(self) -> dict[str, Any]:
-        """``internal_states[0]`` (FACTS.md §3; golden server_info.json)."""
+        """``internal_states[0]`` (``scheduler_components/internal_state.py``; golden server_info.json)."""
         st = dict(self.args)
         st["context_length"] = self.context_len
         st["disable_chunked_prefix_cache"] = True

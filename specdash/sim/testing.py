@@ -130,8 +130,8 @@ class SimProcess:
 def make_target(path: Path, *, hidden: int = 64, layers: int = 8, arch: str = "LlamaForCausalLM",
                 vocab: int = 32000, max_pos: int = 4096) -> Path:
     """A tiny target directory (the simulator reads its config.json): see
-    :func:`specdash.eagle3.sample.tiny_target`, here with SGLang-like vocabulary defaults."""
-    from specdash.eagle3.sample import tiny_target
+    :func:`specdash.checkpoint.tiny.tiny_target`, here with SGLang-like vocabulary defaults."""
+    from specdash.checkpoint.tiny import tiny_target
 
     return tiny_target(path, hidden=hidden, layers=layers, arch=arch, vocab=vocab, inter=2 * hidden,
                        max_pos=max_pos)
@@ -141,9 +141,9 @@ def make_draft(path: Path, *, hidden: int = 64, prefix: str = "midlayer", lm_hea
                d2t: str | None = "offsets", fc_mult: int = 3, arch: str = "LlamaForCausalLMEagle3",
                vocab: int = 32000, draft_vocab: int | None = 8000, extra_cfg: dict | None = None,
                max_pos: int = 4096) -> Path:
-    """A tiny EAGLE3 (or EAGLE) draft: :func:`specdash.eagle3.sample.tiny_draft` with the
+    """A tiny EAGLE3 (or EAGLE) draft: :func:`specdash.checkpoint.tiny.tiny_draft` with the
     simulator tests' defaults (32000-token vocabulary, 8000-token draft vocabulary)."""
-    from specdash.eagle3.sample import tiny_draft
+    from specdash.checkpoint.tiny import tiny_draft
 
     return tiny_draft(path, hidden=hidden, layer_prefix=prefix, lm_head=lm_head, d2t=d2t, fc_mult=fc_mult,
                       arch=arch, vocab=vocab, draft_vocab=draft_vocab, inter=2 * hidden, extra_cfg=extra_cfg,

@@ -6,12 +6,12 @@ through :func:`specdash.checkpoint.reader.read_draft`) and decides, for the emul
 release, what the server does with it.  The result is reported at ``/sim/truth``
 (``wiring``) so tests can check specdash's diagnosis against the truth.
 
-Sources: FACTS.md §6–§8 (aux capture, ``LlamaForCausalLMEagle3.load_weights`` renames and
+Sources: SGLang 0.5.23's source (aux capture, ``LlamaForCausalLMEagle3.load_weights`` renames and
 silent skips, ``d2t`` semantics ``target = draft + d2t[draft]``), the golden recordings
 (``eagle_wrongalgo``: EAGLE3 head + ``--speculative-algorithm EAGLE`` → accept len 1.00,
-no warning), ``versions.py`` (which key forms a release maps), and the public cases in
-``../shared/cases/public-cases.json`` (C01 wrong algorithm, C05 missing ``lm_head``,
-C06/C08 vocabulary map, C13 EAGLE3 without a draft path, C03 ignored ``input_norm``).
+no warning), ``versions.py`` (which key forms a release maps), and public reports
+(sglang PR #21272 wrong algorithm, sglang#27829 missing ``lm_head``, vllm PR #18909 /
+Automodel PR #2447 vocabulary map, sglang#36528 no draft path, sglang#32226 ``input_norm``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Wiring:
     α; ``alpha_override`` replaces it (a collapsed or random head); ``fatal``: the real
     server would crash (the simulator exits the same way); ``draft``: a summary of what
     was read; ``draft_max_position``: the draft's ``max_position_embeddings`` (long-context
-    degradation, public case C16).
+    degradation, sglang#6783).
     """
 
     served_as_trained: bool = True
@@ -97,14 +97,14 @@ def analyse(
     if draft is None:
         if bundles_mtp(archs):
             return Wiring(True, f"no draft path: {tarch} bundles MTP weights, so SGLang drafts with the target "
-                                "checkpoint itself (FACTS.md §6)", alpha_factor=eagle2_factor)
+                                "checkpoint itself (speculative_hook.py)", alpha_factor=eagle2_factor)
         if "Llama" in tarch:
             msg = f"'{tarch}' object has no attribute 'hot_token_id'"
         else:
             msg = f"'{tarch}' object has no attribute 'set_embed'"
         return Wiring(False, f"{algorithm} without --speculative-draft-model-path on a target without bundled "
                              f"draft weights: SGLang falls back to the target checkpoint as the draft and crashes "
-                             f"(public case C13)", fatal=Fatal("AttributeError", msg, "load"))
+                             f"(sglang#36528)", fatal=Fatal("AttributeError", msg, "load"))
 
     w = Wiring(True, "", draft=_summary(draft, target.vocab_size), draft_max_position=draft.model.max_position_embeddings)
     if assumed_draft:
@@ -119,7 +119,7 @@ def analyse(
             w.alpha_override = 0.0
             w.reason = ("EAGLE3 head served with --speculative-algorithm EAGLE: the target captures no aux hidden "
                         "states, the draft's fc is skipped because the width already equals hidden_size, every "
-                        "draft is rejected; no warning (golden eagle_wrongalgo, public case C01)")
+                        "draft is rejected; no warning (sglang PR #21272; SGLang 0.5.14: accept len 1.00)")
             return w
         w.alpha_factor = eagle2_factor
         w.reason = "EAGLE head served with --speculative-algorithm EAGLE (as trained)"
@@ -209,12 +209,12 @@ def _eagle3_checks(w: Wiring, draft: DraftInfo, target: ModelDir, version: str,
     if draft.draft_vocab_size is not None and not tied and "lm_head.weight" not in mapped:
         random_head = True
         problems.append("draft_vocab_size is set but the checkpoint has no lm_head.weight: SGLang allocates the "
-                        "draft's own head and leaves it random (public case C05)")
+                        "draft's own head and leaves it random (sglang#27829)")
     dvs = draft.draft_vocab_size
     if dvs and target_vocab and dvs < target_vocab and "d2t" not in tensors:
         random_head = True
         problems.append(f"reduced draft vocabulary ({dvs} < {target_vocab}) without a d2t tensor: draft ids are "
-                        "used as target ids (public case C08)")
+                        "used as target ids (NVIDIA-NeMo/Automodel#2447)")
     # SGLang applies d2t whenever the checkpoint has one (llama_eagle3.py load_weights).
     form = draft.d2t_form(target_vocab)
     if form in ("absolute", "ambiguous"):
@@ -238,7 +238,7 @@ def _eagle3_checks(w: Wiring, draft: DraftInfo, target: ModelDir, version: str,
     norm_before_fc = ec.get("norm_before_fc") or cfg.get("norm_before_fc")
     if not has_feature("draft_norm_before_fc", version) and norm_before_fc and "input_norm.weight" in tensors:
         problems.append(f"norm_before_fc with input_norm.weight is ignored by SGLang {version} (needs 0.5.17+, "
-                        "public case C03)")
+                        "sglang#32226)")
         w.alpha_factor *= 0.1
     if not has_feature("draft_fc_norm", version) and any(n.startswith(("aux_norm_", "fc_norm.")) for n in tensors):
         problems.append(f"per-aux fc_norm weights are dropped by SGLang {version} (needs 0.5.12+)")
@@ -253,7 +253,7 @@ def _eagle3_checks(w: Wiring, draft: DraftInfo, target: ModelDir, version: str,
                 capture_plan(archs, int(layers), None, version)[0]:
             problems.append(f"aux layer ids {ids['top_level']} are only at the top level of the draft config; the "
                             f"target reads eagle_config.eagle_aux_hidden_state_layer_ids and captures its defaults "
-                            f"{dflt} instead (FACTS.md §7)")
+                            f"{dflt} instead (spec_aux_hidden_state.py)")
             w.alpha_factor *= misaligned_aux_factor
     if problems:
         w.served_as_trained = False

@@ -6,7 +6,7 @@ from typing import Any
 
 DASH = "—"
 
-#: SGLang's definitions (FACTS.md §11), stated wherever the numbers appear.
+#: SGLang's definitions (tokenizer_manager.py _calculate_spec_decoding_metrics), stated wherever the numbers appear.
 ACCEPT_DEFINITIONS = (
     "accept length = Σ completion tokens ÷ Σ verify rounds (bonus token included); "
     "accept rate = accepted drafts ÷ (verify rounds × (draft tokens − 1)) (bonus excluded). "

@@ -33,7 +33,7 @@ def rule_aux(ctx: RuleContext) -> None:
     if ec.get("use_aux_hidden_state") is False:
         ctx.add("AUX_LAYERS", "error", "eagle_config.use_aux_hidden_state is false",
                 "The target then captures no aux states and sends 1 × hidden: the EAGLE3 fc is skipped as with "
-                "--speculative-algorithm EAGLE (spec_aux_hidden_state.py; FACTS.md §7).",
+                "--speculative-algorithm EAGLE (spec_aux_hidden_state.py, SGLang 0.5.23).",
                 "set \"use_aux_hidden_state\": true in eagle_config")
     # fc width SGLang builds vs the checkpoint's fc.
     sg_aux = d.num_aux if has_feature("draft_fc_norm", v) else 3
@@ -46,8 +46,8 @@ def rule_aux(ctx: RuleContext) -> None:
                 f"fc.weight takes {fc_in} inputs = {fc_in / hidden_in:g} × {hidden_in}, but SGLang {v} builds fc for "
                 f"{sg_aux} aux states ({src}) = {sg_aux * hidden_in}",
                 "fc is Linear(hidden_in × num_aux, hidden); num_aux = num_aux_hidden_states, else "
-                "len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3 (0.5.12+; before, always 3) — FACTS.md "
-                "§7. The weight loader asserts the shape: start-up fails.",
+                "len(eagle_config.eagle_aux_hidden_state_layer_ids), else 3 (0.5.12+; before, always 3) — llama_eagle3.py "
+                "LlamaModel. The weight loader asserts the shape: start-up fails.",
                 "make eagle_config.eagle_aux_hidden_state_layer_ids list exactly the layers the head was trained on "
                 f"({int(fc_in // hidden_in)} ids)", fc_in_features=fc_in, built_for=sg_aux * hidden_in)
     if t is None or not t.num_hidden_layers:
@@ -61,13 +61,13 @@ def rule_aux(ctx: RuleContext) -> None:
         ctx.add("AUX_LAYERS", "error",
                 f"the head was built for target hidden size {hidden_in}, the target has {th}",
                 "The target sends K × its hidden size; fc expects K × (target_hidden_size or hidden_size) "
-                "(FACTS.md §7).", "use a head trained for this target (or set target_hidden_size correctly)",
+                "(llama_eagle3.py LlamaModel).", "use a head trained for this target (or set target_hidden_size correctly)",
                 draft_hidden_in=hidden_in, target_hidden=th)
     if not implements_capture(archs):
         ctx.add("AUX_LAYERS", "warning",
                 f"target architecture {', '.join(archs) or '?'} may not implement set_eagle3_layers_to_capture",
                 "SGLang raises ValueError('… does not implement set_eagle3_layers_to_capture …') at start-up for "
-                "targets without it (attention_backend_setup.py; FACTS.md §7 lists the 29 that have it in 0.5.23).",
+                "targets without it (attention_backend_setup.py; 29 files in srt/models/ have it in 0.5.23).",
                 "check srt/models/<target>.py of your SGLang for set_eagle3_layers_to_capture")
     cap, valid = capture_plan(archs, L, ec_ids, v)
     default_cfg = default_aux_ids(L)
@@ -84,7 +84,7 @@ def rule_aux(ctx: RuleContext) -> None:
         why = (f"SGLang captures the residual stream at the input of the listed decoder layers and skips indices that "
                f"do not exist, so only {k_sent} × {th or hidden_in} = {k_sent * (th or hidden_in or 0)} values reach "
                f"an fc expecting {k_need} × {hidden_in} = {k_need * (hidden_in or 0)}: a size-mismatch RuntimeError "
-               "at the warm-up request (public case C03, sglang#32226: '8640 vs 5760').")
+               "at the warm-up request (sglang#32226: '8640 vs 5760').")
         if boundary:
             why += (f" An id equal to num_hidden_layers ({L}) is the boundary convention (boundary {L} = output of the "
                     "last block); "
@@ -98,7 +98,7 @@ def rule_aux(ctx: RuleContext) -> None:
                 f"aux ids {ec_ids} on a {L}-layer target become capture indices {cap}: "
                 f"{missing if missing else 'duplicates'} {'are' if len(missing) != 1 else 'is'} never captured"
                 + (" (duplicate ids are captured once)" if dup else ""),
-                why, fix, case="C03", **plan_ev)
+                why, fix, case="sglang#32226", **plan_ev)
     if ec_ids is not None and ec_ids != sorted(ec_ids):
         ctx.add("AUX_LAYERS", "warning", f"aux ids {ec_ids} are not in ascending order",
                 "The target appends captured states in layer order while running the layers, so the fc receives "
@@ -109,7 +109,7 @@ def rule_aux(ctx: RuleContext) -> None:
                 f"aux ids {ec_ids} equal SGLang's default capture indices, but explicit ids are shifted by +1: SGLang "
                 f"captures {cap} (outputs of layers {[c - 1 for c in cap]})",
                 "Defaults are capture indices [2, L//2, L−3] = config ids [1, L//2−1, L−4]; explicit ids mean 'output "
-                "of layer id' and become id + 1 (models/llama.py L929, FACTS.md §7). One of the two conventions is off "
+                "of layer id' and become id + 1 (models/llama.py L929, SGLang 0.5.23). One of the two conventions is off "
                 "by one.", f"if the head was trained on SGLang's defaults, write {default_cfg} (or omit the ids)",
                 **plan_ev)
     if target_family(archs) == "deepseek" and ec_ids and has_feature("deepseek_aux_ids_unshifted", v) and ec_ids[0] != 1:
@@ -125,7 +125,7 @@ def rule_aux(ctx: RuleContext) -> None:
         ctx.add("AUX_LAYERS", "warning",
                 f"config.json lists aux ids twice: eagle_config {ec_ids}, top level {top_ids}",
                 "The target captures from eagle_config; eagle_utils.py (buffer sizing) falls back to the top level — "
-                "FACTS.md §7. Two lists invite the wrong one being edited.",
+                "SGLang 0.5.23. Two lists invite the wrong one being edited.",
                 "keep one list, inside eagle_config", eagle_config=ec_ids, top_level=top_ids)
     for loc, ids in others.items():
         used = ec_ids if ec_ids is not None else None
@@ -135,7 +135,7 @@ def rule_aux(ctx: RuleContext) -> None:
                     f"the training recorded aux ids {ids} ({loc}) but SGLang will capture {cap} "
                     f"(from {where}{': ' + str(used) if used is not None else ''})",
                     "The head only works on the layers it was trained on; SGLang reads only "
-                    "eagle_config.eagle_aux_hidden_state_layer_ids on the target side (FACTS.md §7).",
+                    "eagle_config.eagle_aux_hidden_state_layer_ids on the target side (spec_aux_hidden_state.py).",
                     f"set eagle_config.eagle_aux_hidden_state_layer_ids = {ids} (specdash draft fix moves them)",
                     recorded_at=loc, recorded=ids, **plan_ev)
     boundary_ok = ec_ids is not None and max(ec_ids) == L and L in valid
@@ -144,7 +144,7 @@ def rule_aux(ctx: RuleContext) -> None:
             f"{[c - 1 for c in cap]}) of {L}, from {where}: {k_sent} × {th} → fc expects {k_need} × {hidden_in}"
             + (f"; ids {ec_ids} use the boundary convention (max id = num_hidden_layers), which this target reads "
                "as such" if boundary_ok else ""),
-            "FACTS.md §7 (models/llama.py L929; gpt_oss.py / deepseek_v2.py variants, versions.py).", "", **plan_ev)
+            "SGLang 0.5.23 (models/llama.py L929; gpt_oss.py / deepseek_v2.py variants, versions.py).", "", **plan_ev)
 
 
 def _top_level_finding(ctx: RuleContext, d: DraftInfo, top_ids: list[int], L: int | None, archs: list[str] | None) -> None:
@@ -154,7 +154,7 @@ def _top_level_finding(ctx: RuleContext, d: DraftInfo, top_ids: list[int], L: in
         ctx.add("AUX_LAYERS", "error",
                 f"aux ids {top_ids} are at the top level of config.json, not inside eagle_config",
                 "The target reads only eagle_config.eagle_aux_hidden_state_layer_ids and otherwise captures its "
-                "defaults (spec_aux_hidden_state.py; FACTS.md §7).",
+                "defaults (spec_aux_hidden_state.py, SGLang 0.5.23).",
                 f"specdash draft fix {d.path} --out DST (moves them into eagle_config)", top_level=top_ids)
         return
     cap_default, _ = capture_plan(archs or [], L, None, ctx.version)
@@ -165,6 +165,6 @@ def _top_level_finding(ctx: RuleContext, d: DraftInfo, top_ids: list[int], L: in
             f"defaults {cap_default} instead of {cap_meant}" + (" (the same layers here)" if same else ""),
             "Only eagle_config.eagle_aux_hidden_state_layer_ids is read on the target side "
             "(spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state); eagle_utils.py's buffer sizing does read "
-            "the top level, so the two can disagree (FACTS.md §7).",
+            "the top level, so the two can disagree (SGLang 0.5.23).",
             f"specdash draft fix {d.path} --out DST (moves them into eagle_config)",
             top_level=top_ids, default_capture=cap_default, intended_capture=cap_meant)

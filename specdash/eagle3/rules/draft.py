@@ -23,22 +23,22 @@ def rule_draft_path(ctx: RuleContext) -> None:
     if bundled and ctx.algo == "EAGLE":
         ctx.add("DRAFT_PATH", "info", f"no draft path: SGLang uses the target's bundled MTP weights ({arch_txt})",
                 "For DeepSeek-V3/GLM-4 MoE/Bailing/… targets a missing draft path defaults to model_path "
-                "(FACTS.md §6 step 7).", "", target_architectures=archs)
+                "(speculative_hook.py _handle_eagle_family).", "", target_architectures=archs)
         return
     if bundled:
         ctx.add("DRAFT_PATH", "warning", f"--speculative-algorithm {ctx.algo} without a draft path: SGLang falls "
                 f"back to the target's bundled MTP weights ({arch_txt}), which are not an EAGLE3 head",
-                "Bundled MTP layers are NEXTN/EAGLE-style heads (FACTS.md §6 step 7).",
+                "Bundled MTP layers are NEXTN/EAGLE-style heads (speculative_hook.py _handle_eagle_family).",
                 "pass [speculative] draft_model_path = an EAGLE3 head for this target, or use algorithm EAGLE "
                 "(NEXTN) for the bundled MTP", target_architectures=archs)
         return
     ctx.add("DRAFT_PATH", "error", f"--speculative-algorithm {ctx.algo} is given without "
             f"--speculative-draft-model-path, and the target ({arch_txt}) bundles no draft weights",
             "Without a draft path SGLang uses the target checkpoint as the draft, loads it twice and crashes at "
-            "start-up with an architecture-specific AttributeError (public case C13, sglang#36528; PR #36593 "
+            "start-up with an architecture-specific AttributeError (sglang#36528; PR #36593 "
             "turns it into a validation error).",
             "set [speculative] draft_model_path to an EAGLE3 head trained for this target "
-            "(--speculative-draft-model-path DIR)", target_architectures=archs, case="C13")
+            "(--speculative-draft-model-path DIR)", target_architectures=archs, case="sglang#36528")
 
 
 def _fc_desc(d: DraftInfo) -> str:
@@ -73,38 +73,38 @@ def rule_algo(ctx: RuleContext) -> None:
                 "With EAGLE the target captures no auxiliary hidden states and sends its final hidden state "
                 "(1 × hidden); the draft's fc runs only when the input width differs from hidden_size, so it is "
                 "skipped silently, and the draft's lm_head/d2t are replaced by the target's. SGLang starts, "
-                "warns nothing, and every draft token is rejected: accept length 1.00 (FACTS.md §7 "
-                "'Shape-check bypass'; public case C01, sglang PR #21272; golden run eagle_wrongalgo: "
+                "warns nothing, and every draft token is rejected: accept length 1.00 (llama_eagle3.py "
+                "LlamaModel.forward, SGLang 0.5.23; sglang PR #21272; measured on SGLang 0.5.14: "
                 "accept len 1.00 where EAGLE3 gets 2.0).",
                 "set [speculative] algorithm = \"EAGLE3\" (--speculative-algorithm EAGLE3) with the same draft",
-                case="C01", **ev)
+                case="sglang#21272", **ev)
     elif ctx.algo == "EAGLE3" and kind == "eagle2":
         ctx.add("ALGO_MISMATCH", "error",
                 f"the draft is an EAGLE-2 head ({arch}; {_fc_desc(d)}) but it is served with "
                 f"--speculative-algorithm EAGLE3",
                 "EAGLE3 makes the target send K = 3 concatenated aux states (3 × hidden); an EAGLE-2 fc expects "
                 "concat(embedding, hidden) = 2 × hidden, so the first draft forward fails with a shape error "
-                "(FACTS.md §7, reverse case).",
+                "(llama_eagle3.py LlamaModel, SGLang 0.5.23).",
                 "set [speculative] algorithm = \"EAGLE\" for this head, or use an EAGLE3 head", **ev)
     elif ctx.algo == "EAGLE3" and kind != "eagle3":
         ctx.add("ALGO_MISMATCH", "error",
                 f"the draft ({arch}; {_fc_desc(d)}) is not an EAGLE3 head, but it is served with "
                 f"--speculative-algorithm EAGLE3",
                 "SGLang builds the draft from config.json's architectures; an EAGLE3 draft is "
-                "LlamaForCausalLMEagle3 (llama_eagle3.py) with fc.weight [hidden, 3 × hidden] (FACTS.md §8).",
+                "LlamaForCausalLMEagle3 (llama_eagle3.py) with fc.weight [hidden, 3 × hidden] (SGLang 0.5.23).",
                 "point draft_model_path at an EAGLE3 head; a full small LM is served with algorithm STANDALONE",
                 **ev)
     elif ctx.algo == "STANDALONE" and kind in ("eagle3", "eagle2"):
         ctx.add("ALGO_MISMATCH", "error",
                 f"the draft is an EAGLE head ({arch}) but it is served with --speculative-algorithm STANDALONE",
                 "STANDALONE runs a complete small language model as the draft; an EAGLE head has no embedding "
-                "stack of its own and needs the target's hidden states (FACTS.md §6).",
+                "stack of its own and needs the target's hidden states (speculative/spec_info.py).",
                 f"set [speculative] algorithm = \"{'EAGLE3' if kind == 'eagle3' else 'EAGLE'}\"", **ev)
     elif ctx.algo == "EAGLE" and kind == "lm":
         ctx.add("ALGO_MISMATCH", "warning",
                 f"the draft ({arch}) looks like a full language model, served with --speculative-algorithm EAGLE",
                 "EAGLE expects an EAGLE head fed by the target's hidden state; a separate small LM is what "
-                "STANDALONE serves (FACTS.md §6).", "set [speculative] algorithm = \"STANDALONE\"", **ev)
+                "STANDALONE serves (speculative/spec_info.py).", "set [speculative] algorithm = \"STANDALONE\"", **ev)
     if ctx.algo in ("EAGLE", "EAGLE3") and kind == "eagle3" and d.model.architectures and not any(
             a in SGLANG_EAGLE3_ARCHS for a in d.model.architectures):
         ctx.add("ALGO_MISMATCH", "error",

@@ -44,7 +44,7 @@ def rule_spec_args(ctx: RuleContext) -> None:
     for r in res.rejections:
         ctx.add("SPEC_ARGS", "error", r.message,
                 f"SGLang {ctx.version} refuses this at start-up ({r.exception}) — arg_groups/speculative_hook.py "
-                "(server_args.py before 0.5.13), FACTS.md §6.", r.fix or "", exception=r.exception)
+                "(server_args.py before 0.5.13).", r.fix or "", exception=r.exception)
     auto = [a for a in res.adjustments if a.reason.startswith("auto-chosen")]
     if auto:
         vals = {a.field: a.effective for a in auto}
@@ -53,23 +53,23 @@ def rule_spec_args(ctx: RuleContext) -> None:
                 f"{vals.get('speculative_eagle_topk')}, {vals.get('speculative_num_draft_tokens')}) for "
                 f"{', '.join(ctx.target_archs) or 'this target'}",
                 "_auto_choose_speculative_params: LlamaForCausalLM → (5, 4, 8), most others → (3, 1, 4) "
-                "(FACTS.md §6 step 7).", "pin all three in [speculative] to compare runs reproducibly",
+                "(speculative_hook.py _handle_eagle_family).", "pin all three in [speculative] to compare runs reproducibly",
                 effective=vals)
     for a in res.adjustments:
         if a in auto:
             continue
         if a.field == "max_running_requests":
             ctx.add("SPEC_ARGS", "info", f"max_running_requests not set: SGLang uses {a.effective} with speculation",
-                    "FACTS.md §6 step 7; log line: " + (a.log_line or ""), "pass --max-running-requests to change it",
+                    "speculative_hook.py _handle_eagle_family; log line: " + (a.log_line or ""), "pass --max-running-requests to change it",
                     field=a.field, asked=a.asked, effective=a.effective, log_line=a.log_line)
             continue
         ctx.add("SPEC_ARGS", "warning",
                 f"{a.field}: asked {a.asked}, SGLang runs {a.effective} ({a.reason})",
-                "A silent start-up adjustment (FACTS.md §6" + (f"; SGLang logs: '{a.log_line}'" if a.log_line else "")
-                + "); the seeds' steps 1 / draft tokens 16 ran as 2 draft tokens (golden eagle3_steps1_draft16).",
+                "A silent start-up adjustment (speculative_hook.py" + (f"; SGLang logs: '{a.log_line}'" if a.log_line else "")
+                + "); the seeds' steps 1 / draft tokens 16 ran as 2 draft tokens (so did SGLang 0.5.14 on an H200).",
                 f"ask for what will run: {a.field.replace('speculative_', '').replace('_', ' ')} = {a.effective}"
                 + (" (or raise steps: draft tokens = steps + 1 with topk 1)" if "draft_tokens" in a.field else ""),
-                field=a.field, asked=a.asked, effective=a.effective, log_line=a.log_line, case="C22")
+                field=a.field, asked=a.asked, effective=a.effective, log_line=a.log_line, case="sglang#13212")
     if not res.enabled:
         return
     steps, topk, draft = res.num_steps, res.eagle_topk, res.num_draft_tokens
@@ -77,28 +77,28 @@ def rule_spec_args(ctx: RuleContext) -> None:
     if env_v2 is not None and not has_feature("spec_v2_env", ctx.version) and \
             not has_feature("spec_v2_default_topk_fallback", ctx.version):
         ctx.add("SPEC_ARGS", "info", f"SGLANG_ENABLE_SPEC_V2={env_v2} has no effect on SGLang {ctx.version}",
-                "From 0.5.14 spec v2 (overlap) is the only implementation and the variable is gone (FACTS.md §9; "
+                "From 0.5.14 spec v2 (overlap) is the only implementation and the variable is gone (SGLang "
                 "environ.py of the wheels).", "remove it from [env]")
     if has_feature("spec_v2_default_topk_fallback", ctx.version) and topk and topk > 1 and ctx.algo in EAGLE_FAMILY:
         ctx.add("SPEC_ARGS", "info",
                 f"topk {topk} on SGLang {ctx.version}: spec v2 supports only topk 1, so SGLang falls back to spec v1 "
                 "with the overlap scheduler disabled",
                 "server_args.py (0.5.11–0.5.13): 'Spec v1 is used for eagle/eagle3/standalone speculative decoding "
-                "because spec v2 currently only supports topk = 1' (public case C12).",
+                "because spec v2 currently only supports topk = 1' (sglang#14077).",
                 "compare against topk 1 (chain) runs, which keep overlap scheduling")
     if ctx.flags.get("--speculative-token-map") and ctx.algo == "EAGLE3":
         ctx.add("SPEC_ARGS", "warning", "--speculative-token-map is ignored for EAGLE3",
                 "EAGLE3 heads carry their vocabulary map as d2t in the checkpoint; SGLang warns and ignores the "
-                "flag (FACTS.md §6).", "put d2t into the draft checkpoint (specdash draft fix --hot-token-ids)")
+                "flag (speculative_hook.py).", "put d2t into the draft checkpoint (specdash draft fix --hot-token-ids)")
     planned = ctx.concurrency or res.max_running_requests
     if topk and topk > 1 and draft and draft > 8:
         ctx.add("SPEC_ARGS", "warning",
                 f"topk {topk} / {draft} draft tokens is a batch-1 tree: every request verifies {draft} tokens per step"
                 + (f" at up to {planned} concurrent requests" if planned else ""),
                 "Tree verification cost grows with batch size; the EAGLE authors advise against trees for batch > 1 "
-                "(public case C17, SafeAILab/EAGLE#298, #269: per-step latency rose > 3× with concurrency).",
+                "(SafeAILab/EAGLE#298, #269: per-step latency rose > 3× with concurrency).",
                 "for concurrency > 1 start from topk 1, steps 3, draft tokens 4 and sweep per concurrency level "
-                "(specdash tune)", topk=topk, num_draft_tokens=draft, planned_concurrency=planned, case="C17")
+                "(specdash tune)", topk=topk, num_draft_tokens=draft, planned_concurrency=planned, case="SafeAILab/EAGLE#298")
     cg, cg_flag = _cuda_graph_max_bs(ctx.flags)
     if cg is not None and planned and cg < planned:
         # A known plan (or an explicit cap) is a real conflict; the default cap of 48 is only a ceiling, so
@@ -107,10 +107,10 @@ def rule_spec_args(ctx: RuleContext) -> None:
         ctx.add("SPEC_ARGS", "warning" if known or cg <= 4 else "info",
                 f"{cg_flag} {cg} but up to {planned} requests run at once: decode batches larger than {cg} run without "
                 "CUDA graphs", "Batches above the largest captured size fall back to eager execution (SGLang docs; "
-                "public case C17).", f"raise the decode CUDA-graph max batch size to ≥ {planned} "
+                "SafeAILab/EAGLE#298).", f"raise the decode CUDA-graph max batch size to ≥ {planned} "
                 f"({'--cuda-graph-max-bs-decode' if has_feature('cuda_graph_max_bs_decode_flag', ctx.version) else '--cuda-graph-max-bs'} "
                 f"{planned}) or cap --max-running-requests at {cg}", cuda_graph_max_bs=cg,
-                planned_concurrency=planned, case="C17")
+                planned_concurrency=planned, case="SafeAILab/EAGLE#298")
     if topk and topk > 1 and steps and draft and draft != steps + 1:
         ceiling = steps / (draft - 1) if draft > 1 else None
         ctx.add("SPEC_ARGS", "info",
@@ -118,10 +118,10 @@ def rule_spec_args(ctx: RuleContext) -> None:
                 f"verify rounds × {draft - 1} tree nodes, but at most {steps} can be accepted per round"
                 + (f" (ceiling {ceiling:.2f})" if ceiling is not None else ""),
                 "accept rate = correct drafts / (rounds × (draft tokens − 1)), bonus excluded; accept length = "
-                "tokens per verify round, bonus included (FACTS.md §11). Some releases computed the tree rate wrongly "
-                "(public case C22, sglang PR #13212). specdash reports accept length from completion_tokens / "
+                "tokens per verify round, bonus included (tokenizer_manager.py). Some releases computed the tree rate wrongly "
+                "(sglang PR #13212). specdash reports accept length from completion_tokens / "
                 "spec_verify_ct and states each definition.", "compare tree configs by accept length and tok/s, not "
-                "by accept rate", ceiling=ceiling, case="C22")
+                "by accept rate", ceiling=ceiling, case="sglang#13212")
 
 
 # --- CONTEXT_LEN ----------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def rule_context(ctx: RuleContext) -> None:
                 f"--context-length {asked} exceeds the target's derived length {t_len} "
                 f"and {_CTX_ENV} is not set",
                 "ModelConfig._derive_context_length raises ValueError at start-up: '"
-                + msg_tpl.format(x=asked, y=t_len) + "' (FACTS.md §6 step 12).",
+                + msg_tpl.format(x=asked, y=t_len) + "' (SGLang 0.5.23 model_config.py).",
                 f"lower --context-length to ≤ {t_len}, or set {_CTX_ENV}=1 in [env]", asked=asked, target=t_len)
     if d is None or not ctx.eagle_algo or not serving:
         return
@@ -193,16 +193,16 @@ def rule_context(ctx: RuleContext) -> None:
                 f"the draft was built for {d_len} positions (max_position_embeddings) but serves contexts up to "
                 f"{serving}; {_CTX_ENV}={env_val} ({env_src}) lets it start",
                 "The head was trained up to its max_position_embeddings; past it acceptance falls and the draft/verify "
-                "overhead can make long prompts slower than no speculation (public case C16, sglang#6783; "
+                "overhead can make long prompts slower than no speculation (sglang#6783; "
                 "SafeAILab/EAGLE#311).", "bucket benchmark results by input length; serve long-context traffic "
-                "without speculation or use a draft trained on longer sequences", case="C16", **ev)
+                "without speculation or use a draft trained on longer sequences", case="sglang#6783", **ev)
     else:
         ctx.add("CONTEXT_LEN", "error",
                 f"the draft's max_position_embeddings {d_len} < serving context {serving} and {_CTX_ENV} is not set",
                 "The draft is built with the target's context length; ModelConfig._derive_context_length raises "
-                "ValueError('" + msg_tpl.format(x=serving, y=d_len) + "') at start-up (eagle_worker_v2.py, FACTS.md "
-                "§6 step 12).", f"add {_CTX_ENV} = \"1\" to [env] (expect lower acceptance beyond {d_len} tokens), or "
-                f"set [server] context_length = {d_len}", case="C16", **ev)
+                "ValueError('" + msg_tpl.format(x=serving, y=d_len) + "') at start-up (eagle_worker_v2.py, SGLang "
+                "0.5.23).", f"add {_CTX_ENV} = \"1\" to [env] (expect lower acceptance beyond {d_len} tokens), or "
+                f"set [server] context_length = {d_len}", case="sglang#6783", **ev)
 
 
 # --- DTYPE ----------------------------------------------------------------------------------------
@@ -309,7 +309,7 @@ def rule_memory(ctx: RuleContext) -> None:
           "mem_fraction_static": frac}
     sizes = f"target {_gib(tw)} + draft {_gib(max(dw, 0))} of weights = {_gib(per_gpu)} per GPU at tp {tp}"
     c20 = ("Weights, the KV pool and CUDA-graph buffers must fit in mem_fraction_static × GPU memory; with a draft, "
-           "older releases applied the fraction twice and mis-estimated draft memory (public case C20, sglang#6875; "
+           "older releases applied the fraction twice and mis-estimated draft memory (sglang#6875; "
            "PR #28855 counts draft weights against --mem-fraction-static).")
     if not ctx.gpus:
         ctx.add("MEMORY", "info", f"{sizes} (from safetensors headers); GPU memory unknown",

@@ -30,7 +30,7 @@ def rule_vocab(ctx: RuleContext) -> None:
     if ctx.target is not None and ctx.target.vocab_size and m.vocab_size and ctx.target.vocab_size != m.vocab_size:
         ctx.add("VOCAB_MAP", "error", f"draft vocab_size {m.vocab_size} ≠ target vocab_size {ctx.target.vocab_size}",
                 "The draft's vocab_size must be the target's: SGLang substitutes the target's embedding "
-                "(FACTS.md §8) and maps draft ids into the target vocabulary.",
+                "(eagle_worker_v2.py init_lm_head) and maps draft ids into the target vocabulary.",
                 f"set \"vocab_size\": {ctx.target.vocab_size} in the draft's config.json (if the head was trained "
                 f"for this target)", draft_vocab=m.vocab_size, target_vocab=ctx.target.vocab_size)
     if not tie and lm is not None:
@@ -61,10 +61,10 @@ def rule_vocab(ctx: RuleContext) -> None:
                 "SGLang builds the draft→target token map only from a d2t tensor in the checkpoint "
                 "(hot_token_id = d2t + arange; llama_eagle3.py load_weights); without it draft id i is used as "
                 "target id i for the first N ids and almost every draft token is wrong. --speculative-token-map is "
-                "ignored for EAGLE3 (FACTS.md §6). Public case C08 (NVIDIA-NeMo/Automodel PR #2447).",
+                "ignored for EAGLE3 (speculative_hook.py). Reported in NVIDIA-NeMo/Automodel PR #2447.",
                 "re-export the draft with d2t (offsets: target_id − draft_id) and t2d inside model.safetensors, e.g. "
                 f"specdash draft fix {d.path} --out DST --hot-token-ids IDS.json (the sorted target ids of the draft "
-                "vocabulary)", draft_vocab_size=eff_dvs, target_vocab=V, d2t_form="absent", case="C08")
+                "vocabulary)", draft_vocab_size=eff_dvs, target_vocab=V, d2t_form="absent", case="NVIDIA-NeMo/Automodel#2447")
         return
     if not has_d2t:
         return
@@ -76,7 +76,7 @@ def rule_vocab(ctx: RuleContext) -> None:
     n = len(d2t)
     if eff_dvs and n != eff_dvs:
         ctx.add("VOCAB_MAP", "error", f"len(d2t) = {n} but the draft vocabulary has {eff_dvs} ids",
-                "SGLang indexes hot_token_id (d2t + arange) with the draft's top-k ids (FACTS.md §8): every draft id "
+                "SGLang indexes hot_token_id (d2t + arange) with the draft's top-k ids (llama_eagle3.py): every draft id "
                 "needs exactly one entry.", "re-export d2t with one offset per draft id", d2t_len=n,
                 draft_vocab_size=eff_dvs)
     off = d2t_targets(d2t)
@@ -93,8 +93,8 @@ def rule_vocab(ctx: RuleContext) -> None:
     if form == "absolute":
         ctx.add("VOCAB_MAP", "error",
                 f"d2t holds absolute target ids (d2t[:5] = {d2t[:5].tolist()}), not offsets",
-                "SGLang reads d2t as offsets: target_id = draft_id + d2t[draft_id] (llama_eagle3.py load_weights, "
-                "FACTS.md §8). Absolute ids are shifted by the draft id"
+                "SGLang reads d2t as offsets: target_id = draft_id + d2t[draft_id] (SGLang 0.5.23 "
+                "llama_eagle3.py load_weights). Absolute ids are shifted by the draft id"
                 + (f" ({int((off >= V).sum())} of {n} land outside the target vocabulary)" if V else "")
                 + " and every proposed token is wrong (the seeds' standalone test read them the other way).",
                 f"specdash draft fix {d.path} --out DST (rewrites d2t[i] := d2t[i] − i)", **ev)
@@ -104,20 +104,20 @@ def rule_vocab(ctx: RuleContext) -> None:
         ctx.add("VOCAB_MAP", "error",
                 f"d2t maps draft ids outside the target vocabulary or onto the same target id "
                 f"({out_of_range} out of range, {dups} duplicates; {tv_txt})",
-                "target_id = draft_id + d2t[draft_id] must be a distinct id < target vocab_size (FACTS.md §8).",
+                "target_id = draft_id + d2t[draft_id] must be a distinct id < target vocab_size (llama_eagle3.py load_weights).",
                 "re-export d2t from the sorted list of target ids of the draft vocabulary: d2t[i] = ids[i] − i",
                 out_of_range=out_of_range, duplicates=dups, **ev)
     elif t2d is not None and not cons_off:
         ctx.add("VOCAB_MAP", "warning",
                 f"t2d marks {int(t2d.sum())} target ids, not exactly the {n} targets of d2t",
                 "SGLang skips t2d, but t2d is written from the same list as d2t: disagreement means one of them "
-                "was exported wrong (FACTS.md §8).", "re-export d2t and t2d from the same id list",
+                "was exported wrong (llama_eagle3.py load_weights).", "re-export d2t and t2d from the same id list",
                 t2d_marked=int(t2d.sum()), **ev)
     elif form == "ambiguous":
         ctx.add("VOCAB_MAP", "warning",
                 f"d2t is strictly increasing (d2t[:5] = {d2t[:5].tolist()}): it may hold absolute ids",
                 "Offsets of a sorted hot vocabulary repeat whenever two hot ids are adjacent; strictly increasing "
-                "values look like the ids themselves. SGLang adds the draft id (FACTS.md §8).",
+                "values look like the ids themselves. SGLang adds the draft id (llama_eagle3.py load_weights).",
                 "check the exporter; if they are ids, specdash draft fix … --d2t-absolute", **ev)
     if t2d is not None and V and len(t2d) != V:
         ctx.add("VOCAB_MAP", "warning", f"t2d has {len(t2d)} entries, target vocab {V}",
@@ -128,5 +128,5 @@ def rule_vocab(ctx: RuleContext) -> None:
                 f"reduced draft vocabulary: {eff_dvs} of {V} target ids, mapped by d2t (offsets)",
                 "SGLang maps draft ids through hot_token_id = d2t + arange (llama_eagle3.py load_weights). The "
                 "mapping lives only in the checkpoint: an engine build that drops it still runs, with acceptance "
-                "≈ 1.1 (public case C06, vllm PR #18909). If acceptance collapses after launch, suspect the mapping.",
-                "", draft_vocab_size=eff_dvs, target_vocab=V, d2t_form=form, case="C06")
+                "≈ 1.1 (vllm-project/vllm PR #18909). If acceptance collapses after launch, suspect the mapping.",
+                "", draft_vocab_size=eff_dvs, target_vocab=V, d2t_form=form, case="vllm-project/vllm#18909")

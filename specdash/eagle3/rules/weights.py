@@ -132,7 +132,7 @@ def rule_weight_keys(ctx: RuleContext) -> None:
                 + "; ".join(f"{n} → {g}" for n, g, _ in layers0),
                 f"{ctx.judged} loads the draft's decoder layer only from midlayer.* (llama_eagle3.py "
                 "load_weights); a name that matches no parameter is skipped without a warning, so the layer keeps "
-                "uninitialised weights and acceptance collapses to ≈1 (FACTS.md §8; the seeds' Kimi-K2.5 head; "
+                "uninitialised weights and acceptance collapses to ≈1 (SGLang 0.5.23; the seeds' Kimi-K2.5 head; "
                 "layers.0.* is mapped from 0.5.12, SGLang PR #24663).",
                 f"{_fix_cmd(d, ctx.version, '-midlayer')} (renames layers.0.* → midlayer.*, which every release "
                 "loads), or run SGLang ≥ 0.5.12",
@@ -151,12 +151,12 @@ def rule_weight_keys(ctx: RuleContext) -> None:
             key, since = ("norm_before_fc", "0.5.17") if in_norm else ("fc_norm", "0.5.12")
             ctx.add("WEIGHT_KEYS", "error" if cfg_on and not supported else "warning",
                     f"tensor {n} is dropped silently by {ctx.judged}: {r}",
-                    "The loader skips it without a warning (FACTS.md §8), so the normalisation the head was trained "
-                    "with is never applied and acceptance stays low (public case C03: norm_before_fc and input_norm "
+                    "The loader skips it without a warning (llama_eagle3.py load_weights), so the normalisation the head was trained "
+                    "with is never applied and acceptance stays low (sglang#32226: norm_before_fc and input_norm "
                     "ignored, accept length ≈ 1.1; SGLang PR #32334).",
                     (f"run SGLang ≥ {since}" if cfg_on and not supported else
                      f"set \"{key}\": true in config.json if the head was trained with it (SGLang ≥ {since}), "
-                     f"else remove {n}"), case="C03", **ev)
+                     f"else remove {n}"), case="sglang#32226", **ev)
             continue
         if g and g not in ctx_provided:
             sev, tail = "error", f"so {g} stays uninitialised"
@@ -166,7 +166,7 @@ def rule_weight_keys(ctx: RuleContext) -> None:
             sev, tail = "warning", "it is ignored"
         ctx.add("WEIGHT_KEYS", sev,
                 f"tensor {n} is dropped silently by {ctx.judged}: {r}" + (f"; it should map to {g}" if g else ""),
-                f"SGLang's EAGLE3 loader skips names it cannot map without a warning (FACTS.md §8); {tail}.",
+                f"SGLang's EAGLE3 loader skips names it cannot map without a warning (llama_eagle3.py load_weights); {tail}.",
                 (f"{_fix_cmd(d, ctx.version)} (renames {n} → {g})"
                  if g and sev == "error" else f"remove {n} or rename it to the parameter it holds"), **ev)
     _missing(ctx, d, provided, dropped)
@@ -188,7 +188,7 @@ def _missing(ctx: RuleContext, d: DraftInfo, provided: dict[str, str], dropped: 
                 f"no tensor provides {', '.join(linear)}",
                 "SGLang allocates these parameters with torch.empty (fc: torch.nn.Linear's random init) and the "
                 "loader never reports missing names, so the head runs on uninitialised weights: accept length ≈ 1 "
-                "(FACTS.md §8 'Silent skips').",
+                "(llama_eagle3.py load_weights, SGLang 0.5.23).",
                 "re-export the draft with these tensors (midlayer.* names, fc.weight)", missing=linear)
     if norms:
         ctx.add("MISSING_WEIGHT", "warning", f"no tensor provides {', '.join(norms)}",
@@ -203,17 +203,17 @@ def _missing(ctx: RuleContext, d: DraftInfo, provided: dict[str, str], dropped: 
                 f"checkpoint has no lm_head.weight",
                 "With draft_vocab_size set SGLang allocates the draft's own lm_head (ParallelLMHead, torch.empty) "
                 "instead of borrowing the target's, and the loader never reports the missing tensor: the head is "
-                "uninitialised and no draft token is accepted (public case C05, sglang#27829; PR #27908 borrows the "
+                "uninitialised and no draft token is accepted (sglang#27829; PR #27908 borrows the "
                 "target head only for MLA drafts with a full vocabulary).",
                 "ship the lm_head.weight the head was trained with, or — if it was trained with the target's head — "
                 "set \"draft_vocab_size\": null so SGLang borrows the target's lm_head",
-                draft_vocab_size=d.draft_vocab_size, case="C05")
+                draft_vocab_size=d.draft_vocab_size, case="sglang#27829")
     if not tie and not dvs_set:
         lm = cfg.tensors.get("lm_head.weight")
         ctx.add("MISSING_WEIGHT", "warning",
                 "config.json has no draft_vocab_size key" + (f" (lm_head.weight has {lm.shape[0]} rows)" if lm else ""),
                 "SGLang reads config.draft_vocab_size as a plain attribute when tie_word_embeddings is false "
-                "(llama_eagle3.py); a missing key can raise AttributeError at start-up [inferred, FACTS.md §8]; "
+                "(llama_eagle3.py); a missing key can raise AttributeError at start-up [inferred from llama_eagle3.py]; "
                 "null means 'borrow the target's lm_head'.",
                 f"specdash draft fix {d.path} --out DST (adds draft_vocab_size from lm_head rows or len(d2t))",
                 lm_head_rows=lm.shape[0] if lm else None)
@@ -223,7 +223,7 @@ def _missing(ctx: RuleContext, d: DraftInfo, provided: dict[str, str], dropped: 
                 f"target_hidden_size {d.target_hidden_size} ≠ hidden_size {d.model.hidden_size} but the checkpoint "
                 f"has no embed_tokens.weight",
                 "SGLang shares the target's embedding only when the widths match; otherwise the draft keeps its own "
-                "(eagle_worker_v2.py init_lm_head, llama.py set_embed; FACTS.md §8), which is then uninitialised.",
+                "(eagle_worker_v2.py init_lm_head, llama.py set_embed; SGLang 0.5.23), which is then uninitialised.",
                 "ship embed_tokens.weight [vocab_size, hidden_size] with the draft")
     if has_feature("draft_norm_before_fc", ctx.version) and _cfg_flag(d, "norm_before_fc") \
             and "input_norm.weight" not in provided:
@@ -278,6 +278,6 @@ def _shapes(ctx: RuleContext, d: DraftInfo, provided: dict[str, str]) -> None:
                 "tensor shapes differ from what config.json builds: "
                 + "; ".join(f"{n} is {g}, expected {e}" for n, g, e in bad),
                 "SGLang builds the draft from config.json (hidden_size, heads, head_dim, intermediate_size; layer 0 "
-                "attention reads 2 × hidden — FACTS.md §8) and its weight loaders assert the shapes: start-up fails.",
+                "attention reads 2 × hidden — llama_eagle3.py) and its weight loaders assert the shapes: start-up fails.",
                 "make config.json match the checkpoint (or re-export the checkpoint)",
                 mismatches=[{"tensor": n, "shape": g, "expected": e} for n, g, e in bad])

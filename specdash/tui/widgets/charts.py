@@ -1,6 +1,6 @@
 """plotext charts (textual-plotext): each widget owns its own ``self.plt`` figure.
 
-No global plotext state is touched (dolphie's shared figure is what DESIGN.md says to avoid).
+No global plotext state is touched (no one figure shared by all charts, as dolphie has).
 Charts are rebuilt only when :meth:`TimeChart.show` receives new data and are drawn by
 Textual when they are visible, so a hidden tab costs nothing.
 """

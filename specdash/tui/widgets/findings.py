@@ -13,7 +13,7 @@ from textual.widgets import Static
 from specdash.tui.format import SEVERITY_MARK, SEVERITY_STYLE, finding_get
 from specdash.tui.state import ViewState
 
-#: What each post-launch code means for the person tuning (CONTRACTS.md post-launch codes).
+#: What each post-launch code means for the person tuning (the VERIFY_* codes of post-launch verification).
 VERIFY_MEANING = {
     "VERIFY_COLLAPSE": "accept length ≈ 1: a WIRING FAULT (wrong algorithm, dropped draft weights, capture "
                        "layers) or an untrained draft — not a tuning problem; `specdash draft selftest` separates them",

@@ -1,0 +1,180 @@
+"""The adaptive-aware fields of a ``summary.json`` RUN: ``tiers``, ``adaptive``, ``acceptance_simulated``,
+``device_time_s``, ``decode_iterations``, and the tier mix behind the pooled ``accept_rate``.
+
+:func:`run_fields` builds them from what one run saw: the profile's flags and environment,
+``/server_info``, the server log (the run's window: the lines between the run's first request
+and its last response; the lines before it only set the tier in force and the timing state,
+see :meth:`specdash.collect.tiers.TierTracker.skip`) and the ``/metrics`` scrapes before and
+after the run.
+
+* ``adaptive`` = ``{"enabled", "config", "switches"}``: ``enabled`` is SGLang's
+  ``speculative_adaptive`` after its start-up checks (``/server_info``; read with
+  :func:`specdash.sglang.adaptive.read_internal_state`), or — for a server that does not report
+  it — the profile's ``--speculative-adaptive`` confirmed by the controller's start-up or switch
+  lines in the log; ``config`` is the config as :func:`specdash.sglang.adaptive.parse_config`
+  reads it for the judged release (``--speculative-adaptive-config``, else the release's
+  default; :meth:`~specdash.sglang.adaptive.AdaptiveConfig.to_json`), None when off or
+  unreadable; ``switches`` counts ``Switch adaptive runtime state`` lines in the run window
+  (None without a log, 0 when off).
+* ``tiers``: None without adaptive; else one entry per tier that ran in the window
+  (:meth:`specdash.collect.tiers.TierStats.to_json`), an empty list when there is no log to
+  read (an attached server).
+* ``acceptance_simulated``: ``SGLANG_SIMULATE_ACC_LEN`` set to a length SGLang simulates in the
+  server's environment (:func:`specdash.sglang.simulate.acceptance_simulated`).
+* ``device_time_s``: ``{category: seconds}`` deltas of ``sglang:forward_execution_seconds_total``
+  over the run (SGLang's device timer, ``SGLANG_ENABLE_METRICS_DEVICE_TIMER=1``), None when the
+  server does not export it or its counters reset.
+* ``decode_iterations``: batch-level decode iterations (verify rounds of the whole batch) in
+  the run window, ``Decode batch`` lines × ``--decode-log-interval``; None without a log.
+
+The pooled ``accept_rate`` under adaptive: SGLang's per-request ``spec_accept_rate`` divides by
+the *launch* draft tokens whatever tier ran the round, so it is recomputed as Σ correct drafts /
+(Σ verify rounds × the drafts a request-round proposed on average), that average being
+Σ over tiers of ``share × (draft tokens − 1)`` (:attr:`RunAdaptive.proposed_per_round`; the
+tier's own draft tokens).  It is None when the tiers are unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from specdash.collect.tiers import DEFAULT_DECODE_LOG_INTERVAL, TierStats, TierTracker
+from specdash.sglang.adaptive import (
+    AdaptiveConfigError,
+    parse_adaptive_line,
+    parse_config,
+    read_internal_state,
+)
+
+__all__ = ["RunAdaptive", "device_time", "run_fields"]
+
+
+def _int(v: Any) -> int | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class RunAdaptive:
+    """What :func:`run_fields` found (the RUN fields are :meth:`fields`)."""
+
+    enabled: bool = False
+    asked: bool = False
+    config: dict | None = None
+    switches: int | None = None
+    tiers: list[TierStats] | None = None
+    decode_iterations: int | None = None
+    acceptance_simulated: bool = False
+    device_time_s: dict[str, float] | None = None
+    tracker: TierTracker | None = field(default=None, repr=False)
+
+    @property
+    def proposed_per_round(self) -> float | None:
+        """Drafts proposed per request-round over the run's tiers: Σ share × (draft tokens − 1);
+        None without tiers."""
+        if not self.tiers:
+            return None
+        shares = [(t.share or 0.0, max(0, t.speculative_num_draft_tokens - 1)) for t in self.tiers]
+        total = sum(s for s, _ in shares)
+        return sum(s * d for s, d in shares) / total if total > 0 else None
+
+    def fields(self) -> dict[str, Any]:
+        """``tiers``, ``adaptive``, ``device_time_s``, ``decode_iterations`` for the RUN."""
+        return {
+            "tiers": [t.to_json() for t in self.tiers] if self.enabled and self.tiers is not None
+            else ([] if self.enabled else None),
+            "adaptive": {"enabled": self.enabled, "config": self.config if self.enabled else None,
+                         "switches": self.switches if self.enabled else 0},
+            "device_time_s": self.device_time_s,
+            "decode_iterations": self.decode_iterations,
+        }
+
+
+def device_time(metrics_before: str | None, metrics_after: str | None) -> dict[str, float] | None:
+    """``{category: seconds}`` of the device timer over a run (see the module docstring)."""
+    from specdash.sglang.metrics import counter_deltas_by, parse_metrics
+
+    if not metrics_before or not metrics_after:
+        return None
+    try:
+        return counter_deltas_by(parse_metrics(metrics_before), parse_metrics(metrics_after),
+                                 "forward_execution_seconds", "category")
+    except ValueError:
+        return None
+
+
+def _adaptive_reported(info: Mapping[str, Any]) -> bool:
+    if "speculative_adaptive" in info:
+        return True
+    states = info.get("internal_states")
+    return bool(isinstance(states, list) and states and isinstance(states[0], dict)
+                and "speculative_adaptive" in states[0])
+
+
+def run_fields(*, flags: Mapping[str, Any], server_info: Mapping[str, Any] | None, version: str | None,
+               log_lines: Sequence[str] | None, window_start: int = 0, log_base: int = 0,
+               metrics_before: str | None = None, metrics_after: str | None = None,
+               envs: Sequence[Mapping[str, str] | None] = ()) -> RunAdaptive:
+    """The adaptive-aware RUN fields of one run (see the module docstring).
+
+    Args:
+        flags: the profile's canonical server flags (``specdash.profile.server_flags``).
+        server_info: ``/server_info`` read after the server came up.
+        version: the judged SGLang release (for the config's format and defaults).
+        log_lines: the server log lines (None: no log, e.g. an attached server).
+        window_start: index in ``log_lines`` of the first line after the run's first request
+            was sent; ``log_base``: index of the first line of this server (earlier lines
+            belong to an earlier launch into the same run directory).
+        envs: the server's environment, highest precedence first (the profile's ``[env]``,
+            then the environment a launched server inherits).
+    """
+    from specdash.sglang.simulate import acceptance_simulated
+
+    info = dict(server_info or {})
+    out = RunAdaptive(asked=bool(flags.get("--speculative-adaptive")),
+                      acceptance_simulated=acceptance_simulated(*envs),
+                      device_time_s=device_time(metrics_before, metrics_after))
+    lines = list(log_lines) if log_lines is not None else None
+    state = read_internal_state(info) if info else None
+    if state is not None and _adaptive_reported(info):
+        out.enabled = bool(state.adaptive)
+    elif out.asked and lines:
+        kinds = {ev.kind for ev in (parse_adaptive_line(ln) for ln in lines[log_base:]
+                                    if "daptive" in ln) if ev is not None}
+        out.enabled = bool(kinds & {"initialized", "built", "switch"}) and "disabled" not in kinds
+    interval = _int(info.get("decode_log_interval")) or _int(flags.get("--decode-log-interval")) \
+        or DEFAULT_DECODE_LOG_INTERVAL
+    if lines is not None:
+        launch = state.launch_steps if state is not None else None
+        draft = state.launch_draft_tokens if state is not None else None
+        if launch is None:
+            launch, draft = _int(flags.get("--speculative-num-steps")), _int(flags.get("--speculative-num-draft-tokens"))
+        tr = TierTracker(launch, draft, decode_log_interval=interval)
+        start = max(log_base, min(window_start, len(lines)))
+        for ln in lines[log_base:start]:
+            tr.skip(ln)
+        for ln in lines[start:]:
+            tr.feed(ln)
+        out.tracker = tr
+        out.decode_iterations = tr.decode_lines * tr.interval
+        out.switches = tr.switches
+        if out.enabled:
+            out.tiers = tr.per_tier()
+    if out.enabled:
+        path = info.get("speculative_adaptive_config")
+        if not isinstance(path, str) or not path:
+            path = flags.get("--speculative-adaptive-config")
+        if not isinstance(path, str) or not path:
+            path = None
+        if version:
+            try:
+                out.config = parse_config(path, version).to_json()
+            except (AdaptiveConfigError, OSError, ValueError, TypeError):
+                out.config = None
+    return out
