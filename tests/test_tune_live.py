@@ -176,7 +176,7 @@ def test_pairs_start_wide_then_follow_the_planner(tmp_path):
     assert pair is not None and len(set(pair)) == 2 and set(pair) - {1, 3}
 
 
-def test_one_pooled_device_timer_observation_per_live_launch():
+def test_one_pooled_device_timer_observation_per_live_launch(tmp_path):
     class W:
         def __init__(self, steps, iterations):
             self.steps, self.iterations = steps, iterations
@@ -187,12 +187,21 @@ def test_one_pooled_device_timer_observation_per_live_launch():
         'sglang:forward_execution_seconds_total{category="eagle_draft_extend"} 0.06',
         'sglang:forward_execution_seconds_total{category="target_verify"} 2.0',
         'sglang:forward_execution_seconds_total{category="extend"} 0.5', ""])
-    ph = tier_phases(text, [W(1, 300), W(3, 300), W(3, 100), W(1, 100)], (1, 3), 1.0)
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "metrics-after.txt").write_text(text)
+    run = {"run_dir": str(rd)}  # no RUN device_time_s: the counters at the end, over every decode line
+    ph = tier_phases(run, [W(1, 300), W(3, 300), W(3, 100), W(1, 100)], (1, 3), 1.0)
     assert ph.mix == ((1, 0.5), (3, 0.5)) and ph.rounds == 800
     assert ph.verify_ms_per_round() == pytest.approx(2.5)
     assert ph.draft_ms_per_step() == pytest.approx(1000 * 0.1 / 800 / 2)  # mean forwards per round: (1 + 3) / 2
-    assert tier_phases(None, [], (1, 3), 1.0) is None
-    assert tier_phases(text, [W(1, 300)], (1, 3), 1.0) is None
+    assert tier_phases({"run_dir": str(tmp_path / "none")}, [], (1, 3), 1.0) is None
+    assert tier_phases(run, [W(1, 300)], (1, 3), 1.0) is None
+    # the RUN's run-window figures win when present
+    run = {"run_dir": str(rd), "decode_iterations": 100, "device_time_s": {"target_verify": 0.5, "eagle_draft": 0.01},
+           "tiers": [{"speculative_num_steps": 1, "share": 0.4}, {"speculative_num_steps": 3, "share": 0.6}]}
+    ph = tier_phases(run, [], (1, 3), 1.0)
+    assert ph.mix == ((1, 0.4), (3, 0.6)) and ph.rounds == 100 and ph.verify_ms_per_round() == pytest.approx(5.0)
 
 
 def test_time_summary_never_negative():

@@ -25,7 +25,8 @@ A live launch (:meth:`LivePlan.measure_pair`):
    bootstrap with the small-sample expansion);
 4. each tier becomes a :class:`~specdash.advisor.Measurement` (``source="tier"``, the launch's
    id in ``launch``): its decode tok/s and accept length over the kept windows; with the device
-   timer, the launch's per-phase GPU time as one pooled observation (:func:`tier_phases`).
+   timer, the launch's per-phase GPU time (the RUN's ``device_time_s`` over the run's window) as
+   one pooled observation (:func:`tier_phases`).
 
 Static launches of a live tune (the baseline, relaunched trees) get ``--decode-log-interval 1``
 too and are measured the same way (:meth:`LivePlan.measure_static`), so every measurement the
@@ -142,17 +143,19 @@ def _counters(run: dict, name: str) -> str | None:
         return None
 
 
-def tier_phases(metrics_after: str | None, all_windows, tiers: Sequence[int], batch: float):
+def tier_phases(run: dict, all_windows, tiers: Sequence[int], batch: float):
     """The device-timer phases of one live launch, as one pooled observation
     (:class:`~specdash.advisor.PhaseTimes` with ``mix``), or None.
 
     SGLang's counter ``sglang:forward_execution_seconds_total{category}`` (``eagle_draft``,
-    ``eagle_draft_extend``, ``target_verify``) is not split by tier, so it is read once, at the
-    end, covering the server's whole life — every decode line of its log — and stands for the
-    share-weighted mean round of the tiers: the cost fit treats it as the weighted mean of the
-    chains' phase rows (exact: the model is linear in S and N).  Rounds per tier are its decode
-    iterations over every window (after-switch ones too: under the alternation each tier gets the
-    same iterations either way).  None without the counter or without iterations of each tier.
+    ``eagle_draft_extend``, ``target_verify``) is not split by tier, so the launch gives one
+    observation: the share-weighted mean round of its tiers, which the cost fit reads as the
+    weighted mean of the chains' phase rows (exact: the model is linear in S and N).  Preferred:
+    the RUN's ``device_time_s`` and ``decode_iterations`` over the run's window of the log, with
+    the tiers' ``share`` of its request-rounds; else the counters at the end of the run
+    (``metrics-after.txt``: the server's whole life) over every decode line of its log, shares
+    from the windows' iterations (after-switch ones too: under the alternation each tier gets the
+    same iterations either way).  None without the counter or without both tiers.
     """
     from specdash.advisor import PhaseTimes
     from specdash.advisor.measurement import (
@@ -163,26 +166,33 @@ def tier_phases(metrics_after: str | None, all_windows, tiers: Sequence[int], ba
     )
     from specdash.sglang.metrics import parse_metrics
 
-    if not metrics_after:
-        return None
-    try:
-        snap = parse_metrics(metrics_after)
-    except ValueError:
-        return None
-    verify = snap.total(FORWARD_SECONDS, category=VERIFY_CATEGORY)
-    if not verify:
-        return None
-    iters: dict[int, float] = {}
-    for w in all_windows:
-        if w.steps in tiers:
-            iters[w.steps] = iters.get(w.steps, 0.0) + w.iterations
-    if set(iters) != set(tiers) or min(iters.values()) <= 0:
-        return None
-    rounds = sum(iters.values())
-    draft = snap.total(FORWARD_SECONDS, category=DRAFT_CATEGORY) or 0.0
-    extend = snap.total(FORWARD_SECONDS, category=DRAFT_EXTEND_CATEGORY) or 0.0
-    return PhaseTimes(draft_s=draft, draft_extend_s=extend, verify_s=verify, rounds=rounds, batch=batch,
-                      mix=tuple((s, iters[s] / rounds) for s in sorted(iters)))
+    secs, rounds, shares = run.get("device_time_s"), run.get("decode_iterations"), {}
+    for t in run.get("tiers") or []:
+        if t.get("speculative_num_steps") in tiers and t.get("share"):
+            shares[int(t["speculative_num_steps"])] = float(t["share"])
+    if not (isinstance(secs, dict) and secs.get(VERIFY_CATEGORY) and rounds and set(shares) == set(tiers)):
+        text = _counters(run, "metrics-after.txt")
+        if not text:
+            return None
+        try:
+            snap = parse_metrics(text)
+        except ValueError:
+            return None
+        secs = {c: snap.total(FORWARD_SECONDS, category=c) for c in (DRAFT_CATEGORY, DRAFT_EXTEND_CATEGORY,
+                                                                    VERIFY_CATEGORY)}
+        iters: dict[int, float] = {}
+        for w in all_windows:
+            if w.steps in tiers:
+                iters[w.steps] = iters.get(w.steps, 0.0) + w.iterations
+        if not secs.get(VERIFY_CATEGORY) or set(iters) != set(tiers) or min(iters.values()) <= 0:
+            return None
+        rounds = sum(iters.values())
+        shares = {s: iters[s] / rounds for s in iters}
+    tot = sum(shares.values())
+    return PhaseTimes(draft_s=float(secs.get(DRAFT_CATEGORY) or 0.0),
+                      draft_extend_s=float(secs.get(DRAFT_EXTEND_CATEGORY) or 0.0),
+                      verify_s=float(secs[VERIFY_CATEGORY]), rounds=float(rounds), batch=batch,
+                      mix=tuple((s, shares[s] / tot) for s in sorted(shares)))
 
 
 @dataclass
@@ -307,11 +317,10 @@ class LivePlan:
     def measure_static(self, run: dict, *, launch: int):
         """A static launch of a live tune as a :class:`~specdash.advisor.Measurement` (``source``
         ``"launch"``): decode tok/s and τ from its decode lines at the suite's load; the run's
-        accept histogram; device-timer phases from the run's counter deltas.  Falls back to the
-        run's client figures when the log has no usable line."""
-        from specdash.advisor import Measurement, PhaseTimes
+        accept histogram and device-timer phases (:meth:`~specdash.advisor.PhaseTimes.from_run`).
+        Falls back to the run's client figures when the log has no usable line."""
+        from specdash.advisor import Measurement
         from specdash.collect.tiers import tier_stats
-        from specdash.sglang.metrics import parse_metrics
 
         conc = int(run.get("concurrency") or 1)
         m = Measurement.from_run(run, concurrency=conc)
@@ -325,15 +334,6 @@ class LivePlan:
             m.output_tok_s = float(st[0].output_tok_s)
             if m.settings is not None and st[0].accept_length:
                 m.accept_length = float(st[0].accept_length)
-        if m.settings is not None:
-            before, after = _counters(run, "metrics-before.txt"), _counters(run, "metrics-after.txt")
-            if before and after:
-                try:
-                    ph = PhaseTimes.from_snapshots(parse_metrics(before), parse_metrics(after), batch=float(conc))
-                    if ph.verify_s > 0:
-                        m.phases = ph
-                except ValueError:
-                    pass
         return m
 
     async def measure_pair(self, log, suite, opts, a: int, b: int, *, role: str = "live") -> PairResult:
@@ -378,7 +378,7 @@ class LivePlan:
             res.notes.append("no 'Switch adaptive runtime state' line: the server did not alternate the tiers "
                              f"(adaptive off or refused?); only steps {b} ran")
         good = [s for s in (a, b) if res.tok_s[s] and res.accept_length[s]]
-        pooled = tier_phases(_counters(run, "metrics-after.txt"), every, (a, b), float(conc))
+        pooled = tier_phases(run, every, (a, b), float(conc))
         res.timer = pooled is not None
         if pooled is None and len(good) == 2:
             res.notes.append("no device-timer counters (sglang:forward_execution_seconds_total): round times only")
