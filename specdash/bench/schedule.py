@@ -265,7 +265,8 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
                "adaptive_tok_s": (ov.get("b") or {}).get("tok_s"), "compare_dir": cmp.get("compare_dir"),
                "predicted_gain": (p.schedule_tok_s / p.static_tok_s) if p and p.static_tok_s else None}
         out["verification"].append(row)
-        say(f"tune: adaptive vs static at concurrency {c}: ×{row['speedup'] or 0:.3f} {row['ci95']} ({row['verdict']})")
+        say(f"tune: adaptive vs static at concurrency {c}: ×{row['speedup'] or 0:.3f} "
+            f"[{_f(row['ci95'], 0)}, {_f(row['ci95'], 1)}] ({row['verdict']})")
     faster = [r["concurrency"] for r in out["verification"] if r["verdict"] == "faster"]
     slower = [r["concurrency"] for r in out["verification"] if r["verdict"] == "slower"]
     figs = "; ".join(f"c{r['concurrency']}: ×{(r['speedup'] or 0):.3f} [{_f(r['ci95'], 0)}, {_f(r['ci95'], 1)}] "

@@ -125,12 +125,13 @@ def render_live(report: dict) -> str:
     roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
     out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
                f"of {report['budget']}")
-    out.append("  source  launch  steps/topk/draft  tok/s      τ")
+    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ")
     for r in report.get("measured") or []:
         st = r.get("settings")
         lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
                                                f"{st['speculative_num_draft_tokens']}")
-        out.append(f"  {r['source']:<6}  {r['launch'] if r['launch'] is not None else '—':>6}  {lab:<16}  "
+        out.append(f"  {r['source']:<6}  {r['launch'] if r['launch'] is not None else '—':>6}  "
+                   f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
                    f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
     for p in (live or {}).get("pairs") or []:
         sp = p.get("speedup") or {}
