@@ -168,17 +168,34 @@ def effective_from_server_info(info: dict | None) -> dict:
     }
 
 
+def captured_decode_bs(info: dict | None) -> list[int] | None:
+    """The decode batch sizes the server captured CUDA graphs for, from ``/server_info``:
+    ``cuda_graph_config.decode.bs`` (0.5.14+; None when its backend is ``disabled``), else
+    ``cuda_graph_bs`` (earlier releases; None with ``disable_cuda_graph``).  None when unknown."""
+    info = info or {}
+    cfg = info.get("cuda_graph_config")
+    if isinstance(cfg, dict) and isinstance(cfg.get("decode"), dict):
+        dec = cfg["decode"]
+        bs = None if dec.get("backend") == "disabled" else dec.get("bs")
+    else:
+        bs = None if info.get("disable_cuda_graph") else info.get("cuda_graph_bs")
+    if isinstance(bs, list) and bs and all(isinstance(b, int) and not isinstance(b, bool) for b in bs):
+        return sorted(set(bs))
+    return None
+
+
 def server_fields(info: dict, ready_s: float | None) -> dict:
     """Manifest fields from the server's ``/server_info`` once it answers: ``sglang_version``,
     ``server_simulated``, ``effective`` (see :func:`effective_from_server_info`),
-    ``time_to_ready_s`` (process start → ``/health`` 200, seconds; None when attached) and
-    ``launch_command``."""
+    ``time_to_ready_s`` (process start → ``/health`` 200, seconds; None when attached),
+    ``launch_command`` and ``cuda_graph_bs`` (:func:`captured_decode_bs`)."""
     return {
         "sglang_version": info.get("version"),
         "server_simulated": bool(info.get("simulated")),
         "effective": effective_from_server_info(info),
         "time_to_ready_s": ready_s,
         "launch_command": info.get("launch_command"),
+        "cuda_graph_bs": captured_decode_bs(info),
     }
 
 

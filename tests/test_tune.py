@@ -53,7 +53,9 @@ def test_tune_within_5_percent_of_grid_best(tmp_path, scenario, model, draft, co
     report = asyncio.run(tune(prof, suite, budget=8, out=tmp_path / "runs",
                               opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
                               preset_dir=tmp_path / "presets"))
-    assert report["launches"] <= 8
+    assert report["exploration_launches"] <= 8
+    assert report["launches"] == len(report["launch_log"]) >= report["exploration_launches"] + 1  # + the baseline
+    assert {r["source"] for r in report["measured"]} == {"launch"} and report["mode"] == "relaunch"
     b = report["best"]
     got = expected({**b, "speculative_algorithm": "EAGLE3"}, scenario, concurrency, max_new_tokens=max_tokens, time_scale=1.0)["output_tok_s_total"]
     best_tok_s, best_settings = grid_best(scenario, concurrency, max_tokens)

@@ -33,7 +33,9 @@ Observations (each a linear function of θ):
   and draft = 1000 · (Δeagle_draft + Δeagle_draft_extend) / rounds = F·(d0 + d1·B·K) (so
   draft / F is ms per draft step), relative error ``timer_rel_noise`` (5 %: the timer itself
   is exact, the linear model is not — the draft-extend forward covers the B·N verified tokens,
-  not B·K).
+  not B·K).  One adaptive launch's counter pools its tiers (SGLang does not split it by tier):
+  such an observation (:attr:`~specdash.advisor.measurement.PhaseTimes.mix`) is the
+  share-weighted mean of the chains' rows — exact, the model being linear in S and N.
 
 Fit: a Gaussian prior (ms, relative to the median observed round time T̄: h0, g0 ~ N(T̄/2,
 2T̄²); h1, g1 ~ N(0, (0.035T̄)²); v0 ~ N(0.01T̄, (0.03T̄)²); v1 ~ N(0, (0.003T̄)²); d0 ~
@@ -71,6 +73,11 @@ THETA_NAMES = ("h0", "h1", "g0", "g1", "v0", "v1", "d0", "d1")
 #: w = THETA_TO_W @ θ: b0 = h0 + g0, b1 = h1 + g1, the rest as they are.
 THETA_TO_W = np.array([[1, 0, 1, 0, 0, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0],
                        [0, 0, 0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0, 1]], float)
+
+
+def chain_settings(steps: int) -> Settings:
+    """The chain with ``steps`` steps (topk 1, draft tokens steps + 1)."""
+    return Settings(int(steps), 1, int(steps) + 1)
 
 
 def draft_forwards(s: Settings) -> int:
@@ -265,18 +272,27 @@ def fit_cost(measurements: Sequence[Measurement], *, rel_noise: float = REL_NOIS
         ph = m.phases
         if ph is not None and ph.rounds > 0:
             pb = float(ph.batch) if ph.batch else float(b)
-            ps = m.settings if ph.steps is None else Settings(int(ph.steps), m.settings.topk,
-                                                              int(ph.steps) + 1 if m.settings.topk == 1
-                                                              else m.settings.draft_tokens)
             vms, dms = ph.verify_ms_per_round(), ph.draft_ms_per_round()
+            if ph.mix:  # several chain tiers pooled in one counter: the share-weighted mean round
+                tot = sum(w for _, w in ph.mix) or 1.0
+                xv = sum((w / tot) * _theta_verify(chain_settings(k), pb) for k, w in ph.mix)
+                xd = sum((w / tot) * _theta_draft(chain_settings(k), pb) for k, w in ph.mix)
+                what = "chain tiers " + " + ".join(f"{k} ({w / tot:.0%})" for k, w in ph.mix)
+                per_step = ph.draft_ms_per_step()
+            else:
+                ps = m.settings if ph.steps is None else Settings(int(ph.steps), m.settings.topk,
+                                                                  int(ph.steps) + 1 if m.settings.topk == 1
+                                                                  else m.settings.draft_tokens)
+                xv, xd, what = _theta_verify(ps, pb), _theta_draft(ps, pb), ps.label()
+                per_step = ph.draft_ms_per_step(ps.steps)
             if vms > 0:
-                timer_obs.append((_theta_verify(ps, pb), vms))
+                timer_obs.append((xv, vms))
                 has_v = True
             if dms > 0:
-                timer_obs.append((_theta_draft(ps, pb), dms))
+                timer_obs.append((xd, dms))
                 has_d = True
-            sources.append(f"{ps.label()} @ B={pb:g}: device timer {vms:.3f} ms verify + {dms:.3f} ms draft "
-                           f"({ph.draft_ms_per_step(ps.steps):.3f} ms per draft step) per round over {ph.rounds:g} rounds")
+            sources.append(f"{what} @ B={pb:g}: device timer {vms:.3f} ms verify + {dms:.3f} ms draft "
+                           f"({per_step:.3f} ms per draft step) per round over {ph.rounds:g} rounds")
     scale = float(np.median(ys)) if ys else (baseline_round_ms or 10.0)
     for x, obs in timer_obs:
         rows.append(x)

@@ -87,7 +87,10 @@ class PhaseTimes:
     ``rounds``: batch-level verify rounds in the window (forward passes, not request-rounds:
     ``sglang:spec_verify_calls_total`` sums each request's rounds, so divide its delta by the
     mean batch); ``batch``: mean requests per round (None: the measurement's concurrency);
-    ``steps``: draft steps per round (None: the measurement's settings).
+    ``steps``: draft steps per round (None: the measurement's settings); ``mix``: for a window
+    that pooled several adaptive chain tiers (one launch's counter, which SGLang does not split by
+    tier), ``((steps, share of the rounds), …)`` — the observation is then the share-weighted mean
+    round of those chains (``steps`` is ignored).
     """
 
     draft_s: float
@@ -96,6 +99,7 @@ class PhaseTimes:
     rounds: float
     batch: float | None = None
     steps: int | None = None
+    mix: tuple[tuple[int, float], ...] | None = None
 
     def draft_ms_per_round(self) -> float:
         """GPU ms of the draft phase per round: 1000 · (eagle_draft + eagle_draft_extend) / rounds."""
@@ -106,7 +110,11 @@ class PhaseTimes:
         return 1000.0 * self.verify_s / self.rounds
 
     def draft_ms_per_step(self, steps: int | None = None) -> float:
-        """GPU ms per draft forward: draft ms per round / max(S, 1) (S forwards per round)."""
+        """GPU ms per draft forward: draft ms per round / max(S, 1) (S forwards per round; for a
+        ``mix``, its share-weighted mean)."""
+        if self.mix:
+            f = sum(w * max(1, int(k)) for k, w in self.mix) / (sum(w for _, w in self.mix) or 1.0)
+            return self.draft_ms_per_round() / max(1e-9, f)
         s = self.steps if self.steps is not None else steps
         return self.draft_ms_per_round() / max(1, int(s or 1))
 

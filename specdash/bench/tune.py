@@ -1,23 +1,40 @@
 """The tune loop: measure → fit → suggest → relaunch, within a budget of launches.
 
-Loop (issue #5 §2): run the profile without speculation once (the baseline the advisor
-needs for break-even), then let :class:`specdash.advisor.TunePlanner` choose settings to
-launch — the starting settings first, then the advisor's predictions, refitted after
-every measurement — until ``--budget`` exploration launches are spent or nothing left is
-predicted to beat the best measured.  Finally an A/B of the best settings against the
-starting profile, with the baseline, and the winner saved as a new preset (tomlkit, the
-source profile's comments kept, never overwriting).
+Relaunch loop (issue #5 §2): run the profile without speculation once (the baseline the
+advisor needs for break-even), then let :class:`specdash.advisor.TunePlanner` choose settings
+to launch — the starting settings first, then the advisor's predictions, refitted after every
+measurement — until ``--budget`` exploration launches are spent or nothing left is predicted
+to beat the best measured.  Finally an A/B of the best settings against the starting profile,
+with the baseline, and the winner saved as a new preset (tomlkit, the source profile's
+comments kept, never overwriting).
 
-``--budget`` counts exploration launches (the starting profile included); the baseline
-run and the final A/B are extra.  The command (arguments, progress, output) is
-:mod:`specdash.commands.tune`; progress reaches it through the ``progress`` callback.
+Live loop (``live=True``, :mod:`specdash.bench.live`): for a chain start (topk 1) on a
+release whose adaptive controller can alternate two tiers (SGLang 0.5.14+), one launch
+measures two chain step counts at the same load — SGLang's ``--speculative-adaptive`` with
+an interleave config — and the tiers become measurements of their own (``source`` =
+``"tier"``, one ``launch`` id).  Up to ``chain_budget`` such launches (default 3) cover the
+chains; what is left of ``--budget`` goes to relaunches of the settings a launch of their own
+must measure (trees).  A tree start, or an older release, falls back to the relaunch loop
+with a note saying why.  After a live tune, :mod:`specdash.bench.schedule` turns the fitted
+model into a per-batch-size adaptive config for the target release and verifies it with
+paired A/Bs against the best static setting at two or more concurrencies.
+
+``--budget`` counts exploration launches (the starting profile, or the live launches,
+included); the baseline run, the final A/B and the schedule's verification are extra.  The
+report's ``launches`` counts every launch (all of them listed in ``launch_log``).  The
+command (arguments, progress, output) is :mod:`specdash.commands.tune`; progress reaches it
+through the ``progress`` callback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
 from specdash.profile import build_launch, profile_variant, write_preset
@@ -34,107 +51,328 @@ def baseline_of(profile):
     return profile_variant(profile, None, name=f"{profile.name}-baseline")
 
 
-def save_preset(source, winner, out_dir: Path, settings) -> Path:
+def save_preset(source, winner, out_dir: Path, settings, *, label: str | None = None) -> Path:
     """Write the winner as ``<out_dir>/<source name>-tuned.toml`` (``-2``, ``-3`` … if taken)."""
     base_text = source.path.read_text(encoding="utf-8") if source.path and source.path.is_file() else None
+    what = label or f"EAGLE3 {settings.label()}"
     return write_preset(winner, f"{source.name}-tuned", directory=out_dir,
-                        description=f"{source.name} tuned by specdash tune: EAGLE3 {settings.label()}",
-                        note=f"Tuned from {source.name} by specdash tune ({utc_stamp()}): {settings.label()}.",
+                        description=f"{source.name} tuned by specdash tune: {what}",
+                        note=f"Tuned from {source.name} by specdash tune ({utc_stamp()}): {what}.",
                         base_text=base_text, on_exists="number")
 
 
+# -- launches ------------------------------------------------------------------------------------
+
+@dataclass
+class LaunchEntry:
+    """One server launch of a tune (the report's ``launch_log``).
+
+    ``role``: ``"baseline"`` (no speculation), ``"explore"`` (one setting, a launch of its
+    own), ``"live"`` (two chain tiers of one adaptive launch), ``"ab"`` (the final A/B),
+    ``"sweep"`` (two chain tiers at another concurrency, for the adaptive schedule), ``"verify"``
+    (the adaptive schedule's A/B); ``time_to_ready_s``: process start →
+    ``/health`` 200 (from the run's manifest); ``wall_s``: the launch's whole run (start,
+    warm-up, suite, stop; None for A/B sides, which :func:`run_ab` runs back to back).
+    """
+
+    id: int
+    role: str
+    profile: str
+    run_dir: str | None
+    concurrency: int | None
+    settings: dict | None = None
+    tiers: list[int] | None = None
+    adaptive_config: str | None = None
+    time_to_ready_s: float | None = None
+    suite_s: float | None = None
+    wall_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _ready_s(run: dict) -> float | None:
+    """``time_to_ready_s`` from the run directory's manifest (None when attached or unreadable)."""
+    try:
+        m = json.loads((Path(run["run_dir"]) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    v = m.get("time_to_ready_s")
+    return float(v) if isinstance(v, (int, float)) else None
+
+
+class LaunchLog:
+    """Every launch of a tune, in order (ids 0, 1, …); see :class:`LaunchEntry`."""
+
+    def __init__(self) -> None:
+        self.entries: list[LaunchEntry] = []
+
+    def add(self, run: dict, role: str, *, tiers: Sequence[int] | None = None, config: str | None = None,
+            wall_s: float | None = None) -> LaunchEntry:
+        eff = run.get("effective") or {}
+        e = LaunchEntry(len(self.entries), role, run.get("profile") or "", run.get("run_dir"), run.get("concurrency"),
+                        settings=eff if eff.get("speculative_algorithm") else None,
+                        tiers=list(tiers) if tiers else None, adaptive_config=config, time_to_ready_s=_ready_s(run),
+                        suite_s=run.get("duration_s"), wall_s=wall_s)
+        self.entries.append(e)
+        return e
+
+    async def run(self, prof, suite, opts, role: str, *, tiers: Sequence[int] | None = None,
+                  config: str | None = None):
+        """:func:`~specdash.bench.runner.run_one`, logged; returns (RUN, records, entry)."""
+        from specdash.bench.runner import run_one
+
+        t0 = time.monotonic()
+        run, records = await run_one(prof, suite, opts)
+        return run, records, self.add(run, role, tiers=tiers, config=config, wall_s=time.monotonic() - t0)
+
+    async def ab(self, prof_a, prof_b, prof_r, suite, opts, *, rounds: int = 1, role: str = "ab"):
+        """:func:`~specdash.bench.ab.run_ab`, each of its launches logged; returns (RUNs, comparison)."""
+        from specdash.bench.ab import run_ab
+
+        runs, cmp = await run_ab(prof_a, prof_b, prof_r, suite, opts, rounds=rounds)
+        for r in runs:
+            self.add(r, role)
+        return runs, cmp
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in self.entries]
+
+
+def time_summary(log: LaunchLog, wall_s: float, settings_measured: int) -> dict[str, Any]:
+    """The report's ``time``: wall time used, the launches' start-up time, and what a relaunch per
+    measured setting would have cost in start-up alone (the median measured time-to-ready of the
+    static speculative launches — of every launch when there is none — × the settings measured).
+    Every figure is ≥ 0."""
+    static_spec = [e.time_to_ready_s for e in log.entries
+                   if e.time_to_ready_s is not None and e.settings and not e.tiers]
+    every = [e.time_to_ready_s for e in log.entries if e.time_to_ready_s is not None]
+    ready = statistics.median(static_spec or every) if (static_spec or every) else None
+    measuring = [e for e in log.entries if e.role in ("explore", "live")]
+    startup = sum(e.time_to_ready_s or 0.0 for e in measuring)
+    est = ready * settings_measured if ready is not None else None
+    return {
+        "wall_s": max(0.0, wall_s),
+        "startup_s": max(0.0, sum(every)),
+        "measuring_launches": len(measuring),
+        "measuring_startup_s": max(0.0, startup),
+        "time_to_ready_s_median": ready,
+        "time_to_ready_basis": "static speculative launches" if static_spec else "all launches",
+        "settings_measured": settings_measured,
+        "relaunch_estimate_s": max(0.0, est) if est is not None else None,
+        "startup_saved_s": max(0.0, est - startup) if est is not None else None,
+    }
+
+
+def _server_version(reported: Any) -> str | None:
+    """The release a server reports in ``/server_info`` (``0.5.14``, ``0.5.14.post1`` …), normalised;
+    None when it says nothing usable (the launch resolution's release is used then)."""
+    from specdash.sglang.versions import parse_version
+
+    if not reported:
+        return None
+    try:
+        return str(parse_version(str(reported)))
+    except (TypeError, ValueError):
+        return None
+
+
+# -- the loop ------------------------------------------------------------------------------------
+
+@dataclass
+class _Row:
+    measurement: Any
+    run_dir: str | None
+    extra: dict = field(default_factory=dict)
+
+
+def _row_json(r: _Row) -> dict[str, Any]:
+    m = r.measurement
+    return {"settings": m.settings.to_json() if m.settings else None, "output_tok_s": m.output_tok_s,
+            "accept_length": m.accept_length, "concurrency": m.concurrency, "source": m.source,
+            "launch": m.launch, "run_dir": r.run_dir, **r.extra}
+
+
 async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
-               opts=None, preset_dir: Path | None = None) -> dict:
+               opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
+               sweep: Sequence[int] | None = None, schedule: bool | None = None) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
-        budget: exploration launches (the starting settings included).
-        out: parent of the run directories (when ``opts`` is not given).
+        budget: exploration launches (the starting settings, or the live launches, included).
+        out: parent of the run directories (when ``opts`` is not given) and of the tune
+            directory (``<stamp>-<profile>-tune/``: the report, generated configs).
         progress: receives one human line per step (the runs' own lines go to
             ``opts.progress``).
         opts: :class:`~specdash.bench.runner.RunOptions` of every run (later launches
             skip the preflight: the first one passed it).
         preset_dir: where the winner is saved (default: the user's profile directory).
+        live: measure chain tiers inside adaptive launches (:mod:`specdash.bench.live`).
+        chain_budget: live launches at most (each measures two chain tiers); capped by ``budget``.
+        sweep: concurrencies the adaptive schedule is verified at (default: the suite's and
+            a high one, :func:`specdash.bench.schedule.default_sweep`).
+        schedule: generate and verify an adaptive schedule (default: with ``live``).
 
     Raises:
         ValueError: the profile has no speculation to tune.
         PreflightBlocked, RunFailed, ServerStartError: from the runs.
     """
     from specdash.advisor import Measurement, Settings, TunePlanner
-    from specdash.bench.ab import run_ab
-    from specdash.bench.runner import RunOptions, run_one
+    from specdash.bench.runner import RunOptions
 
     if not profile.spec_enabled:
         raise ValueError(f"profile {profile.name} has no [speculative] settings to tune")
+    t_start = time.monotonic()
     say = progress or (lambda m: None)
     opts = opts or RunOptions(out_dir=out, progress=say)
-    start_eff = build_launch(profile.expanded()).spec
+    out_dir = Path(opts.out_dir)
+    tdir = RunDir.create(out_dir, f"{profile.name}-tune")
+    log = LaunchLog()
+    start_eff = build_launch(profile.expanded(), version=opts.sglang_version).spec
     start = Settings(start_eff.num_steps, start_eff.eagle_topk, start_eff.num_draft_tokens)
+
     say(f"tune: baseline run of {profile.name} without speculation")
-    base_run, _ = await run_one(baseline_of(profile), suite, opts)
-    baseline = Measurement.from_run(base_run, concurrency=base_run.get("concurrency", 1))
+    base_prof = baseline_of(profile)
+    if live:
+        from specdash.bench.live import LivePlan, decode_logged, live_unavailable
+
+        base_prof = decode_logged(base_prof)
+    base_run, _, base_entry = await log.run(base_prof, suite, opts, "baseline")
+    later = replace(opts, preflight=False)
+    version = _server_version(base_run.get("sglang_version")) or start_eff.version
+    live_plan = None
+    live_note = None
+    if live:
+        live_note = live_unavailable(profile, start, version)
+        if live_note is None:
+            live_plan = LivePlan(profile, version, tdir.path)
+        else:
+            say(f"tune: --live falls back to relaunches: {live_note}")
+    if live_plan is not None:
+        baseline = live_plan.measure_static(base_run, launch=base_entry.id)
+    else:
+        baseline = Measurement.from_run(base_run, concurrency=base_run.get("concurrency", 1))
     planner = TunePlanner(start, budget=budget, baseline=baseline)
+    rows: list[_Row] = [_Row(baseline, base_run.get("run_dir"))]
     measurements: list[Measurement] = [baseline]
-    runs: list[dict] = [base_run]
-    profiles = {}
+    profiles: dict = {}
+    pairs: list[dict] = []
+
+    if live_plan is not None:
+        chain_cap = max(0, min(int(chain_budget), budget))
+        while live_plan.launches < chain_cap:
+            pair = live_plan.next_pair(planner, measurements, start)
+            if pair is None:
+                say(f"tune: live: {live_plan.reason}")
+                break
+            a, b = pair
+            say(f"tune: live launch {live_plan.launches + 1}/{chain_cap}: chain tiers steps {a} and {b} in one "
+                f"adaptive launch — {live_plan.reason}")
+            res = await live_plan.measure_pair(log, suite, later, a, b)
+            pairs.append(res.to_json())
+            for m in res.measurements:
+                measurements.append(m)
+                rows.append(_Row(m, res.run_dir, {"windows": res.windows.get(m.settings.steps)}))
+            say(f"tune: live: {res.summary()}")
+
     while True:
         nxt = planner.next_settings(measurements)
         if nxt is None:
             say(f"tune: stop — {planner.reason}")
             break
-        say(f"tune: launch {len(runs)}/{budget}: {nxt.label()} — {planner.reason}")
+        say(f"tune: launch {planner.launches(measurements) + 1}/{budget}: {nxt.label()} — {planner.reason}")
         prof = variant(profile, nxt.steps, nxt.topk, nxt.draft_tokens)
-        run, _ = await run_one(prof, suite, replace(opts, preflight=False))
-        runs.append(run)
-        m = Measurement.from_run(run, concurrency=run.get("concurrency", 1))
+        if live_plan is not None:
+            prof = decode_logged(prof)
+        run, _, entry = await log.run(prof, suite, later, "explore")
+        if live_plan is not None:
+            m = live_plan.measure_static(run, launch=entry.id)
+        else:
+            m = Measurement.from_run(run, concurrency=run.get("concurrency", 1))
+            m.launch = entry.id
         measurements.append(m)
+        rows.append(_Row(m, run.get("run_dir")))
         profiles[nxt] = prof
     best = planner.best(measurements)
     advice = planner.advice(measurements)
-    winner = profiles.get(best, profile)
+    winner = profiles.get(best) or (profile if best == planner.start else
+                                    variant(profile, best.steps, best.topk, best.draft_tokens))
     say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline")
     cmp = None
     if best != planner.start:
-        _, cmp = await run_ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
-                              baseline_of(profile), suite, replace(opts, preflight=False), rounds=1)
+        _, cmp = await log.ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
+                              baseline_of(profile), suite, later, rounds=1)
     if preset_dir is None:
         from specdash.profile import user_profile_dir
 
         preset_dir = user_profile_dir()
+
+    explore_n = planner.launches(measurements)
+    settings_measured = len({m.settings for m in measurements if m.settings is not None})
+    sched_report = None
+    if schedule if schedule is not None else live:
+        from specdash.bench.schedule import schedule_and_verify
+
+        sched_report, added = await schedule_and_verify(
+            profile, suite, measurements, best, baseline, version=version, log=log, opts=later, tdir=tdir.path,
+            sweep=sweep, say=say, pays=advice.pays, batch_sizes=live_plan.batch_sizes if live_plan else None,
+            live=live_plan)
+        rows += [_Row(m, rd, {"for": "adaptive schedule"}) for m, rd in added]
+
     preset, not_saved = None, None
     if advice.pays is False:
         not_saved = ("speculation does not pay with this draft (see the advice): no preset saved; "
                      "serve without speculation until the draft improves")
+    elif sched_report is not None and sched_report.get("recommended"):
+        from specdash.bench.schedule import adaptive_preset
+
+        prof_ad, cfg_path, label = adaptive_preset(profile, sched_report, preset_dir)
+        preset = save_preset(profile, prof_ad, preset_dir, best, label=label)
+        sched_report["preset"] = str(preset)
+        sched_report["config_beside_preset"] = str(cfg_path)
     elif best == planner.start:
         not_saved = "the starting settings were best: nothing new to save"
     else:
         preset = save_preset(profile, winner, preset_dir, best)
-    return {
+    report = {
         "profile": profile.name,
         "suite": suite.name,
         "budget": budget,
-        "launches": len(runs) - 1,
+        "mode": "live" if live_plan is not None else "relaunch",
+        "live": None if not live else {
+            "used": live_plan is not None, "note": live_note, "sglang_version": version,
+            "chain_budget": min(int(chain_budget), budget), "chain_launches": live_plan.launches if live_plan else 0,
+            "tiers_per_launch": 2, "pairs": pairs,
+            "why_two_tiers": live_plan.WHY_TWO if live_plan else None,
+        },
+        "launches": len(log.entries),
+        "exploration_launches": explore_n,
+        "launch_log": log.to_json(),
         "stop_reason": planner.reason,
         "start": start.to_json(),
         "best": best.to_json(),
-        "baseline_tok_s": base_run.get("output_tok_s"),
-        "measured": [
-            {"settings": m.settings.to_json() if m.settings else None, "output_tok_s": m.output_tok_s,
-             "accept_length": m.accept_length, "run_dir": r.get("run_dir")}
-            for m, r in zip(measurements, runs)
-        ],
+        "baseline_tok_s": baseline.output_tok_s,
+        "measured": [_row_json(r) for r in rows],
         "advice": advice.to_json(),
         "advice_text": advice.render(),
         "comparison": cmp,
+        "adaptive_schedule": sched_report,
         "preset": str(preset) if preset else None,
         "preset_not_saved": not_saved,
+        "tune_dir": str(tdir.path),
     }
+    report["time"] = time_summary(log, time.monotonic() - t_start, settings_measured)
+    return report
 
 
 def write_tune_report(out: Path, report: dict) -> Path:
     """Write ``report`` (from :func:`tune`) as ``tune.json`` and its advice as ``advice.txt``
-    into a new ``out/<stamp>-<profile>-tune/`` directory; returns that directory."""
-    tdir = RunDir.create(out, f"{report['profile']}-tune")
-    atomic_write_json(tdir.path / "tune.json", report)
-    (tdir.path / "advice.txt").write_text(report["advice_text"] + "\n", encoding="utf-8")
-    return tdir.path
+    into its tune directory (``report["tune_dir"]``; a new ``out/<stamp>-<profile>-tune/`` when
+    the report has none); returns that directory."""
+    path = Path(report["tune_dir"]) if report.get("tune_dir") else None
+    if path is None or not path.is_dir():
+        path = RunDir.create(out, f"{report['profile']}-tune").path
+        report["tune_dir"] = str(path)
+    atomic_write_json(path / "tune.json", report)
+    (path / "advice.txt").write_text(report["advice_text"] + "\n", encoding="utf-8")
+    return path

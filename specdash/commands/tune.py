@@ -2,7 +2,9 @@
 
 The command: arguments, progress on stderr, the advice (or ``--json``, the tune report)
 on stdout, ``tune.json`` + ``advice.txt`` in ``DIR/<stamp>-<profile>-tune/``.  The loop
-itself is :func:`specdash.bench.tune.tune`.  Exit codes: :mod:`specdash.commands.errors`
+itself is :func:`specdash.bench.tune.tune`; ``--live`` measures chain step tiers inside
+adaptive launches (:mod:`specdash.bench.live`) and then generates and verifies an adaptive
+config (:mod:`specdash.bench.schedule`).  Exit codes: :mod:`specdash.commands.errors`
 (0 done; 1 a run failed or preflight refused the first launch; 2 usage or configuration
 error, e.g. a profile without ``[speculative]`` settings to tune).
 """
@@ -24,6 +26,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", "-p", required=True, help="profile to tune (name or path)")
     p.add_argument("--suite", "-s", default="seeds-five", help="suite (name or path)")
     p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")
+    p.add_argument("--live", action="store_true",
+                   help="measure two chain step tiers per launch through SGLang's adaptive controller (0.5.14+, "
+                        "topk 1; trees and older releases fall back to relaunches), then generate an adaptive "
+                        "config and verify it against the best static setting")
+    p.add_argument("--chain-launches", type=int, default=3, metavar="N",
+                   help="--live: adaptive launches for the chain tiers at most (default 3; within --budget)")
+    p.add_argument("--sweep", metavar="C1,C2,...",
+                   help="--live: concurrencies the adaptive config is verified at (default: the suite's and a high "
+                        "one, max(16, 4 × it))")
+    p.add_argument("--no-schedule", action="store_true", help="--live: skip the adaptive config")
     p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
     p.add_argument("--json", action="store_true", help="print only the tune report JSON")
     p.add_argument("--save-to", metavar="DIR",
@@ -50,6 +62,16 @@ def _tune(args: argparse.Namespace, progress) -> int:
 
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
+    if args.chain_launches < 1:
+        raise UsageError("--chain-launches must be at least 1")
+    sweep = None
+    if args.sweep:
+        try:
+            sweep = sorted({int(x) for x in args.sweep.split(",") if x.strip()})
+        except ValueError:
+            raise UsageError(f"--sweep takes concurrencies like 1,16 (got {args.sweep!r})") from None
+        if len(sweep) < 2 or sweep[0] < 1:
+            raise UsageError("--sweep needs two or more concurrencies ≥ 1 (e.g. 1,16)")
     profile = load_profile(args.profile)
     suite = load_suite(args.suite)
     install_signal_handlers()
@@ -57,7 +79,9 @@ def _tune(args: argparse.Namespace, progress) -> int:
     opts = RunOptions(out_dir=out, progress=progress, force=args.force)
     try:
         report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
-                                  preset_dir=Path(args.save_to) if args.save_to else None))
+                                  preset_dir=Path(args.save_to) if args.save_to else None, live=args.live,
+                                  chain_budget=args.chain_launches, sweep=sweep,
+                                  schedule=False if args.no_schedule else None))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)
@@ -65,7 +89,9 @@ def _tune(args: argparse.Namespace, progress) -> int:
         print(json.dumps(report, indent=2, default=str))
         return ExitCode.OK
     print(report["advice_text"])
-    print(f"\ntune: {report['launches']} launches ({report['stop_reason']}); best {report['best']}")
+    print()
+    print(render_live(report))
+    print(f"tune: best {report['best']} ({report['stop_reason']})")
     if report["comparison"]:
         from specdash.commands.bench import render_comparison
 
@@ -74,5 +100,48 @@ def _tune(args: argparse.Namespace, progress) -> int:
         print(f"saved the winner as {report['preset']}")
     elif report["preset_not_saved"]:
         print(f"tune: {report['preset_not_saved']}")
+    sched = report.get("adaptive_schedule")
+    if sched:
+        print(f"tune: adaptive config: {sched['verdict']}")
+        if sched.get("config_path"):
+            print(f"  config ({sched['format']}, SGLang {sched['target_version']}): {sched['config_path']}")
     print(f"tune report: {tdir / 'tune.json'}")
     return ExitCode.OK
+
+
+def _s(v, nd: int = 1) -> str:
+    return "—" if v is None else f"{v:.{nd}f}"
+
+
+def render_live(report: dict) -> str:
+    """The launches, the measured settings by source, the live pairs and the time used, as text."""
+    out = []
+    live = report.get("live")
+    if live and not live.get("used"):
+        out.append(f"tune --live fell back to relaunches: {live.get('note')}")
+    by_role: dict[str, int] = {}
+    for e in report.get("launch_log") or []:
+        by_role[e["role"]] = by_role.get(e["role"], 0) + 1
+    roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
+    out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
+               f"of {report['budget']}")
+    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ")
+    for r in report.get("measured") or []:
+        st = r.get("settings")
+        lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
+                                               f"{st['speculative_num_draft_tokens']}")
+        out.append(f"  {r['source']:<6}  {r['launch'] if r['launch'] is not None else '—':>6}  "
+                   f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
+                   f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
+    for p in (live or {}).get("pairs") or []:
+        sp = p.get("speedup") or {}
+        ci = sp.get("ci95") or [None, None]
+        a, b = p["tiers"]
+        out.append(f"  live launch {p['launch']}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
+                   f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
+                   f"{p['discarded_after_switch']} after-switch windows discarded")
+    t = report.get("time") or {}
+    out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"
+               f" vs ≈ {_s(t.get('relaunch_estimate_s'))} s for a relaunch per measured setting "
+               f"({t.get('settings_measured')} × {_s(t.get('time_to_ready_s_median'))} s to ready)")
+    return "\n".join(out)
