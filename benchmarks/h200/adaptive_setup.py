@@ -27,8 +27,8 @@ import tomlkit
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from specdash.profile import load_profile, load_suite
-from specdash.sglang.adaptive import interleave_config
+from specdash.profile import load_profile, load_suite  # noqa: E402  (after the sys.path line)
+from specdash.sglang.adaptive import interleave_config  # noqa: E402
 
 
 def _without(args: list[str], flag: str) -> list[str]:

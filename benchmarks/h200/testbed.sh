@@ -38,7 +38,7 @@
 # (the work dir: run dirs, profile/suite copies, show/doctor JSON, stderr of every command; big logs trimmed).
 # Exit status: 0 done (skipped points and cut runs are in the notes), 1 nothing measured or the set-up failed,
 # 2 usage, 3 tune-live-* without --live in this checkout.
-# Knobs (environment): POINTS, TUNE_BUDGET (6), PHASE_BUDGET_S (510: script seconds before no new launch is
+# Knobs (environment): POINTS, TUNE_BUDGET (6), TUNE_EXTRA (more tune --live flags, e.g. "--chain-launches 2 --no-schedule"), PHASE_BUDGET_S (510: script seconds before no new launch is
 # started and running ones are stopped), NEED_S (120: seconds a new launch needs), POINT_MAX_S (300),
 # MODELS (/root/models), SPECDASH_READY_TIMEOUT (300), OUT, WORK.
 set -uo pipefail
@@ -204,6 +204,8 @@ case $KIND in
         pack; exit 3
       fi
       args=(--profile "$P" --live --budget "$TUNE_BUDGET" --json)
+      # shellcheck disable=SC2206  # TUNE_EXTRA is split on purpose (e.g. "--chain-launches 2 --no-schedule")
+      [[ -n ${TUNE_EXTRA:-} ]] && args+=($TUNE_EXTRA)
     fi
     extra=(--suite "$s" --out "$W/runs" --save-to "$W/presets")
     mkdir -p "$W/presets" "$W/config"
