@@ -67,7 +67,8 @@ def negatives(obj, path="") -> list[str]:
 
 def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
     prof = load_profile(str(versioned_profile(tmp_path, "live", "0.5.14", spec=(1, 1, 2), time_scale=4.0)))
-    report = asyncio.run(tune(prof, suite(), budget=3, out=tmp_path / "runs", live=True,
+    # 8 prompts: enough verify rounds per tier for the 3 % bound (4 left it to luck)
+    report = asyncio.run(tune(prof, suite(n=8), budget=3, out=tmp_path / "runs", live=True,
                               opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
                               preset_dir=tmp_path / "presets"))
     # the chain part: ≤ 3 launches, each one adaptive launch measuring a pair of tiers
@@ -81,7 +82,7 @@ def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
         assert len(tiers) == 2 and {r["source"] for r in tiers} == {"tier"}
         assert sorted(r["settings"]["speculative_num_steps"] for r in tiers) == e["tiers"]
     for p in live["pairs"]:
-        assert p["pairs"] >= 20 and p["discarded_after_switch"] > 0 and p["switches"] > 20
+        assert p["pairs"] >= 10 and p["discarded_after_switch"] > 0 and p["switches"] > 10  # 8-batch windows (LIVE_UPDATE_INTERVAL)
         lo, hi = p["speedup"]["ci95"]
         assert lo <= p["speedup"]["b_over_a"] <= hi
     assert report["exploration_launches"] <= 3

@@ -61,6 +61,11 @@ from specdash.profile import parse_profile, profile_variant
 #: Environment of every live-tune launch: SGLang's per-phase GPU timer (``srt/environ.py``).
 DEVICE_TIMER_ENV = {"SGLANG_ENABLE_METRICS_DEVICE_TIMER": "1"}
 
+#: Verify batches per tier between forced switches in a live launch: the first
+#: OVERLAP_REPORT_LAG_BATCHES after each switch still report the old tier and are discarded, so 8
+#: keeps 6 of 8 (SGLang's recorded interleave used 3, which keeps 1 of 3).
+LIVE_UPDATE_INTERVAL = 8
+
 
 def live_unavailable(profile, start, version: str) -> str | None:
     """Why ``--live`` cannot measure tiers for this start and release (None: it can).
@@ -347,7 +352,7 @@ class LivePlan:
         from specdash.sglang.adaptive import interleave_config
 
         a, b = sorted((int(a), int(b)))
-        cfg = interleave_config(a, b, self.version)
+        cfg = interleave_config(a, b, self.version, update_interval=LIVE_UPDATE_INTERVAL)
         path = self.tdir / f"interleave-s{a}-s{b}.json"
         n = 2
         while path.exists():

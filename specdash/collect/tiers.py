@@ -41,10 +41,13 @@ time then lowers it — with ``--decode-log-interval 40`` at high concurrency mo
 prefill; ``--decode-log-interval 1`` avoids that); idle lines are never timed.
 
 **After a switch**: under SGLang's overlap scheduler a batch's results are processed while the
-next batch runs, so the first decode line after a switch still carries (some of) the old
-tier's work while the decode line prints the new tier's figures; with a longer log interval
-it also mixes the two tiers.  That line makes a window of its own with ``after_switch`` True,
-which :meth:`TierTracker.per_tier` and :func:`paired_windows` leave out by default.
+next batch runs, so the first decode lines after a switch still carry the old tier's work while
+the switch line already names the new tier.  On real SGLang 0.5.14 (H200, 8B-shaped testbed with
+``SGLANG_SIMULATE_ACC_LEN=3``, steps 1 ↔ 15, ``--decode-log-interval 1``) it is the first **two**
+lines: they read accept len 2.00 after a switch to steps 15 and 3.00 after a switch back to
+steps 1 (:data:`SWITCH_LAG_BATCHES`).  Each of those lines makes a window of its own with
+``after_switch`` True, which :meth:`TierTracker.per_tier` and :func:`paired_windows` leave out by
+default; with a longer log interval a line also mixes the two tiers.
 
 Only lines of TP rank 0 and PP rank 0 are read (other ranks may repeat the worker's lines).
 Several DP ranks (each with its own scheduler and controller) are not told apart: feed one
@@ -59,11 +62,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specdash.sglang.adaptive import parse_adaptive_line
+from specdash.sglang.adaptive import OVERLAP_REPORT_LAG_BATCHES, parse_adaptive_line
 from specdash.sglang.logs import DecodeSample, PrefillSample, parse_line, split_prefix
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
+    "SWITCH_LAG_BATCHES",
     "TierStats",
     "TierTracker",
     "TierWindow",
@@ -182,6 +186,13 @@ def _rank0(prefix: dict[str, int]) -> bool:
     return prefix.get("TP", 0) == 0 and prefix.get("PP", 0) == 0
 
 
+#: Decode batches after a switch whose results still belong to the old tier
+#: (:data:`specdash.sglang.adaptive.OVERLAP_REPORT_LAG_BATCHES`); the tracker discards
+#: ceil(this / log interval) lines after each switch: two at interval 1, one (which mixes both
+#: tiers) at longer intervals.  Discarding more than needed is never wrong.
+SWITCH_LAG_BATCHES = OVERLAP_REPORT_LAG_BATCHES
+
+
 class TierTracker:
     """Attribute decode lines to step tiers (see the module docstring).
 
@@ -191,6 +202,8 @@ class TierTracker:
             to steps + 1).  None: taken from the first switch line's old side; decode lines
             before it stay unattributed until then (and are dropped when no switch comes).
         decode_log_interval: the server's ``--decode-log-interval`` (iterations per decode line).
+        switch_lag_batches: decode batches after a switch that still report the old tier
+            (:data:`SWITCH_LAG_BATCHES`); ceil(batches / interval) lines are discarded, at least 1.
 
     :meth:`feed` each log line in order (any prefix, trailing newline allowed); lines before
     the stretch to measure go through :meth:`skip`, which follows switches and batch lines
@@ -198,8 +211,10 @@ class TierTracker:
     """
 
     def __init__(self, launch_steps: int | None = None, launch_draft_tokens: int | None = None, *,
-                 decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL) -> None:
+                 decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL,
+                 switch_lag_batches: int = SWITCH_LAG_BATCHES) -> None:
         self.interval = max(1, int(decode_log_interval or 1))
+        self.switch_lag = max(1, -(-int(switch_lag_batches) // self.interval))  # lines to discard
         self.steps: int | None = None if launch_steps is None else int(launch_steps)
         if launch_draft_tokens is not None:
             self.draft_tokens: int | None = int(launch_draft_tokens)
@@ -209,7 +224,7 @@ class TierTracker:
         self.decode_lines = 0
         self.unattributed = 0
         self._lines: list[_Line] = []
-        self._pending_switch = False  # a switch since the last decode line
+        self._lag_left = 0  # decode lines still to be marked after_switch since the last switch
         self._since_decode: str = "idle"  # what the next decode line's window holds: clean / prefill / idle
 
     # -- input ------------------------------------------------------------------------------------
@@ -248,7 +263,7 @@ class TierTracker:
             if self.steps is None:  # the tier before the first switch: its old side
                 self._resolve(int(ev.old_steps), int(ev.old_draft_tokens))
             self.steps, self.draft_tokens = int(ev.new_steps), int(ev.new_draft_tokens)
-            self._pending_switch = True
+            self._lag_left = self.switch_lag
             if count:
                 self.switches += 1
 
@@ -261,8 +276,8 @@ class TierTracker:
     def _decode(self, s: DecodeSample, count: bool) -> None:
         timing = self._since_decode
         self._since_decode = "clean"
-        after = self._pending_switch
-        self._pending_switch = False
+        after = self._lag_left > 0
+        self._lag_left = max(0, self._lag_left - 1)
         if not count:
             return
         pos = self.decode_lines
@@ -281,8 +296,8 @@ class TierTracker:
     # -- output -----------------------------------------------------------------------------------
     def windows(self) -> list[TierWindow]:
         """The decode lines grouped into windows, in log order: a window is the run of consecutive
-        decode lines in one tier; the first line after a switch is a window of its own
-        (``after_switch``).  Unattributed lines (no launch tier, no switch yet) are left out."""
+        decode lines in one tier; each of the first ceil(``switch_lag_batches`` / interval) lines after a switch is a
+        window of its own (``after_switch``).  Unattributed lines (no launch tier, no switch yet) are left out."""
         out: list[TierWindow] = []
         clock = 0.0
         cur: list[_Line] = []

@@ -45,6 +45,7 @@ from typing import Any
 from specdash.sglang.versions import has_feature, parse_version
 
 __all__ = [
+    "OVERLAP_REPORT_LAG_BATCHES",
     "AdaptiveConfig",
     "AdaptiveConfigError",
     "AdaptiveController",
@@ -914,12 +915,22 @@ def lint_config(raw: Any, version: str) -> list[ConfigIssue]:
 # -- interleaving two tiers ----------------------------------------------------------------------
 
 #: Hysteresis that forces a move at every decision (down always passes, up always passes).
+#: Decode batches whose results a ``Decode batch`` log line still reports after a ``Switch adaptive
+#: runtime state`` line: under the overlap scheduler a batch's results are processed while the next
+#: ones run.  Measured on real SGLang 0.5.14 on an H200 (8B-shaped testbed, ``SGLANG_SIMULATE_ACC_LEN=3``,
+#: steps 1 <-> 15, ``--decode-log-interval 1``): the two lines after each switch read the old tier's
+#: accept length.  Used by :mod:`specdash.collect.tiers` (lines to discard) and the simulator.
+OVERLAP_REPORT_LAG_BATCHES = 2
+
 _FORCE = {"up_hysteresis": -100, "down_hysteresis": 100, "warmup_batches": 2, "update_interval": 3}
 
 
-def interleave_config(steps_a: int, steps_b: int, version: str, batch_size: int = 1) -> dict[str, Any]:
-    """A config that makes one slot alternate between ``steps_a`` and ``steps_b`` every 3 verify
-    batches (after 2 warm-up batches) whatever the acceptance: ``up_hysteresis -100`` and
+def interleave_config(steps_a: int, steps_b: int, version: str, batch_size: int = 1, *,
+                      update_interval: int = 3) -> dict[str, Any]:
+    """A config that makes one slot alternate between ``steps_a`` and ``steps_b`` every
+    ``update_interval`` verify batches (after 2 warm-up batches) whatever the acceptance (3: the
+    recorded 0.5.14 run; a live measurement wants longer windows, since the first
+    :data:`OVERLAP_REPORT_LAG_BATCHES` batches after each switch report the old tier): ``up_hysteresis -100`` and
     ``down_hysteresis 100`` force a move at each decision.  Launch with
     ``--speculative-num-steps max(a, b)`` (a candidate).  ``batch_size`` is the slot key on
     keyed releases (every batch size routes to the only slot anyway).
@@ -938,13 +949,16 @@ def interleave_config(steps_a: int, steps_b: int, version: str, batch_size: int 
         raise AdaptiveConfigError("interleaving needs two different step counts", render=True)
     if a < 0:
         raise AdaptiveConfigError("step counts must be >= 0", render=True)
-    slot = AdaptiveSlot((a, b), up_hysteresis=_FORCE["up_hysteresis"], down_hysteresis=_FORCE["down_hysteresis"],
-                        warmup_batches=_FORCE["warmup_batches"], update_interval=_FORCE["update_interval"])
+    force = dict(_FORCE, update_interval=int(update_interval))
+    if force["update_interval"] < 1:
+        raise AdaptiveConfigError("update_interval must be >= 1", render=True)
+    slot = AdaptiveSlot((a, b), up_hysteresis=force["up_hysteresis"], down_hysteresis=force["down_hysteresis"],
+                        warmup_batches=force["warmup_batches"], update_interval=force["update_interval"])
     if _keyed(v):
-        out = {str(int(batch_size)): {"candidate_steps": [a, b], **_FORCE}}
+        out = {str(int(batch_size)): {"candidate_steps": [a, b], **force}}
         parse_config(out, v, launch_steps=b)
     else:
-        out = {"candidate_steps": [a, b], **_FORCE}
+        out = {"candidate_steps": [a, b], **force}
         parse_config(out, v, launch_steps=b)
     render_config({int(batch_size): slot}, v)  # the release can express and run it
     for level in sorted({0.0, float(a), float(b), (a + b) / 2}):

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from specdash.sglang.adaptive import OVERLAP_REPORT_LAG_BATCHES
 from specdash.sim.logfmt import LogWriter
 from specdash.sim.metrics import SimMetrics
 from specdash.sim.scenario import Scenario, SpecShape, success_probs, tree_branching
@@ -216,6 +217,11 @@ class Engine:
         self._win_tokens = 0
         self._win_req_rounds = 0
         self._win_accepted = 0
+        # (tokens, request-rounds, accepted) of the last batches: under adaptive speculation the
+        # OVERLAP_REPORT_LAG_BATCHES decode lines after a switch still show the old tier, as on SGLang
+        # 0.5.14 with its overlap scheduler.  The switch line of a batch is logged before that batch's
+        # own decode line (one line of lag already), so a line reports the batch LAG - 1 before it.
+        self._report_lag: deque[tuple[int, int, int]] = deque()
         self._win_graph = True
         self._last_decode_log = time.time()
         self._last_prefill_log = time.time()
@@ -542,14 +548,20 @@ class Engine:
                     self.log.scheduler(ev.line)
         self.truth.decode_iterations += 1
         self._decode_iters += 1
-        self._win_tokens += tokens
-        self._win_req_rounds += len(running)
-        self._win_accepted += accepted_total
+        batch_result = (tokens, len(running), accepted_total)
+        if ctl is not None:
+            self._report_lag.append(batch_result)
+            batch_result = (self._report_lag.popleft() if len(self._report_lag) >= OVERLAP_REPORT_LAG_BATCHES
+                            else (0, 0, 0))
+        self._win_tokens += batch_result[0]
+        self._win_req_rounds += batch_result[1]
+        self._win_accepted += batch_result[2]
         self._win_graph = not eager
         if self.metrics:
             self.metrics.sched_counter(self.metrics.cuda_graph_passes,
                                        "decode_none" if eager else "decode_cuda_graph").inc()
-        if self._decode_iters % max(1, self.cfg.decode_log_interval) == 0:
+        if self._decode_iters % max(1, self.cfg.decode_log_interval) == 0 and (ctl is None or self._win_req_rounds):
+            # (adaptive: the server's first batch has no lagged result to report yet)
             self._decode_log(now, len(running))
 
     def _decode_log(self, now: float, batch: int) -> None:
