@@ -285,7 +285,7 @@ def test_bench_interleave_tiers_agree_with_truth(tmp_path):
     assert [m.settings.steps for m in Measurement.tiers_from_run(run)] == [1, 3]
     text = render_table([run])
     assert "(sim, adaptive)" in text and "adaptive speculation (bs 1: [1, 3])" in text
-    assert "accept rate" in text and "first line after each switch left out" in text
+    assert "accept rate" in text and "lines after each switch that still report the old tier left out" in text
 
 
 def test_bench_default_config_c32_tiers_agree_with_truth(tmp_path):

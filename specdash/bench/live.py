@@ -17,7 +17,7 @@ A live launch (:meth:`LivePlan.measure_pair`):
    and ``SGLANG_ENABLE_METRICS_DEVICE_TIMER=1`` (the per-phase GPU counters), runs the suite;
 2. :class:`specdash.collect.tiers.TierTracker` attributes the decode lines of its
    ``server.log`` to the tiers (the last ``Switch adaptive runtime state`` before each line);
-   the first window after each switch is discarded (it still carries the old tier's work), and
+   the decode lines after each switch that still report the old tier are discarded, and
    so is every window not at the suite's load (ramp-up and ramp-down of the batch);
 3. :func:`specdash.collect.tiers.paired_windows` pairs each tier-``a`` window with the next
    tier-``b`` window; the paired speedup of ``b`` over ``a`` and its interval are

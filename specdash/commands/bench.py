@@ -107,7 +107,7 @@ def render_table(runs: list[dict]) -> str:
     if any((r.get("adaptive") or {}).get("enabled") for r in runs):
         out.append("adaptive: a run's accept rate counts the drafts each tier proposed (steps per round); per tier, "
                    "from the server's decode log lines: rounds and tokens from #running-req × accept len, time from "
-                   "gen throughput, the first line after each switch left out; share = fraction of the rounds.")
+                   "gen throughput, the lines after each switch that still report the old tier left out; share = fraction of the rounds.")
     return "\n".join(out)
 
 
