@@ -43,21 +43,13 @@ from typing import Any
 from specdash.collect.tiers import DEFAULT_DECODE_LOG_INTERVAL, TierStats, TierTracker
 from specdash.sglang.adaptive import (
     AdaptiveConfigError,
+    flag_int,
     parse_adaptive_line,
     parse_config,
     read_internal_state,
 )
 
 __all__ = ["RunAdaptive", "device_time", "run_fields"]
-
-
-def _int(v: Any) -> int | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 @dataclass
@@ -148,13 +140,13 @@ def run_fields(*, flags: Mapping[str, Any], server_info: Mapping[str, Any] | Non
         kinds = {ev.kind for ev in (parse_adaptive_line(ln) for ln in lines[log_base:]
                                     if "daptive" in ln) if ev is not None}
         out.enabled = bool(kinds & {"initialized", "built", "switch"}) and "disabled" not in kinds
-    interval = _int(info.get("decode_log_interval")) or _int(flags.get("--decode-log-interval")) \
+    interval = flag_int(info.get("decode_log_interval")) or flag_int(flags.get("--decode-log-interval")) \
         or DEFAULT_DECODE_LOG_INTERVAL
     if lines is not None:
         launch = state.launch_steps if state is not None else None
         draft = state.launch_draft_tokens if state is not None else None
         if launch is None:
-            launch, draft = _int(flags.get("--speculative-num-steps")), _int(flags.get("--speculative-num-draft-tokens"))
+            launch, draft = flag_int(flags.get("--speculative-num-steps")), flag_int(flags.get("--speculative-num-draft-tokens"))
         tr = TierTracker(launch, draft, decode_log_interval=interval)
         start = max(log_base, min(window_start, len(lines)))
         for ln in lines[log_base:start]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from specdash.sglang.adaptive import flag_int
 from specdash.sglang.versions import DEFAULT_VERSION, has_feature
 
 #: Speculative algorithms SGLang accepts (``SpeculativeAlgorithm`` in
@@ -331,15 +332,6 @@ def _normalize_other(res: SpecResolution, algo: str, steps, topk, draft) -> Spec
     return res
 
 
-def _int_or_none(v) -> int | None:
-    if v is None or v is True:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
 def resolve_flags(
     flags: dict[str, Any],
     *,
@@ -354,13 +346,13 @@ def resolve_flags(
     :func:`specdash.profile.server_flags`); unparseable numbers count as not given."""
     return normalize_speculative(
         flags.get("--speculative-algorithm"),
-        _int_or_none(flags.get("--speculative-num-steps")),
-        _int_or_none(flags.get("--speculative-eagle-topk")),
-        _int_or_none(flags.get("--speculative-num-draft-tokens")),
+        flag_int(flags.get("--speculative-num-steps")),
+        flag_int(flags.get("--speculative-eagle-topk")),
+        flag_int(flags.get("--speculative-num-draft-tokens")),
         version=version,
         target_architectures=target_architectures,
-        max_running_requests=_int_or_none(flags.get("--max-running-requests")),
-        page_size=_int_or_none(flags.get("--page-size")),
+        max_running_requests=flag_int(flags.get("--max-running-requests")),
+        page_size=flag_int(flags.get("--page-size")),
         attention_backend=flags.get("--attention-backend"),
         use_rejection_sampling=bool(flags.get("--speculative-use-rejection-sampling"))
         or bool(flags.get("--speculative-use-block-verification")),
