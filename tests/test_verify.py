@@ -147,7 +147,7 @@ def test_log_patterns():
     assert not any("disconnected" in m or "Ignore import" in m for m in msgs)
     mem = next(f for f in rep.findings if "memory failure" in f.message)
     assert "sglang#6875" in mem.why and "--mem-fraction-static" in mem.fix
-    from specdash.eagle3.verify import _scan_log
+    from specdash.eagle3.verify_log import scan_log as _scan_log
 
     out = []
     _scan_log(log[3:4], D(), out)

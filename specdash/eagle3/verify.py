@@ -43,12 +43,13 @@ incrementally for live use.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.eagle3.findings import Finding, render_findings
-from specdash.sglang.adaptive import TierState, parse_adaptive_line, read_internal_state
+from specdash.eagle3.verify_log import scan_log
+from specdash.eagle3.verify_tiers import ACCEPT_RE, AdaptiveView, adaptive_view
+from specdash.sglang.adaptive import read_internal_state
 from specdash.sglang.speculative import LOG_TOPK1_ADJUST, SpecResolution
 from specdash.sglang.versions import has_feature, parse_version, read_spec_meta
 
@@ -214,196 +215,18 @@ def _request_counts(rec: dict) -> tuple[int | None, int | None]:
 
 #: ``accept len: 1.00`` (Decode batch lines; also ``accept_len:``), not the adaptive controller's
 #: ``ema_accept_len=…`` (``Adaptive spec params updated`` lines: drafts only, bonus token excluded).
-_ACCEPT_RE = re.compile(r"(?<!ema_)accept[ _]len(?:gth)?\s*[:=]\s*([0-9.]+)")
 
 
 def log_accept_lengths(log_lines: list[str]) -> list[float]:
     """Accept lengths from SGLang's ``Decode batch`` lines (``accept len: 1.00``; also ``accept_len:``)."""
     out = []
     for line in log_lines or []:
-        m = _ACCEPT_RE.search(line)
+        m = ACCEPT_RE.search(line)
         if m:
             try:
                 out.append(float(m.group(1)))
             except ValueError:
                 pass
-    return out
-
-
-# --- adaptive tiers ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DecodeWindow:
-    """One ``Decode batch`` log line: ``accept_length`` over the window since the line before, and
-    ``tiers``, the step counts that ran in it (None when the tier is unknown)."""
-
-    line: int
-    accept_length: float
-    tiers: frozenset[int] | None = None
-
-    @property
-    def drafted(self) -> bool:
-        """False only for a window served entirely at steps 0 (no drafting)."""
-        return self.tiers is None or any(t > 0 for t in self.tiers)
-
-
-@dataclass
-class AdaptiveView:
-    """What the server reports about its adaptive tiers (see :func:`adaptive_view`).
-
-    ``adaptive``: speculative_adaptive is on after SGLang's start-up checks; ``disabled_reason``:
-    SGLang's ``speculative_adaptive disabled: <reason>`` line when it turned it off; ``tier``: the
-    ``/server_info`` read-back (:class:`~specdash.sglang.adaptive.TierState`); ``gauge_steps``: the
-    ``sglang:spec_num_steps`` gauge; ``zero_tier``: a steps-0 tier exists; ``zero_served``: it
-    ran (a window, a switch to 0, or the current tier); ``windows``: every decode line;
-    ``switches``: switch lines seen; ``log_seen``: the log had decode lines.
-    """
-
-    adaptive: bool = False
-    disabled_reason: str | None = None
-    tier: TierState | None = None
-    gauge_steps: int | None = None
-    zero_tier: bool = False
-    zero_served: bool = False
-    windows: list[DecodeWindow] = field(default_factory=list)
-    switches: int = 0
-    log_seen: bool = False
-    disabled_line: str | None = None
-
-    @property
-    def current_steps(self) -> int | None:
-        """The tier the server runs now (``internal_states[0]``, else the gauge)."""
-        if self.tier is not None and self.tier.current_steps is not None:
-            return self.tier.current_steps
-        return self.gauge_steps
-
-    @property
-    def tier_aware(self) -> bool:
-        """True when steps-0 rounds may be pooled into the measurements (judge per tier)."""
-        return self.adaptive and (self.zero_served or (self.zero_tier and not self.log_seen))
-
-
-def _gauge(metrics: Any, name: str) -> float | None:
-    if metrics is None:
-        return None
-    if isinstance(metrics, str):
-        from specdash.sglang.metrics import parse_metrics
-
-        try:
-            metrics = parse_metrics(metrics)
-        except ValueError:
-            return None
-    if hasattr(metrics, "get") and not isinstance(metrics, dict):
-        return metrics.get(name)
-    if isinstance(metrics, dict):
-        v = metrics.get(name, metrics.get(name.removeprefix("sglang:")))
-        return float(v) if isinstance(v, (int, float)) else None
-    return None
-
-
-def _zero_in_config(info: dict, version: str | None) -> bool:
-    """Whether the config SGLang reports (``speculative_adaptive_config``, or the release's default)
-    has a steps-0 candidate."""
-    from specdash.sglang.adaptive import AdaptiveConfigError, parse_config
-
-    if not version:
-        return False
-    path = info.get("speculative_adaptive_config")
-    try:
-        return 0 in parse_config(path if isinstance(path, str) else None, version).candidate_steps()
-    except (AdaptiveConfigError, OSError, ValueError, TypeError):
-        return False
-
-
-def adaptive_view(server_info: dict | None, log_lines: list[str] | None, metrics: Any = None,
-                  *, version: str | None = None) -> AdaptiveView:
-    """Read the adaptive tiers from what the server reports.
-
-    ``server_info``: ``/server_info`` (``speculative_adaptive``, ``internal_states[0]``);
-    ``log_lines``: the server log (start-up ``Built adaptive runtime state steps=N`` lines, ``Switch
-    adaptive runtime state`` lines, ``Decode batch`` lines with ``accept len``); ``metrics``:
-    ``/metrics`` text, a :class:`~specdash.sglang.metrics.MetricsSnapshot` or ``{name: value}``;
-    ``version``: the release (for its default config), else ``server_info["version"]``.
-    Each decode window gets the tiers active since the decode line before: the tier at its start
-    (the launch tier — the ``old`` side of the first switch, else the current one) plus every
-    switch target inside it.
-    """
-    info = server_info or {}
-    view = AdaptiveView(tier=read_internal_state(info) if info else None)
-    g = _gauge(metrics, "sglang:spec_num_steps")
-    view.gauge_steps = int(g) if g is not None else None
-    events = []
-    for i, raw in enumerate(log_lines or []):
-        ev = parse_adaptive_line(raw)
-        if ev is not None:
-            events.append((i, ev))
-    kinds = {ev.kind for _, ev in events}
-    disabled = next((ev for _, ev in events if ev.kind == "disabled"), None)
-    if disabled is not None:
-        view.disabled_reason = disabled.reason
-        view.disabled_line = disabled.line
-    if "speculative_adaptive" in info or (view.tier is not None and view.tier.adaptive):
-        view.adaptive = bool(view.tier.adaptive) if view.tier is not None else False
-    else:
-        view.adaptive = bool(kinds & {"initialized", "built", "switch", "update"}) and disabled is None
-    if not view.adaptive:
-        view.windows = [DecodeWindow(i, al) for i, al in _decode_lines(log_lines)]
-        view.log_seen = bool(view.windows)
-        return view
-    ver = version or (str(info.get("version")) if info.get("version") else None)
-    try:
-        ver = str(parse_version(ver)) if ver else None
-    except ValueError:
-        ver = None
-    built = {ev.new_steps for _, ev in events if ev.kind == "built"}
-    cands = {s for _, ev in events if ev.kind == "initialized" for s in ev.candidate_steps}
-    switches = [ev for _, ev in events if ev.kind == "switch"]
-    view.switches = len(switches)
-    view.zero_tier = 0 in built or 0 in cands or any(ev.new_steps == 0 for ev in switches) or \
-        (not events and _zero_in_config(info, ver))
-    if switches:
-        cur = switches[0].old_steps
-    elif view.tier is not None and view.tier.current_steps is not None:
-        cur = view.tier.current_steps
-    else:
-        cur = view.tier.launch_steps if view.tier is not None else None
-    by_line = dict(events)
-    seen: set[int] = {cur} if cur is not None else set()
-    for i, line in enumerate(log_lines or []):
-        ev = by_line.get(i)
-        if ev is not None and ev.kind == "switch":
-            cur = ev.new_steps
-            seen.add(cur)
-            continue
-        al = _decode_accept_length(line)
-        if al is None:
-            continue
-        view.windows.append(DecodeWindow(i, al, frozenset(seen) if seen else None))
-        seen = {cur} if cur is not None else set()
-    view.log_seen = bool(view.windows)
-    view.zero_served = any(w.tiers is not None and 0 in w.tiers for w in view.windows) or \
-        any(ev.new_steps == 0 for ev in switches) or view.current_steps == 0
-    view.zero_tier = view.zero_tier or view.zero_served
-    return view
-
-
-def _decode_accept_length(line: str) -> float | None:
-    m = _ACCEPT_RE.search(line)
-    if not m:
-        return None
-    try:
-        return float(m.group(1))
-    except ValueError:
-        return None
-
-
-def _decode_lines(log_lines: list[str] | None) -> list[tuple[int, float]]:
-    out = []
-    for i, line in enumerate(log_lines or []):
-        al = _decode_accept_length(line)
-        if al is not None:
-            out.append((i, al))
     return out
 
 
@@ -505,156 +328,6 @@ def _unknown_finding(tokens: int) -> Finding:
     )
 
 
-# --- log scan ---------------------------------------------------------------------------------------
-
-_IGNORE = re.compile(
-    r"Ignore import error when loading|Request is disconnected from the client side|FastAPIDeprecationWarning|"
-    r"is still supported, but 'sglang serve'|state was deleted in TokenizerManager|^\s*warnings\.warn\(|"
-    r"return _create_error_response|^\[[^\]]*\]\s*server_args=|Endpoint '/[a-z_]+' is deprecated|"
-    r"skipping py-spy"
-)
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory")
-_NOT_ENOUGH = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static")
-_SHAPE = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)|"
-                    r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)|"
-                    r"shape mismatch|size mismatch", re.IGNORECASE)
-_CAPTURE = re.compile(r"does not implement set_eagle3_layers_to_capture")
-_CTXLEN = re.compile(r"is greater than the derived context_length")
-_ARGPARSE = re.compile(r"error: (ambiguous option: .*|unrecognized arguments: .*)")
-_LOADER = re.compile(r"(?i)\b(skipp?ing|ignor(?:ing|ed)|unused|unexpected|missing)\b.{0,40}\b(weights?|keys?|tensors?|"
-                     r"param(?:eter)?s?)\b")
-_EXC = re.compile(r"^(?:\S+\.)?(\w*(?:Error|Exception))(?::\s*(.*))?$")
-_TRACEBACK = "Traceback (most recent call last)"
-_SPEC_V1 = re.compile(r"Spec v1 is used .* because (.*)")
-
-
-def _strip_prefix(line: str) -> str:
-    return re.sub(r"^\[[^\]]*\]\s*", "", line.strip())
-
-
-def _scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
-    seen: set[str] = set()
-
-    def add(key: str, f: Finding) -> None:
-        if key not in seen:
-            seen.add(key)
-            findings.append(f)
-
-    in_tb = False
-    tb_exc_lines: set[int] = set()
-    for i, raw in enumerate(lines or []):
-        line = raw.rstrip("\n")
-        if _IGNORE.search(line):
-            continue
-        body = _strip_prefix(line)
-        if _TRACEBACK in line:
-            in_tb = True
-            continue
-        if in_tb:
-            m = _EXC.match(body)
-            if m and not body.startswith(("File ", " ")):
-                in_tb = False
-                tb_exc_lines.add(i)
-                add(f"tb:{body}", Finding("VERIFY_LOG", "error", f"traceback in the server log: {body}",
-                                          "The server (or one of its workers) raised; see the log around line "
-                                          f"{i + 1}.", _advice_for(body), {"line": i + 1, "text": body}))
-            # fall through so OOM / shape patterns inside tracebacks get their specific advice
-        if _OOM.search(line) or _NOT_ENOUGH.search(line):
-            add("oom", Finding(
-                "VERIFY_LOG", "error", f"memory failure at start-up or under load: '{body[:200]}'",
-                "Weights, KV pool and CUDA-graph buffers do not fit in mem_fraction_static × GPU memory; with a draft, "
-                "older releases applied the fraction twice and mis-estimated draft memory, so one fraction OOMs and the "
-                "next lower one has no KV room (sglang#6875, #4330; PR #28855).",
-                "run `specdash doctor` with the GPU memory known (MEMORY check); on builds without PR #28855 search "
-                "--mem-fraction-static empirically, shrink the draft, lower --max-running-requests / --context-length, "
-                "or raise tp_size", {"line": i + 1, "text": body}))
-            continue
-        m = _SHAPE.search(line)
-        if m:
-            add(f"shape:{body[:80]}", _shape_finding(body, m, draft_info, i))
-            continue
-        if _CAPTURE.search(line):
-            add("capture", Finding("VERIFY_LOG", "error", f"the target cannot capture EAGLE3 aux states: '{body[:200]}'",
-                                   "SGLang raises this for target classes without set_eagle3_layers_to_capture "
-                                   "(attention_backend_setup.py).", "use a target family SGLang supports for EAGLE3, or EAGLE",
-                                   {"line": i + 1, "text": body}))
-            continue
-        if _CTXLEN.search(line):
-            if "ValueError" in line or "To allow overriding" in line:
-                add("ctx", Finding("VERIFY_LOG", "error", f"context-length check failed: '{body[:200]}'",
-                                   "The draft is built with the target's context length (eagle_worker_v2.py); "
-                                   "without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 SGLang raises ValueError.",
-                                   "set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in [env] or lower --context-length",
-                                   {"line": i + 1, "text": body}))
-            else:
-                # With the variable set SGLang only logs this and overrides the draft's length (ModelConfig._derive_context_length).
-                add("ctx-warn", Finding("VERIFY_LOG", "info",
-                                        f"the draft's context length was overridden: '{body[:160]}'",
-                                        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 lets the draft run past the "
-                                        "length it was trained for; acceptance usually falls on longer prompts "
-                                        "(sglang#6783).",
-                                        "bucket results by prompt length; use a draft trained on longer sequences "
-                                        "for long-context traffic",
-                                        {"line": i + 1, "text": body}))
-            continue
-        m = _ARGPARSE.search(line)
-        if m:
-            add("argparse", Finding("VERIFY_LOG", "error", f"SGLang rejected its command line: '{m.group(1)}'",
-                                    "argparse exits with code 2 before anything loads.",
-                                    "run `specdash doctor` (FLAG check) for the replacement flag",
-                                    {"line": i + 1, "text": body}))
-            continue
-        if _LOADER.search(body) and "skip_" not in body:
-            add(f"loader:{body[:60]}", Finding(
-                "VERIFY_LOG", "warning", f"the loader reports skipped/unused weights: '{body[:200]}'",
-                "Tensors whose names the loader does not map stay uninitialised (SGLang's EAGLE3 loader usually "
-                "skips them without any message: llama_eagle3.py load_weights).", "run `specdash doctor` (WEIGHT_KEYS) on the draft",
-                {"line": i + 1, "text": body}))
-            continue
-        m = _SPEC_V1.search(body)
-        if m:
-            add("specv1", Finding("VERIFY_LOG", "info", f"SGLang fell back to spec v1: {m.group(1)}",
-                                  "Spec v1 runs without the overlap scheduler (0.5.11–0.5.13, topk > 1).",
-                                  "compare with a topk 1 (chain) profile", {"line": i + 1, "text": body}))
-            continue
-        if i not in tb_exc_lines and not in_tb:
-            m = _EXC.match(body)
-            if m and m.group(1) not in ("Warning",) and m.group(2) is not None:
-                add(f"exc:{body[:80]}", Finding("VERIFY_LOG", "error", f"exception in the server log: {body[:200]}",
-                                                f"See the log around line {i + 1}.", _advice_for(body),
-                                                {"line": i + 1, "text": body}))
-
-
-def _advice_for(text: str) -> str:
-    if _OOM.search(text) or _NOT_ENOUGH.search(text):
-        return "see the memory finding (sglang#6875)"
-    if _SHAPE.search(text):
-        return "a shape error in the draft usually means the aux states or fc do not match: run `specdash doctor`"
-    if "AttributeError" in text and ("set_embed" in text or "hot_token_id" in text):
-        return "the draft path points at a normal model, not an EAGLE3 head (sglang#36528): set the draft path"
-    return "run `specdash doctor --profile P` and fix what it reports"
-
-
-def _shape_finding(body: str, m: re.Match, draft_info, i: int) -> Finding:
-    nums = [int(x) for x in m.groups() if x is not None]
-    hidden = getattr(draft_info, "hidden_in", None) if draft_info is not None else None
-    detail = ""
-    ev: dict = {"line": i + 1, "text": body[:300], "numbers": nums}
-    if len(nums) >= 2 and hidden:
-        a, b = nums[0], nums[1]
-        if a % hidden == 0 and b % hidden == 0:
-            detail = (f" — {a} = {a // hidden} × {hidden} vs {b} = {b // hidden} × {hidden}: the target sent "
-                      f"{min(a, b) // hidden} aux state(s) where the head expects {max(a, b) // hidden}")
-            ev.update(expected_states=max(a, b) // hidden, sent_states=min(a, b) // hidden)
-    return Finding(
-        "VERIFY_LOG", "error", f"tensor shape mismatch in the server log: '{body[:200]}'{detail}",
-        "In EAGLE3 the fc input is K aux states × hidden; a multiple of hidden that is short by one means one "
-        "captured layer is missing — e.g. ids in the boundary convention whose last layer is never captured "
-        "(sglang#32226: 8640 vs 5760).",
-        "run `specdash doctor` (AUX_LAYERS shows the layers SGLang captures); do not hand-shift ids — use a build "
-        "that reads the head's convention (PR #32334 for gpt-oss)", ev)
-
-
 # --- entry point ------------------------------------------------------------------------------------
 
 
@@ -726,7 +399,7 @@ def verify_server(profile_or_spec, server_info: dict | None, log_lines: list[str
         findings.extend(_adjusted(res, server_info, log_lines, view, asked.version))
 
     # VERIFY_LOG
-    _scan_log(list(log_lines or []), draft_info, findings)
+    scan_log(list(log_lines or []), draft_info, findings)
 
     # VERIFY_COLLAPSE
     acceptance, al, tokens = "n/a", None, 0
@@ -921,5 +594,5 @@ def _acceptance_by_tier(view: AdaptiveView, tot_ct: int, tot_vc: int, spec_ct: i
     return "unknown", None, tot_ct
 
 
-__all__ = ["COLLAPSE_THRESHOLD", "AdaptiveView", "CollapseDecision", "CollapseWatch", "DecodeWindow", "VerifyReport",
+__all__ = ["COLLAPSE_THRESHOLD", "AdaptiveView", "CollapseDecision", "CollapseWatch", "VerifyReport",
            "adaptive_view", "log_accept_lengths", "verify_server"]
