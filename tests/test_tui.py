@@ -206,7 +206,9 @@ async def test_picker_help_and_palette(tmp_path: Path) -> None:
 
     app = create_app(config(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ProfilePicker", what="picker")
+        # the picker is the current screen before its children are composed: wait for its list
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ProfilePicker"
+                       and bool(app.screen.query("#picker-list")), what="picker")
         ol = app.screen.query_one("#picker-list")
         names = [str(ol.get_option_at_index(i).id) for i in range(ol.option_count)]
         idx = next(i for i, n in enumerate(names) if n.endswith("demo-baseline.toml"))
