@@ -293,3 +293,24 @@ def test_resume_continues_a_partial_run(tmp_path, capsys):
     assert sorted(r["prompt_index"] for r in recs) == [0, 1, 2]
     assert [r["segment"] for r in recs if r["prompt_index"] == done_prompt] == [0]
     assert {r["segment"] for r in recs if r["prompt_index"] != done_prompt} == {1}
+
+
+def test_resume_refuses_a_profile_changed_since(tmp_path, capsys):
+    """Same name, other speculative settings: resuming would mix 3/1/4 and 5/1/6 rounds in one run."""
+    prof = sim_profile(tmp_path, "res")
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "s"\nmax_tokens = 16\nwarmup = 0\n[[prompts]]\ntext = "a"\n')
+    base = ["--bench", "--suite", str(suite), "--out", str(tmp_path / "runs"), "--json"]
+    assert main(base + ["--profile", str(prof)]) == 0
+    run_dir = Path(json.loads(capsys.readouterr().out)["runs"][0]["run_dir"])
+    text = prof.read_text()
+    assert "num_steps = 3" in text and "num_draft_tokens = 4" in text
+    edited = tmp_path / "edited" / prof.name
+    edited.parent.mkdir()
+    edited.write_text(text.replace("num_steps = 3", "num_steps = 5").replace("num_draft_tokens = 4", "num_draft_tokens = 6"))
+    assert main(base + ["--profile", str(edited), "--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "has changed since this run started" in err and "speculative.num_steps: 3 → 5" in err
+    (run_dir / "manifest.json").write_text("{not json")
+    assert main(base + ["--profile", str(prof), "--resume", str(run_dir)]) == 2
+    assert "manifest.json cannot be read" in capsys.readouterr().err

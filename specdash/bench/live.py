@@ -231,7 +231,7 @@ class PairResult:
         sp = self.speedup
         parts = [f"steps {s}: {self.tok_s.get(s) or 0:.1f} tok/s, τ {self.accept_length.get(s) or 0:.2f} "
                  f"({self.windows.get(s, 0)} windows)" for s in (self.a, self.b)]
-        line = "; ".join(parts) + f"; {self.discarded} after-switch windows discarded"
+        line = "; ".join(parts) + f"; {self.discarded} decode lines after switches discarded"
         if sp is not None and sp.speedup:
             lo, hi = sp.ci95
             ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None else ""

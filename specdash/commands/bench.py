@@ -180,14 +180,36 @@ def check_resume(run_dir: Path, args) -> str | None:
     manifest = run_dir / "manifest.json"
     if not manifest.is_file():
         return "no manifest.json there (not a specdash run directory, or it does not exist)"
-    m = json.loads(manifest.read_text())
+    try:
+        m = json.loads(manifest.read_text())
+    except (OSError, ValueError) as exc:
+        return f"{manifest} cannot be read ({exc}); it is not a run directory specdash can continue"
+    if not isinstance(m, dict) or "profile" not in m:
+        return f"{manifest} has no profile entry: not a run directory specdash wrote"
     if args.vs or args.baseline:
         return "--resume continues one profile's run; it cannot be combined with --vs or --baseline"
     try:
-        name = load_profile(args.profile).name if args.profile else "attached"
+        prof = load_profile(args.profile) if args.profile else None
+        name = prof.name if prof is not None else "attached"
         suite = load_suite(args.suite or DEFAULT_SUITE).name
     except ProfileError as exc:
         return str(exc)
+    if prof is not None and isinstance(m.get("profile_data"), dict):
+        from specdash.profile import redacted_profile_data
+
+        try:
+            now = redacted_profile_data(prof.expanded())  # the runner records the expanded profile
+        except ProfileError as exc:
+            return str(exc)
+        for section in ("server", "speculative", "env", "sim"):
+            was, cur = m["profile_data"].get(section), now.get(section)
+            if was != cur:
+                keys = sorted({*(was or {}), *(cur or {})}) if isinstance(was, dict) and isinstance(cur, dict) else []
+                diff = [k for k in keys if (was or {}).get(k) != (cur or {}).get(k)]
+                what = ", ".join(f"{section}.{k}: {was.get(k)!r} → {cur.get(k)!r}" for k in diff[:3]) if diff \
+                    else f"[{section}] {was!r} → {cur!r}"
+                return (f"profile {name!r} has changed since this run started ({what}); resuming would mix two "
+                        "configurations in one run: start a new run, or resume with the profile as it was")
     for what, have, want in (("profile", m.get("profile"), name), ("suite", m.get("suite"), suite),
                              ("--max-tokens", m.get("max_tokens"), args.max_tokens),
                              ("--concurrency", m.get("concurrency"), args.concurrency),

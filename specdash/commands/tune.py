@@ -139,7 +139,7 @@ def render_live(report: dict) -> str:
         a, b = p["tiers"]
         out.append(f"  live launch {p['launch']}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
                    f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
-                   f"{p['discarded_after_switch']} after-switch windows discarded")
+                   f"{p['discarded_after_switch']} decode lines after switches discarded")
     t = report.get("time") or {}
     out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"
                f" vs ≈ {_s(t.get('relaunch_estimate_s'))} s for a relaunch per measured setting "
