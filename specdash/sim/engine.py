@@ -56,6 +56,10 @@ class EngineConfig:
     adaptive: Any = None
     #: ``SGLANG_ENABLE_METRICS_DEVICE_TIMER``: per-phase GPU seconds and ``fwd occupancy``.
     device_timer: bool = False
+    #: ``SGLANG_SIMULATE_ACC_LEN`` (> 0): every verify round accepts min(L, steps + 1) tokens, L the
+    #: floor or the ceiling of the value with the probabilities that match its mean, as SGLang's
+    #: ``srt/speculative/spec_utils.py`` does (the draft's own acceptance is ignored); None: off.
+    simulate_acc_len: float | None = None
 
 
 class SimRequest:
@@ -504,7 +508,11 @@ class Engine:
             accepted_total = 0
         else:
             depth = len(self._branching) if ctl is None else spec.steps
-            if depth:
+            if depth and self.cfg.simulate_acc_len is not None:
+                lo = int(np.floor(self.cfg.simulate_acc_len))
+                length = lo + (self.rng.random(len(running)) < self.cfg.simulate_acc_len - lo)
+                acc = np.clip(np.minimum(length, depth + 1) - 1, 0, depth)
+            elif depth:
                 q = np.empty((len(running), depth))
                 dmax = self.cfg.draft_max_position
                 for i, r in enumerate(running):

@@ -25,6 +25,7 @@ from typing import Any
 
 from specdash.checkpoint.reader import CheckpointError, ModelDir, interpret_draft, read_model_dir
 from specdash.sglang.secrets import MASK, is_secret_flag
+from specdash.sglang.simulate import simulate_acc_len
 from specdash.sglang.speculative import SpecResolution, resolve_flags
 from specdash.sglang.versions import parse_version
 from specdash.sim import args as A
@@ -392,6 +393,7 @@ class SimServer:
             alpha=self.sc.acceptance.alpha * w.alpha_factor, alpha_override=w.alpha_override,
             draft_max_position=w.draft_max_position if spec is not None else None,
             enable_metrics=self.enable_metrics, adaptive=self.adaptive.controller, device_timer=timer,
+            simulate_acc_len=simulate_acc_len(self.env) if spec is not None else None,
         )
         self.engine = Engine(self.sc, cfg, self.log, self.metrics)
         m = self.metrics
