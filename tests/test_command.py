@@ -273,3 +273,14 @@ def test_build_launch_resolves_adaptive_first_like_0514(tmp_path):
     static = dict(data, speculative=spec_cfg)
     eff0 = build_launch(parse_profile(static, tmp_path / "b.toml").expanded(), version="0.5.14").spec.effective()
     assert eff0["speculative_eagle_topk"] != 1  # without adaptive SGLang auto-chooses a tree for Llama
+
+
+def test_profile_import_never_writes_a_secret(tmp_path, capsys):
+    out = tmp_path / "k.toml"
+    cmd = "python -m sglang.launch_server --model-path /m --api-key sk-secret123 --admin-api-key adm1n"
+    assert main(["profile", "import", cmd, "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "sk-secret123" not in text and "adm1n" not in text
+    assert 'api_key = "${SGLANG_API_KEY}"' in text
+    printed = capsys.readouterr().out
+    assert "export SGLANG_API_KEY" in printed and "--admin-api-key dropped" in printed
