@@ -54,7 +54,7 @@ def c03(tmp):
 
     log = [("RuntimeError: The size of tensor a (8640) must match the size of tensor b (5760) at non-singleton "
             "dimension 1")]
-    from specdash.eagle3.verify import _scan_log
+    from specdash.eagle3.verify_log import scan_log as _scan_log
 
     out: list = []
     _scan_log(log, Head(), out)
