@@ -9,9 +9,11 @@ the built-in simulator, exactly as ``specdash --demo`` does:
 2. ``demo-eagle3`` is launched with a looping load; after ``--seconds`` of data the Launch,
    Live, GPU, Log and Suggestions panels are saved;
 3. ``demo-wrong-algo`` is opened: its preflight findings are saved (``wrong-profile.svg``);
-   it is then launched anyway and the post-launch collapse is saved (``verify-collapse.svg``).
+   it is then launched anyway and the post-launch collapse is saved (``verify-collapse.svg``);
+4. ``demo-adaptive`` (SGLang 0.5.14's adaptive tiers) is loaded at concurrency 32 until its slot
+   has switched tiers: the Live panel with the tier line and history is saved (``adaptive-live.svg``).
 
-Usage: ``python scripts/make_screenshots.py [--out screenshots] [--seconds 40]``
+Usage: ``python scripts/make_screenshots.py [--out screenshots] [--seconds 40] [--only adaptive]``
 """
 
 from __future__ import annotations
@@ -51,8 +53,27 @@ async def shoot(app, pilot, tab: str, out: Path, name: str) -> None:
     print("saved", path)
 
 
-async def main(out: Path, seconds: float, baseline_s: float) -> None:
+async def adaptive(out: Path, tmp: Path, seconds: float) -> None:
+    """Step 4: demo-adaptive at concurrency 32 (slot "32" runs steps 0 / 1) → ``adaptive-live.svg``."""
+    cfg = AppConfig(profile="demo-adaptive", demo=True, out_dir=tmp / "runs-adaptive", preset_dir=tmp / "presets",
+                    max_tokens=256, concurrency=32, intervals=PollIntervals())
+    app = create_app(cfg)
+    async with app.run_test(size=SIZE) as pilot:
+        s = app.session
+        await wait_for(pilot, lambda: s.state == ServerState.READY, what="adaptive server")
+        await wait_for(pilot, lambda: (t := s.collector.snapshot().tier) is not None and len(t.per_tier) >= 2,
+                       timeout=120, what="two tiers")
+        await pilot.pause(seconds)
+        await shoot(app, pilot, "live", out, "adaptive-live")
+        await app.session.close()
+        app.exit()
+
+
+async def main(out: Path, seconds: float, baseline_s: float, only: str | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="specdash-shots-"))
+    if only == "adaptive":
+        await adaptive(out, tmp, seconds)
+        return
     cfg = AppConfig(profile="demo-baseline", demo=True, out_dir=tmp / "runs", preset_dir=tmp / "presets",
                     max_tokens=256, concurrency=4, intervals=PollIntervals())
     app = create_app(cfg)
@@ -92,6 +113,7 @@ async def main(out: Path, seconds: float, baseline_s: float) -> None:
         await shoot(app, pilot, "live", out, "verify-collapse")
         await app.session.close()
         app.exit()
+    await adaptive(out, tmp, seconds)
 
 
 if __name__ == "__main__":
@@ -99,6 +121,7 @@ if __name__ == "__main__":
     ap.add_argument("--out", type=Path, default=REPO / "screenshots")
     ap.add_argument("--seconds", type=float, default=40.0, help="seconds of live data before the pictures")
     ap.add_argument("--baseline-seconds", type=float, default=10.0)
+    ap.add_argument("--only", choices=["adaptive"], help="only step 4 (adaptive-live.svg)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    asyncio.run(main(a.out, a.seconds, a.baseline_seconds))
+    asyncio.run(main(a.out, a.seconds, a.baseline_seconds, a.only))

@@ -212,7 +212,9 @@ async def test_picker_help_and_palette(tmp_path: Path) -> None:
         ol = app.screen.query_one("#picker-list")
         names = [str(ol.get_option_at_index(i).id) for i in range(ol.option_count)]
         idx = next(i for i, n in enumerate(names) if n.endswith("demo-baseline.toml"))
+        await pilot.pause()  # the picker highlights its first entry on mount: choose after that
         ol.highlighted = idx
+        await wait_for(pilot, lambda: ol.highlighted == idx, what="demo-baseline highlighted")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.session.profile is not None, what="profile chosen")
         assert app.session.profile.name == "demo-baseline"

@@ -199,3 +199,102 @@ def test_session_tweak_and_save_preset(tmp_path: Path) -> None:
     assert s.save_preset("tree-6", directory=tmp_path, force=True) == out
     with pytest.raises(ProfileError):
         s.tweaked({"num_steps": -1})
+
+
+class GoldenClient:
+    """``/server_info`` and ``/metrics`` answers from the real 0.5.14 adaptive recordings."""
+
+    base_url = "http://golden"
+
+    def __init__(self, info: dict, metrics: str) -> None:
+        self.info, self.metrics = info, metrics
+
+    async def server_info(self):
+        return self.info
+
+    async def metrics_text(self):
+        return self.metrics
+
+
+def _adaptive_info(golden, name: str, **over) -> dict:
+    import copy
+    import json
+
+    info = json.loads((golden / "runs" / "adaptive_default_c1_c16_c32" / name).read_text())
+    info = copy.deepcopy(info)
+    info.update(over)
+    info["internal_states"][0].update(over)
+    return info
+
+
+async def test_collector_follows_adaptive_tiers_from_the_real_log(golden) -> None:
+    """The interleave recording (steps 1 <-> 3 every 3 verify batches, --decode-log-interval 1): the
+    current tier follows the switch lines, each decode line is attributed to its tier (accept rate 1.00
+    at steps 1, 0.33 at steps 3 once the two lines after a switch are left out), and the run's
+    per-tier figures are the tracker's."""
+    from specdash.collect.tiers import TierTracker
+    from specdash.sglang.logs import LogRing
+
+    run = golden / "runs" / "adaptive_interleave_1_3"
+    lines = (run / "server_log_excerpt.txt").read_text().splitlines()
+
+    class FakeServer:
+        pid = None
+
+        def __init__(self) -> None:
+            self.ring = LogRing()
+
+    srv = FakeServer()
+    info = _adaptive_info(golden, "server_info_a0.json", decode_log_interval=1)
+    metrics = (golden / "runs" / "adaptive_default_c1_c16_c32" / "metrics_a2.prom").read_text()  # gauge: steps 3
+    col = LiveCollector(GoldenClient(info, metrics), server=srv, gpu_source="off")
+    await col.poll_server_info()
+    snap = col.snapshot()
+    assert snap.tier.adaptive and snap.tier.steps == 3 and snap.tier.draft_tokens == 4
+    assert snap.tier.launch_steps == 3 and snap.tier.switches == 0 and snap.tier.since is None
+    col.new_run("interleave")
+    srv.ring.extend(lines)
+    col.poll_logs_sync()
+    switches = [ln for ln in lines if "Switch adaptive runtime state" in ln]
+    last = switches[-1].rsplit("steps ", 1)[1]  # "a -> b, draft_tokens c -> d"
+    snap = col.snapshot()
+    tier = snap.tier
+    assert tier.source == "switch line" and tier.switches == len(switches) > 10
+    assert (tier.steps, tier.draft_tokens) == (int(last.split("-> ")[1].split(",")[0]), int(last.rsplit("-> ", 1)[1]))
+    assert len(tier.history) == len(switches) + 1 and tier.history[0].source == "server_info"
+    assert [h.steps for h in tier.history[1:3]] in ([1, 3], [3, 1])
+    kept = [d for d in snap.decode if d.steps is not None and not d.after_switch]
+    assert len(kept) > 100
+    assert all(d.accept_rate == (1.0 if d.steps == 1 else 0.33) for d in kept)
+    # the two lines after each switch (the last switch of the excerpt has only one line after it)
+    assert 2 * len(switches) - 1 <= sum(d.after_switch for d in snap.decode) <= 2 * len(switches)
+    want = TierTracker(3, 4, decode_log_interval=1).feed_lines(lines).per_tier()
+    assert [t.to_json() for t in tier.per_tier] == [t.to_json() for t in want]
+    by = {t.speculative_num_steps: t for t in tier.per_tier}
+    assert by[1].accept_rate == pytest.approx(1.0) and by[3].accept_rate == pytest.approx(1 / 3, abs=0.01)
+    assert by[1].accept_length == pytest.approx(2.0) and by[3].accept_length == pytest.approx(2.0)
+    assert by[1].output_tok_s == pytest.approx(543.9, abs=0.1) and by[3].output_tok_s == pytest.approx(546.0, abs=0.1)
+    # once the log has spoken, the gauge (sampled at decode-log ticks) does not override it
+    await col.poll_metrics()
+    assert col.snapshot().tier.source == "switch line"
+
+
+async def test_collector_reads_the_tier_of_an_attached_server(golden) -> None:
+    """Attached (no log): the gauges and internal_states give the tier; the top-level launch value
+    (steps 3) is not mistaken for the running one (steps 1 at c32)."""
+    info = _adaptive_info(golden, "server_info_a3.json")
+    assert info["speculative_num_steps"] == 3  # the launch value, as recorded
+    prom = golden / "runs" / "adaptive_default_c1_c16_c32"
+    client = GoldenClient(info, (prom / "metrics_a0.prom").read_text())  # before any load: every gauge 0
+    col = LiveCollector(client, gpu_source="off")
+    await col.poll_metrics()
+    assert col.snapshot().tier is None  # steps 0 / draft tokens 0 is "not set yet", not a steps-0 tier
+    client.metrics = (prom / "metrics_a1.prom").read_text()  # after c1: steps 3 / draft tokens 4
+    await col.poll_metrics()
+    snap = col.snapshot()
+    assert (snap.tier.steps, snap.tier.draft_tokens, snap.tier.source) == (3, 4, "gauge")
+    await col.poll_server_info()
+    tier = col.snapshot().tier
+    assert (tier.steps, tier.draft_tokens, tier.source) == (1, 2, "server_info")
+    assert tier.adaptive and tier.launch_steps == 3 and not tier.log and tier.per_tier == ()
+    assert [h.steps for h in tier.history] == [3, 1] and tier.since is not None

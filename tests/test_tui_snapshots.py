@@ -26,6 +26,7 @@ def frozen_app(scenario: str, tab: str):
     ("healthy", "launch"),
     ("healthy", "gpu"),
     ("healthy", "log"),
+    ("adaptive", "live"),
     ("wrong_algo_preflight", "launch"),
     ("wrong_algo", "live"),
 ])

@@ -128,8 +128,7 @@ def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
         assert "a static setting" in sched["verdict"] and "not recommended" in sched["verdict"]
         if report["preset"]:
             assert "--speculative-adaptive" not in load_profile(report["preset"]).speculative.extra_args
-    from specdash.bench.tune import write_tune_report
-    from specdash.commands.tune import render_live
+    from specdash.bench.tune import render_live, write_tune_report
 
     text = render_live(report)
     assert f"tune: {report['launches']} launches (1 baseline, {len(live_launches)} live" in text

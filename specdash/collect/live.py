@@ -31,6 +31,16 @@ records        pushed    finished requests from the load driver (:meth:`add_reco
                          accept length / rate / histogram with SGLang's definitions).
 =============  ========  ==================================================================
 
+Adaptive speculation (``--speculative-adaptive``): the step tier the server runs now is
+:class:`TierView` (``snapshot.tier``).  For a launched server it follows the ``Switch adaptive
+runtime state: steps a -> b, draft_tokens c -> d`` lines of its log
+(``srt/speculative/eagle_worker_v2.py``), and a :class:`~specdash.collect.tiers.TierTracker` fed
+with every log line gives the run's accept length, accept rate and decode tok/s per tier (the
+decode lines just after a switch, which still report the old tier, left out).  For an attached
+server (no log) it comes from the ``sglang:spec_num_steps`` / ``sglang:spec_num_draft_tokens``
+gauges and ``/server_info`` ``internal_states[0]`` (the top-level ``speculative_num_steps``
+keeps the launch value).
+
 Definitions (SGLang's; README "Definitions"): *accept length* τ counts the bonus token (Σ completion_tokens /
 Σ verify rounds); *accept rate* excludes it (accepted drafts ÷ verify rounds × (draft
 tokens − 1)).  Times: ``t`` fields are :func:`time.monotonic` seconds; ``*_ms`` are
@@ -50,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
 from specdash.collect.proc import ProcSample, ProcTreeSampler
 from specdash.collect.stream import RunStats, distribution_ms, tpot_s
+from specdash.collect.tiers import DEFAULT_DECODE_LOG_INTERVAL, TierStats, TierTracker
 
 if TYPE_CHECKING:  # pragma: no cover
     from specdash.sglang.metrics import MetricsSnapshot
@@ -60,6 +71,8 @@ HISTORY = 600
 LOG_TAIL = 2000
 #: ITL values kept for the run's ITL distribution (a bounded reservoir: the newest ones).
 ITL_KEEP = 20000
+#: Tier changes kept for the chart's tier history.
+TIER_HISTORY = 2000
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,9 @@ class DecodeWindow:
 
     ``accept_length`` / ``accept_rate``: over that window (None without speculation);
     ``gen_tok_s``: the line's ``gen throughput (token/s)``; ``running`` / ``queued``: its
-    ``#running-req`` / ``#queue-req``.
+    ``#running-req`` / ``#queue-req``; ``steps``: the step tier the line is attributed to under
+    adaptive speculation (the last switch before it; None when unknown or not adaptive);
+    ``after_switch``: one of the lines just after a switch that still report the old tier.
     """
 
     t: float
@@ -111,6 +126,46 @@ class DecodeWindow:
     accept_length: float | None
     accept_rate: float | None
     gen_tok_s: float | None
+    steps: int | None = None
+    after_switch: bool = False
+
+
+@dataclass(frozen=True)
+class TierChange:
+    """The tier at time ``t`` (monotonic s): ``steps`` / ``draft_tokens``, read from ``source``."""
+
+    t: float
+    steps: int
+    draft_tokens: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class TierView:
+    """The speculative step tier, as the dashboard shows it (``snapshot.tier``).
+
+    ``adaptive``: SGLang runs ``--speculative-adaptive`` (``/server_info`` ``speculative_adaptive``
+    after its start-up checks, or switch lines in the log); ``steps`` / ``draft_tokens``: the tier
+    running now; ``source``: where that was read — ``"switch line"`` (the launched server's log),
+    ``"gauge"`` (``sglang:spec_num_steps``, set at each decode-log tick), ``"server_info"``
+    (``internal_states[0]``) or ``"launch"`` (the top-level launch value); ``launch_steps``: the
+    launch's ``speculative_num_steps``; ``since``: monotonic s of the last change (None before
+    one); ``switches``: switch lines since the run began (launched server only; lifetime before
+    the first run); ``history``: every change seen, oldest first (bounded,
+    :data:`TIER_HISTORY`); ``per_tier``: the run's :class:`~specdash.collect.tiers.TierStats`
+    (empty without the server log); ``log``: a server log is read (launched, not attached).
+    """
+
+    adaptive: bool
+    steps: int | None
+    draft_tokens: int | None
+    source: str
+    launch_steps: int | None = None
+    since: float | None = None
+    switches: int = 0
+    history: tuple[TierChange, ...] = ()
+    per_tier: tuple[TierStats, ...] = ()
+    log: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +239,7 @@ class LiveSnapshot:
     stale: frozenset[str]
     simulated: bool
     metrics_enabled: bool | None
+    tier: TierView | None = None
 
     @property
     def latest_metrics(self) -> MetricsSample | None:
@@ -302,6 +358,12 @@ class LiveCollector:
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self.polls: dict[str, int] = {}
+        self._tracker = TierTracker()
+        self._tier: TierChange | None = None
+        self._tier_hist: deque[TierChange] = deque(maxlen=TIER_HISTORY)
+        self._adaptive: bool | None = None  # None: not known yet
+        self._launch_steps: int | None = None
+        self._tier_cache: tuple[tuple[int, int], tuple[TierStats, ...]] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -364,6 +426,10 @@ class LiveCollector:
         self._run_label = label
         self._run_started = self.clock()
         self._run_metrics0 = self._last_metrics
+        cur = self._tier
+        self._tracker = TierTracker(cur.steps if cur else None, cur.draft_tokens if cur else None,
+                                    decode_log_interval=self._tracker.interval)
+        self._tier_cache = None
         self._version += 1
 
     def add_record(self, rec: dict) -> None:
@@ -409,6 +475,9 @@ class LiveCollector:
             else:
                 tok_s, source = counter_rate(prev, snap, "generation_tokens"), "finished requests"
         spec_on = bool(snap.get("spec_num_draft_tokens") or snap.get("spec_accept_length"))
+        g_steps, g_draft = snap.get("spec_num_steps"), snap.get("spec_num_draft_tokens")
+        if g_steps is not None and g_draft:  # both 0 before the first decode-log tick: not set yet
+            self._observe_tier(int(g_steps), int(g_draft) if g_draft is not None else None, "gauge", now)
         self._metrics.append(MetricsSample(
             t=now,
             tok_s=tok_s,
@@ -438,7 +507,62 @@ class LiveCollector:
         info = await self.client.server_info()
         if info is not None and info != self._info:
             self._info = info
+            self._read_tier_state(info)
             self._version += 1
+
+    # -- tiers ----------------------------------------------------------------------------------
+    def _observe_tier(self, steps: int, draft: int | None, source: str, t: float) -> None:
+        """Record the tier read from ``source`` at ``t``.  Once a switch line was read (launched
+        server), the log decides: gauges and ``/server_info`` only fill in before it."""
+        cur = self._tier
+        if cur is not None and cur.source == "switch line" and source != "switch line":
+            return
+        if cur is not None and (cur.steps, cur.draft_tokens) == (steps, draft):
+            if cur.source != source and source == "switch line":
+                self._tier = TierChange(cur.t, steps, draft, source)
+            return
+        change = TierChange(t, steps, draft, source)
+        self._tier = change
+        self._tier_hist.append(change)
+        self._version += 1
+
+    def _read_tier_state(self, info: dict) -> None:
+        """``/server_info``: adaptive on or off, the launch tier, the current tier
+        (``internal_states[0]``), the decode-log interval (for the tier tracker)."""
+        from specdash.sglang.adaptive import read_internal_state
+
+        if not info.get("speculative_algorithm") and not (info.get("internal_states") or [{}])[0].get(
+                "speculative_algorithm"):
+            return
+        st = read_internal_state(info)
+        self._adaptive = st.adaptive
+        self._launch_steps = st.launch_steps
+        iv = info.get("decode_log_interval") or (info.get("internal_states") or [{}])[0].get("decode_log_interval")
+        if self._tracker.decode_lines == 0 and self._tracker.switches == 0:
+            steps = self._tracker.steps if self._tracker.steps is not None else st.current_steps
+            draft = self._tracker.draft_tokens if self._tracker.steps is not None else st.current_draft_tokens
+            self._tracker = TierTracker(steps, draft, decode_log_interval=int(iv or DEFAULT_DECODE_LOG_INTERVAL))
+        if st.current_steps is not None:
+            self._observe_tier(st.current_steps, st.current_draft_tokens,
+                               "server_info" if st.switched or st.adaptive else "launch", self.clock())
+
+    def _per_tier(self) -> tuple[TierStats, ...]:
+        key = (self._tracker.decode_lines, self._tracker.switches)
+        if self._tier_cache is None or self._tier_cache[0] != key:
+            self._tier_cache = (key, tuple(self._tracker.per_tier()) if self._tracker.switches else ())
+        return self._tier_cache[1]
+
+    def _tier_view(self) -> TierView | None:
+        cur = self._tier
+        if cur is None:
+            return None
+        log = self.server is not None and getattr(self.server, "ring", None) is not None
+        adaptive = bool(self._adaptive) or self._tracker.switches > 0 or len(self._tier_hist) > 1
+        return TierView(
+            adaptive=adaptive, steps=cur.steps, draft_tokens=cur.draft_tokens, source=cur.source,
+            launch_steps=self._launch_steps, since=cur.t if len(self._tier_hist) > 1 else None,
+            switches=self._tracker.switches, history=tuple(self._tier_hist),
+            per_tier=self._per_tier() if adaptive else (), log=log)
 
     @property
     def simulated(self) -> bool:
@@ -498,11 +622,17 @@ class LiveCollector:
                 continue
             self._log.append(LogEntry(e.seq, kind, e.text))
             self._log_counts[kind] = self._log_counts.get(kind, 0) + 1
+            tr = self._tracker
+            switches = tr.switches
+            tr.feed(e.text)
+            if tr.switches != switches and tr.steps is not None:
+                self._observe_tier(tr.steps, tr.draft_tokens, "switch line", e.t)
             d = e.sample
             if kind == "decode" and d is not None:
+                steps, after = tr.last_decode or (None, False)
                 self._decode.append(DecodeWindow(
                     t=e.t, running=d.running_req, queued=d.queue_req, accept_length=d.accept_len,
-                    accept_rate=d.accept_rate, gen_tok_s=d.gen_throughput))
+                    accept_rate=d.accept_rate, gen_tok_s=d.gen_throughput, steps=steps, after_switch=after))
         self._version += 1
 
     # -- view -----------------------------------------------------------------------------------
@@ -539,10 +669,12 @@ class LiveCollector:
             stale=self._stale(),
             simulated=self.simulated,
             metrics_enabled=self._metrics_enabled,
+            tier=self._tier_view(),
         )
 
 
 __all__ = [
-    "HISTORY", "DecodeWindow", "GpuView", "LiveCollector", "LiveSnapshot", "LogEntry", "MetricsSample",
-    "PollIntervals", "RequestSample", "empty_snapshot", "request_sample", "slim_record",
+    "HISTORY", "TIER_HISTORY", "DecodeWindow", "GpuView", "LiveCollector", "LiveSnapshot", "LogEntry",
+    "MetricsSample", "PollIntervals", "RequestSample", "TierChange", "TierView", "empty_snapshot",
+    "request_sample", "slim_record",
 ]

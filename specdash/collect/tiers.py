@@ -294,6 +294,15 @@ class TierTracker:
                                  timing if dt > 0 else "idle", after))
 
     # -- output -----------------------------------------------------------------------------------
+    @property
+    def last_decode(self) -> tuple[int | None, bool] | None:
+        """``(steps, after_switch)`` of the last decode line fed (steps None while unattributed);
+        None before the first one."""
+        if not self._lines:
+            return None
+        ln = self._lines[-1]
+        return ln.steps, ln.after_switch
+
     def windows(self) -> list[TierWindow]:
         """The decode lines grouped into windows, in log order: a window is the run of consecutive
         decode lines in one tier; each of the first ceil(``switch_lag_batches`` / interval) lines after a switch is a

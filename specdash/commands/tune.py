@@ -56,7 +56,7 @@ def tune_main(argv: list[str]) -> int:
 
 def _tune(args: argparse.Namespace, progress) -> int:
     from specdash.bench.runner import RunOptions
-    from specdash.bench.tune import tune, write_tune_report
+    from specdash.bench.tune import render_live, tune, write_tune_report
     from specdash.profile import load_profile, load_suite
     from specdash.sglang.process import install_signal_handlers
 
@@ -107,41 +107,3 @@ def _tune(args: argparse.Namespace, progress) -> int:
             print(f"  config ({sched['format']}, SGLang {sched['target_version']}): {sched['config_path']}")
     print(f"tune report: {tdir / 'tune.json'}")
     return ExitCode.OK
-
-
-def _s(v, nd: int = 1) -> str:
-    return "—" if v is None else f"{v:.{nd}f}"
-
-
-def render_live(report: dict) -> str:
-    """The launches, the measured settings by source, the live pairs and the time used, as text."""
-    out = []
-    live = report.get("live")
-    if live and not live.get("used"):
-        out.append(f"tune --live fell back to relaunches: {live.get('note')}")
-    by_role: dict[str, int] = {}
-    for e in report.get("launch_log") or []:
-        by_role[e["role"]] = by_role.get(e["role"], 0) + 1
-    roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
-    out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
-               f"of {report['budget']}")
-    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ")
-    for r in report.get("measured") or []:
-        st = r.get("settings")
-        lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
-                                               f"{st['speculative_num_draft_tokens']}")
-        out.append(f"  {r['source']:<6}  {r['launch'] if r['launch'] is not None else '—':>6}  "
-                   f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
-                   f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
-    for p in (live or {}).get("pairs") or []:
-        sp = p.get("speedup") or {}
-        ci = sp.get("ci95") or [None, None]
-        a, b = p["tiers"]
-        out.append(f"  live launch {p['launch']}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
-                   f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
-                   f"{p['discarded_after_switch']} decode lines after switches discarded")
-    t = report.get("time") or {}
-    out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"
-               f" vs ≈ {_s(t.get('relaunch_estimate_s'))} s for a relaunch per measured setting "
-               f"({t.get('settings_measured')} × {_s(t.get('time_to_ready_s_median'))} s to ready)")
-    return "\n".join(out)

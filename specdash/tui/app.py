@@ -30,13 +30,15 @@ from specdash.bench.rundir import find_baseline_run
 from specdash.collect.live import empty_snapshot
 from specdash.launch import PreflightBlocked
 from specdash.tui import keys
+from specdash.tui.advising import AdviceMixin
 from specdash.tui.config import DEMO_SUITE, TABS, AppConfig
 from specdash.tui.flows import FlowsMixin
+from specdash.tui.livetune import LiveTune
 from specdash.tui.messages import (
-    AdviceReady,
     LoadChanged,
     ServerStateChanged,
     SessionMessages,
+    TuneChanged,
     VerificationChanged,
 )
 from specdash.tui.session import CONCURRENCY_STEPS, LaunchInfo, ServerState, Session
@@ -56,9 +58,8 @@ if TYPE_CHECKING:
     from textual.notifications import Notification
 
     from specdash.advisor import Advice
-    from specdash.tui.session import AdviceInputs
 
-class SpecdashApp(FlowsMixin, App[int]):
+class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
     """The dashboard (see module docstring).  Build it with :func:`create_app`."""
 
     CSS_PATH = "app.tcss"
@@ -80,6 +81,8 @@ class SpecdashApp(FlowsMixin, App[int]):
         if self.config.concurrency:
             self.session.load.concurrency = self.config.concurrency
         self.session.load.max_tokens = self.config.max_tokens
+        self.live_tune = LiveTune(self.session, lambda st: self.post_message(TuneChanged(st)),
+                                  preset_dir=self.config.preset_dir)
         self.profile_error: str | None = None
         self.advice: Advice | None = None
         self.advice_note = ViewState().advice_note
@@ -256,6 +259,7 @@ class SpecdashApp(FlowsMixin, App[int]):
             mode="attach" if self.config.url else ("demo" if self.config.demo else "launch"), url=s.url or (
                 launch.base_url if launch else None),
             startup_log=startup_lines(snap) if self.active_tab == "launch" else (), now=time.monotonic(),
+            tune=self.live_tune.status if self.live_tune.status.started is not None else None,
         )
 
     @property
@@ -360,40 +364,11 @@ class SpecdashApp(FlowsMixin, App[int]):
         elif not st.running and st.done:
             self.notify(f"load finished: {st.done} requests ({st.failed} failed), suite {st.suite}", timeout=3)
 
-    def on_advice_ready(self, msg: AdviceReady) -> None:
-        """Store the advisor's output for the Suggestions panel."""
-        self.advice, self.advice_note = msg.advice, msg.note
+    def on_tune_changed(self, msg: TuneChanged) -> None:
+        """The live tune moved on: redraw the Suggestions panel (its section of the tune)."""
+        self._drawn.pop("advice", None)
+        self._drawn.pop("_status", None)
         self.redraw()
-
-    # -- advice ---------------------------------------------------------------------------------
-    def _maybe_advise(self, v: ViewState) -> None:
-        """Run the advisor (in a thread) when new records arrived, at most every 10 s."""
-        run = v.snapshot.run
-        if not run.get("requests") or v.collapsed:
-            return
-        key = (run.get("requests"), id(v.snapshot.server_info), len(self.session.measurements))
-        now = time.monotonic()
-        if key == self._advice_key or now - self._advice_at < 10.0:
-            return
-        self._advice_key, self._advice_at = key, now
-        try:
-            inputs = self.session.advice_inputs()
-        except Exception as exc:  # advice must never break the dashboard
-            self.post_message(AdviceReady(None, f"advisor unavailable: {exc}"))
-            return
-        self.advise_worker(inputs)
-
-    @work(thread=True, exclusive=True, group="advice")
-    def advise_worker(self, inputs: AdviceInputs) -> None:
-        """Fit the advisor off the event loop (numpy / scipy)."""
-        from specdash.tui.session import advise_from
-
-        try:
-            adv = advise_from(inputs)
-            note = "" if adv else ViewState().advice_note
-        except Exception as exc:
-            adv, note = None, f"advisor: {type(exc).__name__}: {exc}"
-        self.post_message(AdviceReady(adv, note))
 
     # -- workers: server ------------------------------------------------------------------------
     @work(exclusive=True, group="server")
@@ -455,6 +430,9 @@ class SpecdashApp(FlowsMixin, App[int]):
         attached = bool(self.config.url)
         if self.config.frozen is not None:
             return True
+        tuning = self.live_tune.status.running
+        if tuning and action in ("launch", "restart", "tweak", "load_once", "load_loop", "live_tune"):
+            return None  # the tune launches its own servers
         if action in ("launch", "restart", "tweak", "save_preset") and (attached or s.profile is None):
             return None
         if action == "stop_server":
@@ -527,9 +505,11 @@ class SpecdashApp(FlowsMixin, App[int]):
         """Confirm (when a server runs), stop everything, exit."""
         from specdash.tui.screens.dialogs import ConfirmScreen
 
-        if self.session.server_running:
+        if self.session.server_running or self.live_tune.status.running:
+            what = ("A live tune is running (with a server it launched)" if self.live_tune.status.running
+                    else "A server specdash started is running")
             yes = await self.push_screen_wait(ConfirmScreen(
-                "A server specdash started is running.\nStop it and quit?", yes="Stop and quit", no="Stay"))
+                f"{what}.\nStop it and quit?", yes="Stop and quit", no="Stay"))
             if not yes:
                 return
         await self._stop_everything()
@@ -545,6 +525,11 @@ class SpecdashApp(FlowsMixin, App[int]):
 
     async def _stop_everything(self) -> None:
         self.workers.cancel_group(self, "load")
+        tune = [w for w in self.workers if w.group == "tune" and not w.is_finished]
+        self.workers.cancel_group(self, "tune")  # the tune's run stops its own server on the way out
+        for w in tune:
+            with contextlib.suppress(Exception):
+                await w.wait()
         self.workers.cancel_group(self, "server")  # a launch waiting for ready holds the session lock
         await self.session.close()
 

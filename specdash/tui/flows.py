@@ -1,4 +1,4 @@
-"""Profile, suite, tweak, save-preset and leftover-server flows of the dashboard (a mixin of the app).
+"""Profile, suite, tweak, save-preset, live-tune and leftover-server flows of the dashboard (a mixin of the app).
 
 Kept apart from ``app.py`` so that file stays about layout, redraw and the server/load
 workers.  Every flow ends in the same :class:`~specdash.tui.session.Session` calls the
@@ -16,8 +16,57 @@ from specdash.tui.widgets.launch import launch_preview_renderable
 
 
 class FlowsMixin:
-    """Actions behind ``p`` (profile), ``u`` (suite), ``t`` (tweak) and ``w`` (save preset), and
-    the question about servers an earlier, killed specdash left running."""
+    """Actions behind ``p`` (profile), ``u`` (suite), ``t`` (tweak), ``w`` (save preset) and ``a``
+    (live tune), and the question about servers an earlier, killed specdash left running."""
+
+    def action_live_tune(self) -> None:
+        """Ask, then run ``tune --live`` on the chosen profile (:mod:`specdash.tui.livetune`)."""
+        why = self.live_tune.unavailable()
+        if why:
+            self.notify(why, title="live tune", severity="warning")
+            return
+        self.live_tune_worker()
+
+    @work(exclusive=True, group="tune")
+    async def live_tune_worker(self) -> None:
+        """Confirm, stop the dashboard's server, run the live tune, then offer its best settings."""
+        from specdash.profile import ProfileError
+        from specdash.tui.screens.dialogs import ConfirmScreen
+
+        s, lt = self.session, self.live_tune
+        stop = " It stops the running server first (the tune launches its own, one at a time)." if (
+            s.server_running) else ""
+        yes = await self.push_screen_wait(ConfirmScreen(
+            f"Live-tune {s.profile.name} with suite {s.suite.name} at concurrency {s.load.concurrency}?\n"
+            f"A baseline launch without speculation, then up to {lt.chain_launches} SGLang adaptive launches that "
+            f"each measure two chain step tiers at this load, and a final A/B ({lt.budget} exploration launches "
+            f"at most).{stop} The winner is saved as a new preset.", yes="Tune", no="Cancel"))
+        if not yes:
+            return
+        self.action_show_tab("advice")
+        self.refresh_bindings()
+        status = await lt.run()
+        self._drawn.clear()
+        self.refresh_bindings()
+        if status.error:
+            self.notify(status.error, title="live tune stopped", severity="error", timeout=10)
+            return
+        changes = lt.best_changes()
+        if changes is None:
+            self.notify("live tune finished: the starting settings were best", title="live tune", timeout=5)
+            return
+        apply = await self.push_screen_wait(ConfirmScreen(
+            f"Live tune finished: best steps {changes['num_steps']} / topk {changes['eagle_topk']} / draft tokens "
+            f"{changes['num_draft_tokens']}.\nApply them to {s.profile.name} in this dashboard (then l launches "
+            "with them)?", yes="Apply", no="Keep the current ones"))
+        if apply:
+            try:
+                s.set_profile(s.tweaked(changes), source_text=s.source_text)
+            except ProfileError as exc:
+                self.notify(str(exc), title="live tune", severity="error")
+                return
+            self._refresh_profile()
+            self.notify("best settings applied: press l to launch with them", timeout=5)
 
     @work(exclusive=True, group="leftovers")
     async def leftovers_worker(self) -> None:

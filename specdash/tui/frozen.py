@@ -14,8 +14,18 @@ import math
 from dataclasses import dataclass
 
 from specdash.collect.gpu import GpuProcess, GpuSample
-from specdash.collect.live import DecodeWindow, GpuView, LiveSnapshot, LogEntry, MetricsSample, RequestSample
+from specdash.collect.live import (
+    DecodeWindow,
+    GpuView,
+    LiveSnapshot,
+    LogEntry,
+    MetricsSample,
+    RequestSample,
+    TierChange,
+    TierView,
+)
 from specdash.collect.proc import ProcSample
+from specdash.collect.tiers import TierStats
 from specdash.eagle3.findings import Finding
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState
 from specdash.tui.state import ViewState
@@ -103,8 +113,25 @@ def _log(collapsed: bool) -> tuple[LogEntry, ...]:
     return tuple(LogEntry(i + 1, k, t) for i, (k, t) in enumerate(lines))
 
 
+def _adaptive_tier() -> TierView:
+    """An adaptive server alternating steps 3 and 1 every 15 s (launched at steps 3), now at 1."""
+    history = tuple(TierChange(NOW - 120 + 15 * i, 3 if i % 2 == 0 else 1, 4 if i % 2 == 0 else 2,
+                               "server_info" if i == 0 else "switch line") for i in range(8))
+    per_tier = (
+        TierStats(1, 2, verify_rounds=4210, output_tokens=8378, accept_length=1.99, accept_rate=0.99,
+                  output_tok_s=664.0, share=0.52, windows=4, lines=4200, iterations=4200, timed_s=12.6,
+                  timing="clean"),
+        TierStats(3, 4, verify_rounds=3890, output_tokens=11281, accept_length=2.9, accept_rate=0.633,
+                  output_tok_s=612.0, share=0.48, windows=4, lines=3880, iterations=3880, timed_s=18.4,
+                  timing="clean"),
+    )
+    return TierView(adaptive=True, steps=1, draft_tokens=2, source="switch line", launch_steps=3,
+                    since=history[-1].t, switches=7, history=history, per_tier=per_tier, log=True)
+
+
 def frozen_snapshot(scenario: str = "healthy") -> LiveSnapshot:
-    """Two minutes of collected data at fixed values (see module docstring)."""
+    """Two minutes of collected data at fixed values (see module docstring); ``adaptive`` is
+    ``healthy`` on a ``--speculative-adaptive`` server alternating steps 3 and 1."""
     collapsed = scenario == "wrong_algo"
     base_tok = 258.0 if collapsed else 610.0
     al = 1.0 if collapsed else 2.9
@@ -147,7 +174,7 @@ def frozen_snapshot(scenario: str = "healthy") -> LiveSnapshot:
                                           "other": 3, **({"error": 1} if collapsed else {})},
         gpu=gpu, procs=procs, server_info=info, run=run, run_label="seeds-five ×4 (loop)", run_started=NOW - 112,
         run_server_accept_length=al if collapsed else 2.93, errors={}, stale=frozenset(), simulated=True,
-        metrics_enabled=True,
+        metrics_enabled=True, tier=_adaptive_tier() if scenario == "adaptive" else None,
     )
 
 
@@ -171,8 +198,8 @@ COLLAPSE = Finding(
 
 
 def frozen_view(scenario: str = "healthy", *, profile=None) -> ViewState:
-    """The :class:`ViewState` for ``healthy``, ``wrong_algo`` (after a forced launch) or
-    ``wrong_algo_preflight`` (the findings view before any launch)."""
+    """The :class:`ViewState` for ``healthy``, ``adaptive`` (healthy, adaptive tiers), ``wrong_algo``
+    (after a forced launch) or ``wrong_algo_preflight`` (the findings view before any launch)."""
     if scenario == "wrong_algo_preflight":
         return ViewState(
             server_state=ServerState.IDLE, state_detail="preflight found errors: fix them, or launch anyway",

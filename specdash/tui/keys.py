@@ -46,6 +46,10 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("tweak", "t", "tweak", "Tweak",
             "Edit steps / topk / draft tokens and the other speculative flags, see asked vs effective, "
             "then relaunch", group="Tune"),
+    KeySpec("live-tune", "a", "live_tune", "Live tune",
+            "Tune steps / topk / draft tokens on this profile: a baseline launch, then SGLang adaptive "
+            "launches that measure two chain step tiers each at the chosen load (specdash tune --live); "
+            "stops the running server first, saves the winner as a preset", group="Tune"),
     KeySpec("save", "w", "save_preset", "Save preset",
             "Save the current settings as a new preset TOML (source comments kept; never overwrites "
             "without asking)", group="Tune"),

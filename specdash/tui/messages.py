@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from specdash.advisor import Advice
+    from specdash.tui.livetune import TuneStatus
     from specdash.tui.session import LoadStatus, ServerState
     from specdash.tui.verification import Verification
 
@@ -72,6 +73,18 @@ class AdviceReady(Message):
         super().__init__()
         self.advice: Advice | None = advice
         self.note: str = note
+
+
+class TuneChanged(Message):
+    """The dashboard's live tune progressed, finished or stopped.
+
+    Attributes:
+        status: the :class:`~specdash.tui.livetune.TuneStatus` (the live object).
+    """
+
+    def __init__(self, status: TuneStatus) -> None:
+        super().__init__()
+        self.status: TuneStatus = status
 
 
 class SessionMessages:

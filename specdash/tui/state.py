@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from specdash.advisor import Advice
     from specdash.eagle3.findings import Finding
     from specdash.profile import Profile
+    from specdash.tui.livetune import TuneStatus
 
 
 class PreflightReport(Protocol):
@@ -57,7 +58,8 @@ class ViewState:
     launch; ``verification``: the post-launch report; ``load``: the load driver;
     ``advice``/``advice_note``: the advisor's output or why there is none yet;
     ``baseline_tok_s``: a known no-speculation throughput (a chart line); ``mode``:
-    ``launch``, ``attach`` or ``demo``; ``startup_log``: log lines until ready.
+    ``launch``, ``attach`` or ``demo``; ``startup_log``: log lines until ready; ``tune``: the
+    dashboard's live tune (None before one started).
     """
 
     snapshot: LiveSnapshot = field(default_factory=empty_snapshot)
@@ -77,6 +79,7 @@ class ViewState:
     url: str | None = None
     startup_log: tuple[str, ...] = ()
     now: float = 0.0
+    tune: TuneStatus | None = None
 
     @property
     def simulated(self) -> bool:

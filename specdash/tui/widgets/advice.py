@@ -55,13 +55,20 @@ def advice_renderable(view: ViewState):
 
 
 class AdvicePanel(VerticalScroll):
-    """Scrollable advisor output."""
+    """Scrollable advisor output, below the dashboard's live tune (when one ran)."""
 
     def compose(self):
+        yield Static(id="advice-tune")
         yield Static(id="advice-body")
 
     def show(self, view: ViewState) -> None:
         """Render from ``view``."""
+        from specdash.tui.livetune import tune_text
+
+        box = self.query_one("#advice-tune", Static)
+        box.display = view.tune is not None
+        if view.tune is not None:
+            box.update(Text(tune_text(view.tune)))
         self.query_one("#advice-body", Static).update(advice_renderable(view))
 
 
@@ -80,9 +87,14 @@ class StatusBar(Static):
         info = view.snapshot.server_info
         if info:
             t.append(f" · {effective_line(info)}")
+        tier = view.snapshot.tier
+        if tier is not None and tier.adaptive:
+            t.append(f" · adaptive: now steps {tier.steps}", style="yellow")
         if st in (ServerState.READY, ServerState.ATTACHED):
             n = live_numbers(view)
             t.append(f" · {n['server_tok_s']} tok/s · τ {n['accept_length']}")
+        if view.tune is not None and view.tune.running:
+            t.append(f" · live tune running ({view.tune.elapsed_s:.0f} s)", style="bold yellow")
         ld = view.load
         if ld.running:
             t.append(f" · load {'loop' if ld.loop else 'once'} ×{ld.concurrency} ({ld.done} done)", style="green")

@@ -58,6 +58,57 @@ def live_numbers(view: ViewState) -> dict[str, str]:
     }
 
 
+def tier_text(view: ViewState) -> Text | None:
+    """The adaptive-tier line of the Live panel: the tier SGLang runs now, where it was read, the
+    switches this run and the run's figures per tier; None when the server is not adaptive."""
+    tier = view.snapshot.tier
+    if tier is None or not tier.adaptive:
+        return None
+    t = Text()
+    t.append("Adaptive tier now: ", style="bold")
+    t.append(f"steps {tier.steps} · draft tokens {num(tier.draft_tokens, 0)}", style="bold yellow")
+    ago = f", {view.snapshot.taken_at - tier.since:.0f} s ago" if tier.since is not None else ""
+    t.append(f"  (from the {tier.source}{ago}; ", style="dim")
+    t.append(f"{tier.switches} switch{'es' if tier.switches != 1 else ''} this run", style="dim")
+    if tier.launch_steps is not None:
+        t.append(f"; launched at steps {tier.launch_steps}", style="dim")
+    t.append(")", style="dim")
+    if tier.per_tier:
+        t.append("\nThis run per tier", style="bold")
+        t.append(" (decode lines right after a switch left out): ", style="dim")
+        parts = []
+        for st in tier.per_tier:
+            rate = f" · rate {pct(st.accept_rate)}" if st.accept_rate is not None else ""
+            parts.append(f"steps {st.speculative_num_steps}: τ {num(st.accept_length, 2)}{rate} · "
+                         f"{num(st.output_tok_s, 0)} tok/s · {pct(st.share)} of rounds")
+        t.append("  │  ".join(parts))
+    elif not tier.log:
+        t.append("\nPer-tier figures need the server's log: launch the profile from specdash "
+                 "(attached servers show the tier only).", style="dim")
+    return t
+
+
+def tier_series(view: ViewState) -> Series | None:
+    """The tier history as a step line in accept-length units: ``draft tokens`` (steps + 1, the
+    most a chain round can accept) at each moment; None when not adaptive or not yet known."""
+    tier = view.snapshot.tier
+    if tier is None or not tier.adaptive or not tier.history:
+        return None
+    now = view.snapshot.taken_at
+    xs: list[float] = []
+    ys: list[float] = []
+    for h in tier.history:
+        y = float(h.draft_tokens if h.draft_tokens is not None else h.steps + 1)
+        if ys:
+            xs.append(h.t - now)
+            ys.append(ys[-1])
+        xs.append(h.t - now)
+        ys.append(y)
+    xs.append(0.0)
+    ys.append(ys[-1])
+    return Series("tier: steps + 1", tuple(xs), tuple(ys), "yellow")
+
+
 class StatTiles(Static):
     """The headline numbers (a grid of tiles)."""
 
@@ -99,6 +150,7 @@ class LivePanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield StatTiles(id="live-stats")
+        yield Static("", id="live-tier")
         yield Static(ACCEPT_DEFINITIONS, id="live-definitions")
         with Horizontal(classes="chart-row"):
             yield TimeChart("Output tok/s", "tok/s", id="chart-throughput")
@@ -111,6 +163,11 @@ class LivePanel(Vertical):
         """Update the numbers (and, when ``charts``, the charts) from ``view``."""
         self.query_one(StatTiles).show(view)
         self.set_class(view.collapsed, "-collapsed")
+        tier = tier_text(view)
+        box = self.query_one("#live-tier", Static)
+        box.display = tier is not None
+        if tier is not None:
+            box.update(tier)
         if not charts:
             return
         snap = view.snapshot
@@ -134,6 +191,9 @@ class LivePanel(Vertical):
             if mw:
                 acc.append(Series("window", tuple(m.t - now for m in mw), tuple(m.accept_length for m in mw),
                                   "magenta"))
+        ts = tier_series(view)
+        if ts is not None:
+            acc.append(ts)
         ra = [r for r in snap.requests if r.accept_length]
         if ra:
             acc.append(Series("per request", tuple(r.t - now for r in ra), tuple(r.accept_length for r in ra),
