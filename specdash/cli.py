@@ -55,6 +55,10 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--sglang-version", metavar="V", help="judge against this SGLang version")
     p.add_argument("--max-tokens", type=int, metavar="N", help="override the suite's max_tokens")
     p.add_argument("--concurrency", type=int, metavar="N", help="override the suite's concurrency")
+    p.add_argument("--sweep", metavar="concurrency=N,N,…",
+                   help="run the suite at each concurrency in one launch per side, against the baseline "
+                        "(--baseline R, else the profile without speculation); prints the speedup curve and "
+                        "the break-even concurrency")
     return p
 
 

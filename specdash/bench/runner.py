@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import os
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from specdash.bench.rundir import RunDir
@@ -53,7 +54,9 @@ class RunOptions:
     ``repeats``/``max_tokens``/``concurrency`` override the suite's when set;
     ``segment`` tags records of a resumed run; ``repeat_offset`` shifts repeat indices
     (A/B rounds); ``on_record`` is called with each finished record (live UIs);
-    ``progress`` receives human progress lines.
+    ``progress`` receives human progress lines; ``sweep``: concurrencies to run one after the other
+    in the same launch (one RUN per point in ``summary.json``, records tagged with their
+    ``concurrency``; :func:`run_sweep`), None for one run at ``concurrency``.
     """
 
     out_dir: Path = Path("runs")
@@ -72,6 +75,7 @@ class RunOptions:
     progress: Callable[[str], None] | None = None
     preflight: bool = True
     extra_manifest: dict = field(default_factory=dict)
+    sweep: tuple[int, ...] | None = None
 
 
 def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, int]]:
@@ -153,6 +157,10 @@ class ProfileRun:
         self.preflight_report = None
         self._log_base = 0  # first server.log line of this launch (a resumed run appends to the file)
         self._log_start: int | None = None  # first line of the measured window
+        #: The RUN of each point, in order (one without a sweep); :meth:`run` returns the last.
+        self.runs: list[dict] = []
+        #: The records of each point (concurrency → records), for paired comparisons.
+        self.point_records: dict[int, list[dict]] = {}
 
     @property
     def server(self):
@@ -237,41 +245,69 @@ class ProfileRun:
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
-            manifest.update({"max_tokens": max_tokens, "concurrency": concurrency,
+            points = list(self.opt.sweep) if self.opt.sweep else [concurrency]
+            manifest.update({"max_tokens": max_tokens, "concurrency": points[0],
                              "repeats": self.opt.repeats or self.suite.suite.repeats})
+            if self.opt.sweep:
+                manifest["sweep"] = {"concurrency": points}
             self.rundir.write_manifest(manifest)
             await self._warmup(client, max_tokens)
-            await client.flush_cache()
-            metrics_before = await client.metrics_text()
-            self.rundir.write_text("metrics-before.txt", metrics_before)
-            self._log_start = await self._settled_log_count()
-            items = self._remaining_items()
-            self._say(f"[{self.profile.name}] {len(items)} requests, concurrency {concurrency}, "
-                      f"max_tokens {max_tokens}, suite {self.suite.name}")
-            done = [0]
+            for i, conc in enumerate(points):
+                if i:
+                    self.stats = RunStats()
+                run = await self._point(client, info, segment, conc, max_tokens, tag=self.opt.sweep is not None)
+                if self.opt.sweep:
+                    run["sweep_point"] = i
+                self.runs.append(run)
+                self.rundir.write_summary(self.runs)  # results written as they come
+        bad = [r["concurrency"] for r in self.runs if r["requests"] == 0]
+        if bad:
+            raise RunFailed(f"[{self.profile.name}] no request succeeded"
+                            + (f" at concurrency {', '.join(map(str, bad))}" if self.opt.sweep else "")
+                            + f"; see {self.rundir.path}/requests.jsonl")
+        return self.runs[-1]
 
-            def on_record(rec: dict) -> None:
-                self.rundir.append_request(rec)
-                self.stats.add(rec)
-                done[0] += 1
-                tok_s = rec["completion_tokens"] / rec["e2e_s"] if rec.get("e2e_s") else 0.0
-                self._say(f"[{self.profile.name}] {done[0]}/{len(items)} prompt {rec['prompt_index']} "
-                          f"repeat {rec['repeat']}: {rec['completion_tokens']} tokens, {tok_s:.1f} tok/s"
-                          + ("" if rec.get("ok") else f" FAILED: {rec.get('error')}"))
-                if self.opt.on_record:
-                    self.opt.on_record(rec)
+    async def _point(self, client, info: dict, segment: int, concurrency: int, max_tokens: int, *,
+                     tag: bool) -> dict:
+        """One measured pass of the suite at ``concurrency`` (flushed cache, ``/metrics`` and log
+        window around it); returns its RUN.  ``tag``: a sweep point (records carry ``concurrency``,
+        metrics files are named ``metrics-{before,after}-c<N>.txt``)."""
+        suffix = f"-c{concurrency}" if tag else ""
+        await client.flush_cache()
+        metrics_before = await client.metrics_text()
+        self.rundir.write_text(f"metrics-before{suffix}.txt", metrics_before)
+        self._log_start = await self._settled_log_count()
+        items = self._remaining_items()
+        if tag:  # a sweep point keeps its batch full: at least 2 × concurrency requests
+            reps = max(self.opt.repeats or self.suite.suite.repeats,
+                       math.ceil(2 * concurrency / max(1, len(self.suite.prompts))))
+            items = work_items(self.suite, reps, self.opt.repeat_offset)
+        self._say(f"[{self.profile.name}] {len(items)} requests, concurrency {concurrency}, "
+                  f"max_tokens {max_tokens}, suite {self.suite.name}")
+        done = [0]
+        records = self.point_records.setdefault(concurrency, [])
 
-            await send_suite(client, self.suite, items, concurrency=concurrency, max_tokens=max_tokens,
-                             segment=segment, on_record=on_record)
-            metrics_after = await client.metrics_text()
-            self.rundir.write_text("metrics-after.txt", metrics_after)
-            info_after = await client.server_info()
-            await self._settled_log_count()
-        run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
-        self.rundir.write_summary([run])
-        if run["requests"] == 0:
-            raise RunFailed(f"[{self.profile.name}] no request succeeded; see {self.rundir.path}/requests.jsonl")
-        return run
+        def on_record(rec: dict) -> None:
+            if tag:
+                rec["concurrency"] = concurrency
+            self.rundir.append_request(rec)
+            self.stats.add(rec)
+            records.append(rec)
+            done[0] += 1
+            tok_s = rec["completion_tokens"] / rec["e2e_s"] if rec.get("e2e_s") else 0.0
+            self._say(f"[{self.profile.name}] {done[0]}/{len(items)} prompt {rec['prompt_index']} "
+                      f"repeat {rec['repeat']}{f' c{concurrency}' if tag else ''}: {rec['completion_tokens']} "
+                      f"tokens, {tok_s:.1f} tok/s" + ("" if rec.get("ok") else f" FAILED: {rec.get('error')}"))
+            if self.opt.on_record:
+                self.opt.on_record(rec)
+
+        await send_suite(client, self.suite, items, concurrency=concurrency, max_tokens=max_tokens,
+                         segment=segment, on_record=on_record)
+        metrics_after = await client.metrics_text()
+        self.rundir.write_text(f"metrics-after{suffix}.txt", metrics_after)
+        info_after = await client.server_info()
+        await self._settled_log_count()
+        return self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
 
     async def _warmup(self, client, max_tokens: int) -> None:
         n = self.suite.suite.warmup
@@ -367,3 +403,15 @@ async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dic
     pr = ProfileRun(profile, suite, opts)
     run = await pr.run()
     return run, pr.stats.records
+
+
+async def run_sweep(profile: Profile, suite: Suite, opts: RunOptions,
+                    concurrencies: Sequence[int]) -> tuple[list[dict], dict[int, list[dict]]]:
+    """Run ``profile`` at each of ``concurrencies`` in one launch (one run directory, one RUN per
+    point, in order); returns (the RUNs, concurrency → that point's records).
+
+    Raises: as :class:`ProfileRun` (a point where no request succeeded raises after all points ran).
+    """
+    pr = ProfileRun(profile, suite, replace(opts, sweep=tuple(int(c) for c in concurrencies)))
+    await pr.run()
+    return pr.runs, pr.point_records

@@ -255,6 +255,19 @@ def _check_args(args) -> None:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
     if args.url and not args.url.startswith(("http://", "https://")):
         raise UsageError(f"--url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
+    if getattr(args, "sweep", None):
+        from specdash.bench.sweep import parse_sweep
+
+        try:
+            args.sweep_points = parse_sweep(args.sweep)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        for flag, why in (("vs", "an A/B"), ("resume", "a resumed run"), ("concurrency", "one concurrency")):
+            if getattr(args, flag):
+                raise UsageError(f"--sweep cannot be combined with --{flag} ({why}): the sweep sets the "
+                                 "concurrencies itself")
+        if args.rounds != 1:
+            raise UsageError("--sweep runs one launch per side; --rounds does not apply")
     if args.resume:
         problem = check_resume(Path(args.resume), args)
         if problem:
@@ -277,6 +290,8 @@ def _bench(args, progress: Progress) -> int:
     install_signal_handlers()
     stop_leftovers_interactively(progress)
     opts = _options(args, progress)
+    if getattr(args, "sweep", None):
+        return _sweep(args, progress, prof_a, prof_r, suite, opts)
     try:
         if prof_b is not None:
             runs, cmp = asyncio.run(run_ab(prof_a, prof_b, prof_r, suite, opts, args.rounds))
@@ -302,6 +317,31 @@ def _bench(args, progress: Progress) -> int:
             print(f"comparison: {cmp.get('compare_dir')}/comparison.json")
     if failed and not args.allow_unverified:
         raise VerificationFailed([r["profile"] for r in failed])
+    return ExitCode.OK
+
+
+def _sweep(args, progress: Progress, prof_a, prof_r, suite, opts) -> int:
+    """``--sweep concurrency=…``: :func:`specdash.bench.sweep.sweep_bench`, printed."""
+    from specdash.bench.sweep import render_sweep, sweep_bench
+
+    try:
+        payload = asyncio.run(sweep_bench(prof_a, prof_r, suite, opts, args.sweep_points))
+    finally:
+        progress.done()
+    runs = payload["runs"]
+    failed = sorted({r["profile"] for r in runs if (r.get("verification") or {}).get("status") == "failed"})
+    if failed and not args.allow_unverified:
+        for p in payload["sweep"]:
+            p.update(speedup=None, ci95=None, verdict="withheld: verification failed")
+        payload.update(break_even_concurrency=None, break_even_ci95=None,
+                       note=f"speedups withheld: post-launch verification failed for {', '.join(failed)}")
+    if args.json:
+        print(json.dumps({k: v for k, v in payload.items() if k != "runs"} | {"runs": runs}, indent=2, default=str))
+    else:
+        print(render_table(runs))
+        print(render_sweep(payload))
+    if failed and not args.allow_unverified:
+        raise VerificationFailed(failed)
     return ExitCode.OK
 
 
