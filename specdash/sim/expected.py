@@ -12,7 +12,9 @@ prints one JSON object; :func:`expected` returns the same dict.
 The model is the engine's, in steady state (closed loop: ``concurrency`` requests always
 in flight, each ``max_new_tokens`` long with ``prompt_tokens`` of prompt):
 
-* ``τ = 1 + Σ_k Π_{i≤k} q_i`` tokens per request-round (:mod:`specdash.sim.scenario`);
+* ``τ = 1 + Σ_k Π_{i≤k} q_i`` tokens per request-round (:mod:`specdash.sim.scenario`), or with
+  ``simulate_acc_len`` L (SGLang's ``SGLANG_SIMULATE_ACC_LEN``, as the engine does it) the mean of
+  ``min(⌊L⌋ or ⌈L⌉, depth + 1)`` over the floor/ceiling draw that matches L (at least 1);
 * one round takes ``round_ms(b)`` with ``b = min(concurrency, max_running_requests)``;
 * a request needs ``R = (max_new_tokens − 1) / τ`` rounds after its prefill (the first token
   comes from the prefill), and in a closed loop every request's prefill stalls the whole
@@ -26,6 +28,7 @@ the simulator; ``round_time_ms`` and ``latency_model_s`` stay in model time.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from specdash.sim.scenario import (
@@ -81,6 +84,20 @@ def _settings_from(flags_or_settings: Any, scenario: Scenario, version: str | No
             "flags": flags, "resolution": res}
 
 
+def _simulated(length: float, depth: int) -> tuple[float, float, list[float]]:
+    """``(τ, E[accepted], P(accepted = k))`` under ``SGLANG_SIMULATE_ACC_LEN`` = ``length`` for a
+    draft of ``depth`` levels: the engine draws ⌊L⌋ with probability ``1 − (L − ⌊L⌋)``, else ⌈L⌉, and
+    accepts ``clip(min(drawn, depth + 1) − 1, 0, depth)`` drafts (SGLang's ``spec_utils.py``)."""
+    lo = math.floor(length)
+    frac = length - lo
+    dist = [0.0] * (depth + 1)
+    for drawn, prob in ((lo, 1.0 - frac), (lo + 1, frac)):
+        if prob > 0:
+            dist[min(max(min(drawn, depth + 1) - 1, 0), depth)] += prob
+    ea = sum(k * p for k, p in enumerate(dist))
+    return 1.0 + ea, ea, dist
+
+
 def expected(
     flags_or_settings: Any,
     scenario: Scenario | str = "healthy",
@@ -96,6 +113,7 @@ def expected(
     seed: int | None = None,
     version: str | None = None,
     graph_max_bs: int | None = None,
+    simulate_acc_len: float | None = None,
 ) -> dict[str, Any]:
     """What the simulator should deliver for these settings (see the module docstring).
 
@@ -117,6 +135,10 @@ def expected(
         seed: ``--sim-seed`` (for per-prompt factors).
         version: emulated SGLang release (for ``resolve_flags``).
         graph_max_bs: largest CUDA-graph batch (default: no eager penalty).
+        simulate_acc_len: ``SGLANG_SIMULATE_ACC_LEN`` in effect (None or ≤ 0: off; the caller reads
+            the environment, e.g. :func:`specdash.sglang.simulate.simulate_acc_len`): every verify
+            round accepts ``min(L, depth + 1)`` tokens, L drawn as ⌊L⌋ or ⌈L⌉ with the probabilities
+            that match its mean, whatever the draft (the engine's ``_decode``); α is then unused.
 
     Returns:
         ``{accept_length, accept_length_per_request, accept_rate, accept_histogram (probabilities),
@@ -140,9 +162,13 @@ def expected(
     base_prefill_ms = sc.prefill_ms(prompt_tokens, spec=False)
     m = max(1, int(max_new_tokens))
 
+    sim_len = float(simulate_acc_len) if simulate_acc_len is not None and simulate_acc_len > 0 else None
+
     def per_prompt(alpha: float) -> tuple[float, float, list[float]]:
         if spec is None:
             return 1.0, 0.0, [1.0]
+        if sim_len is not None:
+            return _simulated(sim_len, len(tree_branching(spec.steps, spec.topk, spec.num_draft_tokens)))
         q = success_probs(alpha, sc.acceptance.decay, tree_branching(spec.steps, spec.topk, spec.num_draft_tokens),
                           sc.acceptance.tree_gain)
         ea = expected_accepted(q)
@@ -190,6 +216,7 @@ def expected(
         "baseline_tok_s_total": base_per_req_model * b * ts,
         "speedup_vs_baseline": per_req_model / base_per_req_model,
         "batch": b,
+        "simulate_acc_len": sim_len if spec else None,
         "concurrency": int(concurrency),
         "max_new_tokens": m,
         "prompt_tokens": prompt_tokens,
