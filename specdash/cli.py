@@ -39,7 +39,8 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true", help=f"use the simulator ({DEMO_PROFILE}, suite {DEMO_SUITE})")
     p.add_argument("--profile", "-p", metavar="P", help="profile name or path")
     p.add_argument("--vs", metavar="Q", help="A/B: also run profile Q and compare (speedup Q over P)")
-    p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R")
+    p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R "
+                   "(with --sweep, 'none' runs no baseline)")
     p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
     p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")

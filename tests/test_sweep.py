@@ -128,3 +128,15 @@ def test_sweep_refuses_flags_it_cannot_honour(tmp_path, capsys):
                        (["--rounds", "2"], "--rounds")):
         rc = main(["--bench", "--profile", str(prof), "--sweep", "concurrency=1,4", *extra])
         assert rc == 2 and msg in capsys.readouterr().err
+
+
+def test_sweep_with_baseline_none_measures_the_profile_only(tmp_path, capsys):
+    prof = sim_profile(tmp_path, "only", time_scale=8.0)
+    rc = main(["--bench", "--profile", str(prof), "--sweep", "concurrency=1,2", "--baseline", "none",
+               "--max-tokens", "32", "--out", str(tmp_path / "runs"), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 0 and res["baseline"] is None and len(res["run_dirs"]) == 1
+    assert [p["concurrency"] for p in res["sweep"]] == [1, 2]
+    assert all(p["output_tok_s"] > 0 and p["speedup"] is None for p in res["sweep"])
+    assert res["break_even_concurrency"] is None and res["note"] == "no baseline: no speedup"
+

@@ -310,6 +310,22 @@ def test_cli_rejects_bad_live_options(tmp_path, capsys):
     assert "--sweep needs two or more" in capsys.readouterr().err
     assert main(["tune", "--profile", str(prof), "--live", "--chain-launches", "0"]) == 2
     assert "--chain-launches must be at least 1" in capsys.readouterr().err
+    for flags in (["--sweep", "1,16"], ["--no-schedule"], ["--chain-launches", "2"]):  # live-only flags
+        assert main(["tune", "--profile", str(prof), *flags]) == 2
+        assert "only apply with --live" in capsys.readouterr().err
+
+
+def test_live_tune_without_the_final_ab(tmp_path):
+    """--no-final-ab: the baseline and the live launches only; the best comes from the exploration."""
+    prof = load_profile(str(versioned_profile(tmp_path, "nofinal", "0.5.14", spec=(8, 1, 9), time_scale=8.0)))
+    report = asyncio.run(tune(prof, suite(n=6), budget=1, out=tmp_path / "runs", live=True, chain_budget=1,
+                              schedule=False, final_ab=False,
+                              opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
+                              preset_dir=tmp_path / "presets"))
+    roles = [e["role"] for e in report["launch_log"]]
+    assert roles == ["baseline", "live"] and report["launches"] == 2
+    assert report["comparison"] is None and report["final_ab"] is False
+    assert report["best"] in [r["settings"] for r in report["measured"]]
 
 
 def test_a_recommended_schedule_becomes_the_preset_with_its_config_beside_it(tmp_path):

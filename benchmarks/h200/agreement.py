@@ -31,11 +31,16 @@ def rel(a, b):
     return abs(a - b) / abs(b)
 
 
-def agreement(run_dir: Path) -> dict:
-    """The comparison for one run directory (see module docstring)."""
-    summary = json.loads((run_dir / "summary.json").read_text())["runs"][0]
+def agreement(run_dir: Path, point: int = 0) -> dict:
+    """The comparison for one run directory (see module docstring); ``point``: which RUN of a
+    ``--sweep`` run directory (its records carry ``concurrency``, its metrics files ``-c<N>``)."""
+    runs = json.loads((run_dir / "summary.json").read_text())["runs"]
+    summary = runs[point]
+    sweep = "sweep_point" in summary
+    conc = summary.get("concurrency")
     recs = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines() if line.strip()]
-    recs = [r for r in recs if r.get("ok")]
+    recs = [r for r in recs if r.get("ok") and (not sweep or r.get("concurrency") == conc)]
+    suffix = f"-c{conc}" if sweep else ""
     tokens = sum(r["completion_tokens"] for r in recs)
     spec = [r for r in recs if (r.get("spec") or {}).get("verify_ct")]
     meta_tau = None
@@ -43,8 +48,8 @@ def agreement(run_dir: Path) -> dict:
         # token-weighted mean of meta_info.spec_accept_length == Σ tokens / Σ verify_ct
         meta_tau = sum(r["spec"]["accept_length"] * r["spec"]["verify_ct"] for r in spec) / sum(
             r["spec"]["verify_ct"] for r in spec)
-    before = parse_metrics((run_dir / "metrics-before.txt").read_text())
-    after = parse_metrics((run_dir / "metrics-after.txt").read_text())
+    before = parse_metrics((run_dir / f"metrics-before{suffix}.txt").read_text())
+    after = parse_metrics((run_dir / f"metrics-after{suffix}.txt").read_text())
     d_gen = counter_delta(before, after, "sglang:generation_tokens_total")
     d_ver = counter_delta(before, after, "sglang:spec_verify_calls_total")
     metrics_tau = d_gen / d_ver if d_gen and d_ver else None
@@ -54,6 +59,7 @@ def agreement(run_dir: Path) -> dict:
     return {
         "run_dir": str(run_dir),
         "profile": summary["profile"],
+        "concurrency": conc,
         "requests": len(recs),
         "output_tokens": tokens,
         "accept_length": {"specdash": summary["accept_length"], "meta_info": meta_tau, "metrics": metrics_tau,
@@ -68,4 +74,8 @@ def agreement(run_dir: Path) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps([agreement(Path(p)) for p in sys.argv[1:]], indent=2))
+    out = []
+    for p in sys.argv[1:]:
+        n = len(json.loads((Path(p) / "summary.json").read_text())["runs"])
+        out += [agreement(Path(p), i) for i in range(n)]
+    print(json.dumps(out, indent=2))

@@ -22,6 +22,10 @@
 #                               own choice and the recording's 452.2 tok/s at c1, (1,1,2) the short side, (3,4,5)
 #                               the seeds' tree). 4 launches, ~6.5-8 min. e.g. grid-c1-L3, grid-c8-L3, grid-c1-L2.5.
 #                               For another L give POINTS around steps = ceil(L) - 1, e.g. L 5: "4,1,5 3,1,4 5,1,6 3,4,5".
+#   sweep-L<x>                  `specdash --bench --sweep concurrency=$SWEEP` (default 1,8) for the baseline and each
+#                               point of POINTS at acceptance x: both concurrencies in one launch per point (cache
+#                               flushed before each, >= 2 x concurrency requests each), one RUN per point in each
+#                               summary.json. 1 + len(POINTS) launches, ~75-90 s each.
 #   tune-live-<start>-c<N>-L<x> `specdash tune --profile P --live --budget 6 --json` (+ --suite/--out/--save-to
 #                               into the work dir), P = h200-8b-<start>-start (start: seeds | bad) or h200-8b-eagle3
 #                               (start: eagle3) at L x, suite at concurrency N. --live is new: when this checkout's
@@ -50,6 +54,8 @@ OUT=${OUT:-/tmp/specdash-h200-out}
 WORK=${WORK:-/tmp/specdash-h200-work}
 MODELS=${MODELS:-/root/models}
 POINTS=${POINTS:-"2,1,3 3,1,4 1,1,2 3,4,5"}
+SWEEP=${SWEEP:-1,8}
+BENCH_EXTRA=()
 TUNE_BUDGET=${TUNE_BUDGET:-6}
 PHASE_BUDGET_S=${PHASE_BUDGET_S:-510}
 NEED_S=${NEED_S:-120}
@@ -67,12 +73,14 @@ left() { echo $(( PHASE_BUDGET_S - ($(date +%s) - T0) )); }
 KIND="" C="" L="" MODE="" START=""
 if [[ $PHASE =~ ^grid-c([0-9]+)-L([0-9]+(\.[0-9]+)?)$ ]]; then
   KIND=grid C=${BASH_REMATCH[1]} L=${BASH_REMATCH[2]}
+elif [[ $PHASE =~ ^sweep-L([0-9]+(\.[0-9]+)?)$ ]]; then
+  KIND=sweep C=1 L=${BASH_REMATCH[1]}
 elif [[ $PHASE =~ ^tune-(live|relaunch)-(seeds|bad|eagle3)-c([0-9]+)-L([0-9]+(\.[0-9]+)?)$ ]]; then
   KIND=tune MODE=${BASH_REMATCH[1]} START=${BASH_REMATCH[2]} C=${BASH_REMATCH[3]} L=${BASH_REMATCH[4]}
 elif [[ $PHASE = baseline || $PHASE = check ]]; then
   KIND=$PHASE
 else
-  echo "usage: testbed.sh check | baseline | grid-c<N>-L<x> | tune-{live,relaunch}-{seeds,bad,eagle3}-c<N>-L<x>" >&2
+  echo "usage: testbed.sh check | baseline | grid-c<N>-L<x> | sweep-L<x> | tune-{live,relaunch}-{seeds,bad,eagle3}-c<N>-L<x>" >&2
   echo "testbed.sh: unknown phase '$PHASE'" | tee -a "$LOG" >&2
   exit 2
 fi
@@ -149,7 +157,7 @@ bench() {
   wait_gpu_idle
   t=$(left); (( t -= 10 )); (( t > POINT_MAX_S )) && t=$POINT_MAX_S
   log "bench $label: $(basename "$pf"), $(basename "$suite"), timeout ${t}s"
-  timeout -k 20 "$t" $SD --bench --profile "$pf" --suite "$suite" --out "$W/runs" --json \
+  timeout -k 20 "$t" $SD --bench --profile "$pf" --suite "$suite" --out "$W/runs" --json ${BENCH_EXTRA[@]+"${BENCH_EXTRA[@]}"} \
       > "$W/bench-$label.json" 2> "$W/bench-$label.err"
   rc=$?
   log "bench $label exit $rc$( ((rc == 124 || rc == 137)) && echo ' (TIMED OUT: stopped at the deadline)'): $($GRID brief "$W/bench-$label.json" "$W/bench-$label.err" 2>&1)"
@@ -190,6 +198,16 @@ case $KIND in
     for pt in $POINTS; do
       pf=$(mkprof h200-8b-eagle3 "$L" "$pt") || { note "SKIPPED point $pt: no profile copy"; continue; }
       bench "eagle3-$(tr ',' '_' <<< "$pt")-c$C-L$L" "$pf" "$s"
+    done
+    ;;
+  sweep)
+    s=$(mksuite 1) || { note "suite copy failed: $(tail -1 "$W/mksuite.err")"; pack; exit 1; }
+    BENCH_EXTRA=(--sweep "concurrency=$SWEEP" --baseline none)
+    log "sweep at concurrency $SWEEP, L $L: baseline, then points $POINTS"
+    pf=$(mkprof h200-8b-baseline "" "") && bench "baseline-sweep" "$pf" "$s"
+    for pt in $POINTS; do
+      pf=$(mkprof h200-8b-eagle3 "$L" "$pt") || { note "SKIPPED point $pt: no profile copy"; continue; }
+      bench "eagle3-$(tr ',' '_' <<< "$pt")-sweep-L$L" "$pf" "$s"
     done
     ;;
   tune)

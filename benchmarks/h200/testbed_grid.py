@@ -213,8 +213,15 @@ def _load(path: Path) -> dict | None:
         return None
 
 
-def run_row(run_dir: Path) -> dict:
-    """One result row for a run directory (missing pieces become None / an ``error``)."""
+def run_rows(run_dir: Path) -> list[dict]:
+    """One result row per RUN of a run directory (a ``--sweep`` directory holds one per concurrency)."""
+    summary = _load(Path(run_dir) / "summary.json")
+    n = len(summary.get("runs") or []) if summary else 0
+    return [run_row(run_dir, i) for i in range(max(1, n))]
+
+
+def run_row(run_dir: Path, point: int = 0) -> dict:
+    """One result row for a run directory's RUN ``point`` (missing pieces become None / an ``error``)."""
     run_dir = Path(run_dir)
     manifest = _load(run_dir / "manifest.json") or {}
     summary = _load(run_dir / "summary.json")
@@ -229,7 +236,7 @@ def run_row(run_dir: Path) -> dict:
     if summary is None or not summary.get("runs"):
         row["error"] = "no summary.json (the run did not finish: see server.log / the phase's .err files)"
         return row
-    r = summary["runs"][0]
+    r = summary["runs"][point]
     row.update({
         "effective": r.get("effective"),
         "concurrency": r.get("concurrency"),
@@ -249,7 +256,7 @@ def run_row(run_dir: Path) -> dict:
     try:
         from agreement import agreement
 
-        a = agreement(run_dir)
+        a = agreement(run_dir, point)
         row["agreement"] = {"accept_length": a["accept_length"], "output_tok_s": a["output_tok_s"]}
     except Exception as exc:  # a partial run dir: keep the row, say why the figures are missing
         row["agreement"] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -275,7 +282,7 @@ def collect(phase: str, run_dirs: list[Path], out: Path, notes: list[str] | None
     ``attach`` maps a name to a file (e.g. the tune report) copied into the document.
     """
     # launches only: the A/B's "-compare" and tune's "-tune" directories have no manifest.json
-    rows = [run_row(Path(d)) for d in run_dirs if (Path(d) / "manifest.json").is_file()]
+    rows = [row for d in run_dirs if (Path(d) / "manifest.json").is_file() for row in run_rows(Path(d))]
     doc = {"phase": phase, "rows": rows, "notes": list(notes or []),
            "attached": {k: _attachment(Path(v)) for k, v in (attach or {}).items()}}
     out = Path(out)
@@ -305,12 +312,14 @@ def brief(bench_json: Path, stderr: Path | None = None) -> str:
     runs = d.get("runs") or []
     if not runs:
         return "JSON without runs"
-    r = runs[0]
-    e = r.get("effective") or {}
-    eff = "/".join(str(e.get(k)) for k in _SPEC_KEYS) if e.get("speculative_algorithm") else "no speculation"
-    return (f"{_fmt(r.get('output_tok_s'))} tok/s, accept length {_fmt(r.get('accept_length'), 3)}, "
-            f"c{r.get('concurrency')}, {r.get('requests')} requests, effective {eff}, "
-            f"verification {(r.get('verification') or {}).get('status')}")
+    parts = []
+    for r in runs:  # one per sweep point
+        e = r.get("effective") or {}
+        eff = "/".join(str(e.get(k)) for k in _SPEC_KEYS) if e.get("speculative_algorithm") else "no speculation"
+        parts.append(f"{_fmt(r.get('output_tok_s'))} tok/s, accept length {_fmt(r.get('accept_length'), 3)}, "
+                     f"c{r.get('concurrency')}, {r.get('requests')} requests, effective {eff}, "
+                     f"verification {(r.get('verification') or {}).get('status')}")
+    return " | ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:

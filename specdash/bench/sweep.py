@@ -88,15 +88,17 @@ async def sweep_bench(profile, baseline, suite, opts, concurrencies: Sequence[in
     ``ci95``, ``verdict``, ``pairs``, ``throughput_ratio``), ``break_even_concurrency``,
     ``break_even_ci95``, ``note``, ``runs`` (the profile's RUNs, then the baseline's) and ``run_dirs``.
 
-    ``baseline``: the no-speculation profile, or None to derive it from ``profile`` (None too when
-    ``profile`` has no speculation: then the sweep has no speedup).
+    ``baseline``: the no-speculation profile, None to derive it from ``profile`` (nothing to derive
+    when ``profile`` has no speculation), or False for none (``--baseline none``: tok/s per point only).
 
     Raises: as :func:`specdash.bench.runner.run_sweep`.
     """
     from specdash.bench.compare import build_comparison
     from specdash.bench.runner import run_sweep
 
-    if baseline is None and profile.spec_enabled:
+    if baseline is False:
+        baseline = None
+    elif baseline is None and profile.spec_enabled:
         from specdash.bench.tune import baseline_of
 
         baseline = baseline_of(profile)

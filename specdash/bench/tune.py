@@ -195,7 +195,7 @@ def _row_json(r: _Row) -> dict[str, Any]:
 
 async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
                opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
-               sweep: Sequence[int] | None = None, schedule: bool | None = None) -> dict:
+               sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -212,6 +212,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         sweep: concurrencies the adaptive schedule is verified at (default: the suite's and
             a high one, :func:`specdash.bench.schedule.default_sweep`).
         schedule: generate and verify an adaptive schedule (default: with ``live``).
+        final_ab: run the final paired A/B of the best against the start (and the baseline); without
+            it the best is reported from the exploration's own measurements (``comparison`` None,
+            ``final_ab`` False in the report): two or three launches fewer where launches are dear.
 
     Raises:
         ValueError: the profile has no speculation to tune.
@@ -297,9 +300,11 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     advice = planner.advice(measurements)
     winner = profiles.get(best) or (profile if best == planner.start else
                                     variant(profile, best.steps, best.topk, best.draft_tokens))
-    say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline")
     cmp = None
-    if best != planner.start:
+    if not final_ab:
+        say(f"tune: best {best.label()} (no final A/B: asked for)")
+    elif best != planner.start:
+        say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline")
         _, cmp = await log.ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
                               baseline_of(profile), suite, later, rounds=1)
     if preset_dir is None:
@@ -356,6 +361,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "advice": advice.to_json(),
         "advice_text": advice.render(),
         "comparison": cmp,
+        "final_ab": bool(final_ab and best != planner.start),
         "adaptive_schedule": sched_report,
         "preset": str(preset) if preset else None,
         "preset_not_saved": not_saved,

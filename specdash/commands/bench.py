@@ -286,12 +286,13 @@ def _bench(args, progress: Progress) -> int:
     suite = load_suite(args.suite or DEFAULT_SUITE)
     prof_a = load_profile(args.profile) if args.profile else attached_profile()
     prof_b = load_profile(args.vs) if args.vs else None
-    prof_r = load_profile(args.baseline) if args.baseline else None
+    no_baseline = getattr(args, "sweep", None) and args.baseline == "none"
+    prof_r = load_profile(args.baseline) if args.baseline and not no_baseline else None
     install_signal_handlers()
     stop_leftovers_interactively(progress)
     opts = _options(args, progress)
     if getattr(args, "sweep", None):
-        return _sweep(args, progress, prof_a, prof_r, suite, opts)
+        return _sweep(args, progress, prof_a, False if no_baseline else prof_r, suite, opts)
     try:
         if prof_b is not None:
             runs, cmp = asyncio.run(run_ab(prof_a, prof_b, prof_r, suite, opts, args.rounds))

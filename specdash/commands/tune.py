@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="--live: concurrencies the adaptive config is verified at (default: the suite's and a high "
                         "one, max(16, 4 × it))")
     p.add_argument("--no-schedule", action="store_true", help="--live: skip the adaptive config")
+    p.add_argument("--no-final-ab", action="store_true",
+                   help="skip the final A/B of the best against the start and the baseline (report the best from "
+                        "the exploration's measurements; two or three launches fewer)")
     p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
     p.add_argument("--json", action="store_true", help="print only the tune report JSON")
     p.add_argument("--save-to", metavar="DIR",
@@ -64,6 +67,12 @@ def _tune(args: argparse.Namespace, progress) -> int:
         raise UsageError("--budget must be at least 1")
     if args.chain_launches < 1:
         raise UsageError("--chain-launches must be at least 1")
+    if not args.live:
+        given = [f for f, on in (("--sweep", args.sweep), ("--no-schedule", args.no_schedule),
+                                 ("--chain-launches", args.chain_launches != 3)) if on]
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --live (the relaunch loop has no chain launches "
+                             "and no adaptive schedule): add --live or drop them")
     sweep = None
     if args.sweep:
         try:
@@ -81,7 +90,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
         report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
                                   preset_dir=Path(args.save_to) if args.save_to else None, live=args.live,
                                   chain_budget=args.chain_launches, sweep=sweep,
-                                  schedule=False if args.no_schedule else None))
+                                  schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)
