@@ -57,7 +57,9 @@ def save_preset(source, winner, out_dir: Path, settings, *, label: str | None = 
     what = label or f"EAGLE3 {settings.label()}"
     return write_preset(winner, f"{source.name}-tuned", directory=out_dir,
                         description=f"{source.name} tuned by specdash tune: {what}",
-                        note=f"Tuned from {source.name} by specdash tune ({utc_stamp()}): {what}.",
+                        note=f"Tuned from {source.name} by specdash tune ({utc_stamp()}): {what}."
+                             + (" The comments below are the source profile's: where they name settings, they "
+                                "describe its old ones, not these." if base_text else ""),
                         base_text=base_text, on_exists="number")
 
 

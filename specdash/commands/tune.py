@@ -100,7 +100,10 @@ def _tune(args: argparse.Namespace, progress) -> int:
     print(report["advice_text"])
     print()
     print(render_live(report))
-    print(f"tune: best {report['best']} ({report['stop_reason']})")
+    b = report["best"] or {}
+    label = (f"steps {b.get('speculative_num_steps')} / topk {b.get('speculative_eagle_topk')} / draft tokens "
+             f"{b.get('speculative_num_draft_tokens')}") if b else "—"
+    print(f"tune: best {label} ({report['stop_reason']})")
     if report["comparison"]:
         from specdash.commands.bench import render_comparison
 

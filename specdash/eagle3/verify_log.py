@@ -35,6 +35,20 @@ def _strip_prefix(line: str) -> str:
     return re.sub(r"^\[[^\]]*\]\s*", "", line.strip())
 
 
+def _quote(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a sentence end (or, failing that, a word end),
+    with "…" when anything was cut — a log quote that ends mid-word reads as a different message."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = max(head.rfind(". "), head.rfind("! "), head.rfind("? "))
+    if end >= limit // 2:
+        return head[: end + 1] + " …"
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 2 else head).rstrip(" ,;:") + " …"
+
+
 def scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
     seen: set[str] = set()
 
@@ -64,7 +78,7 @@ def scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
             # fall through so OOM / shape patterns inside tracebacks get their specific advice
         if _OOM.search(line) or _NOT_ENOUGH.search(line):
             add("oom", Finding(
-                "VERIFY_LOG", "error", f"memory failure at start-up or under load: '{body[:200]}'",
+                "VERIFY_LOG", "error", f"memory failure at start-up or under load: '{_quote(body, 200)}'",
                 "Weights, KV pool and CUDA-graph buffers do not fit in mem_fraction_static × GPU memory; with a draft, "
                 "older releases applied the fraction twice and mis-estimated draft memory, so one fraction OOMs and the "
                 "next lower one has no KV room (sglang#6875, #4330; PR #28855).",
@@ -74,17 +88,17 @@ def scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
             continue
         m = _SHAPE.search(line)
         if m:
-            add(f"shape:{body[:80]}", _shape_finding(body, m, draft_info, i))
+            add(f"shape:{_quote(body, 80)}", _shape_finding(body, m, draft_info, i))
             continue
         if _CAPTURE.search(line):
-            add("capture", Finding("VERIFY_LOG", "error", f"the target cannot capture EAGLE3 aux states: '{body[:200]}'",
+            add("capture", Finding("VERIFY_LOG", "error", f"the target cannot capture EAGLE3 aux states: '{_quote(body, 200)}'",
                                    "SGLang raises this for target classes without set_eagle3_layers_to_capture "
                                    "(attention_backend_setup.py).", "use a target family SGLang supports for EAGLE3, or EAGLE",
                                    {"line": i + 1, "text": body}))
             continue
         if _CTXLEN.search(line):
             if "ValueError" in line or "To allow overriding" in line:
-                add("ctx", Finding("VERIFY_LOG", "error", f"context-length check failed: '{body[:200]}'",
+                add("ctx", Finding("VERIFY_LOG", "error", f"context-length check failed: '{_quote(body, 200)}'",
                                    "The draft is built with the target's context length (eagle_worker_v2.py); "
                                    "without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 SGLang raises ValueError.",
                                    "set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in [env] or lower --context-length",
@@ -92,7 +106,7 @@ def scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
             else:
                 # With the variable set SGLang only logs this and overrides the draft's length (ModelConfig._derive_context_length).
                 add("ctx-warn", Finding("VERIFY_LOG", "info",
-                                        f"the draft's context length was overridden: '{body[:160]}'",
+                                        f"the draft's context length was overridden: '{_quote(body, 160)}'",
                                         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 lets the draft run past the "
                                         "length it was trained for; acceptance usually falls on longer prompts "
                                         "(sglang#6783).",
@@ -108,8 +122,8 @@ def scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
                                     {"line": i + 1, "text": body}))
             continue
         if _LOADER.search(body) and "skip_" not in body:
-            add(f"loader:{body[:60]}", Finding(
-                "VERIFY_LOG", "warning", f"the loader reports skipped/unused weights: '{body[:200]}'",
+            add(f"loader:{_quote(body, 60)}", Finding(
+                "VERIFY_LOG", "warning", f"the loader reports skipped/unused weights: '{_quote(body, 200)}'",
                 "Tensors whose names the loader does not map stay uninitialised (SGLang's EAGLE3 loader usually "
                 "skips them without any message: llama_eagle3.py load_weights).", "run `specdash doctor` (WEIGHT_KEYS) on the draft",
                 {"line": i + 1, "text": body}))
@@ -123,7 +137,7 @@ def scan_log(lines: list[str], draft_info, findings: list[Finding]) -> None:
         if i not in tb_exc_lines and not in_tb:
             m = _EXC.match(body)
             if m and m.group(1) not in ("Warning",) and m.group(2) is not None:
-                add(f"exc:{body[:80]}", Finding("VERIFY_LOG", "error", f"exception in the server log: {body[:200]}",
+                add(f"exc:{_quote(body, 80)}", Finding("VERIFY_LOG", "error", f"exception in the server log: {_quote(body, 200)}",
                                                 f"See the log around line {i + 1}.", _advice_for(body),
                                                 {"line": i + 1, "text": body}))
 
@@ -150,7 +164,7 @@ def _shape_finding(body: str, m: re.Match, draft_info, i: int) -> Finding:
                       f"{min(a, b) // hidden} aux state(s) where the head expects {max(a, b) // hidden}")
             ev.update(expected_states=max(a, b) // hidden, sent_states=min(a, b) // hidden)
     return Finding(
-        "VERIFY_LOG", "error", f"tensor shape mismatch in the server log: '{body[:200]}'{detail}",
+        "VERIFY_LOG", "error", f"tensor shape mismatch in the server log: '{_quote(body, 200)}'{detail}",
         "In EAGLE3 the fc input is K aux states × hidden; a multiple of hidden that is short by one means one "
         "captured layer is missing — e.g. ids in the boundary convention whose last layer is never captured "
         "(sglang#32226: 8640 vs 5760).",

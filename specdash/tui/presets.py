@@ -52,5 +52,7 @@ class PresetsMixin:
         src = self.profile.path.name if self.profile.path else "an unsaved profile"
         stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
         return write_preset(self.profile, name, directory=directory,
-                            note=f"Saved by the specdash dashboard on {stamp}, from {src} ({self.profile.name}).",
+                            note=f"Saved by the specdash dashboard on {stamp}, from {src} ({self.profile.name})."
+                                 + (" The comments below are the source profile's: where they name settings, "
+                                    "they describe its old ones." if self.source_text else ""),
                             base_text=self.source_text, on_exists="overwrite" if force else "refuse")
