@@ -298,3 +298,38 @@ async def test_collector_reads_the_tier_of_an_attached_server(golden) -> None:
     assert (tier.steps, tier.draft_tokens, tier.source) == (1, 2, "server_info")
     assert tier.adaptive and tier.launch_steps == 3 and not tier.log and tier.per_tier == ()
     assert [h.steps for h in tier.history] == [3, 1] and tier.since is not None
+
+
+async def test_tier_tracker_rolls_over_without_losing_the_runs_figures(golden, monkeypatch) -> None:
+    """Bounded memory: with a tiny roll-over size the collector folds full trackers away, and the run's
+    per-tier figures still equal one tracker fed the whole log."""
+    import specdash.collect.live as live
+    from specdash.collect.tiers import TierTracker
+    from specdash.sglang.logs import LogRing
+
+    lines = (golden / "runs" / "adaptive_interleave_1_3" / "server_log_excerpt.txt").read_text().splitlines()
+    monkeypatch.setattr(live, "TIER_TRACKER_LINES", 25)
+
+    class FakeServer:
+        pid = None
+
+        def __init__(self) -> None:
+            self.ring = LogRing()
+
+    srv = FakeServer()
+    col = LiveCollector(GoldenClient(_adaptive_info(golden, "server_info_a0.json", decode_log_interval=1), ""),
+                        server=srv, gpu_source="off")
+    await col.poll_server_info()
+    col.new_run("roll")
+    srv.ring.extend(lines)
+    col.poll_logs_sync()
+    assert col._tracker.decode_lines < 25 + 3 and col._tier_folded  # rolled over, more than once
+    want = {t.speculative_num_steps: t for t in TierTracker(3, 4, decode_log_interval=1).feed_lines(lines).per_tier()}
+    got = {t.speculative_num_steps: t for t in col.snapshot().tier.per_tier}
+    assert set(got) == set(want) == {1, 3}
+    for s in (1, 3):
+        assert got[s].verify_rounds == want[s].verify_rounds and got[s].output_tokens == want[s].output_tokens
+        assert got[s].accept_length == pytest.approx(want[s].accept_length)
+        assert got[s].accept_rate == pytest.approx(want[s].accept_rate)
+        assert got[s].output_tok_s == pytest.approx(want[s].output_tok_s, rel=1e-9)
+    assert col.snapshot().tier.switches == sum("Switch adaptive runtime state" in ln for ln in lines)

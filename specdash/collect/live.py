@@ -73,6 +73,9 @@ LOG_TAIL = 2000
 ITL_KEEP = 20000
 #: Tier changes kept for the chart's tier history.
 TIER_HISTORY = 2000
+#: Decode lines one tier tracker holds before the collector folds its figures away and starts a new
+#: one (bounded memory for hours at ``--decode-log-interval 1``; the run's per-tier figures are kept).
+TIER_TRACKER_LINES = 50_000
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,8 @@ class LiveCollector:
         self._adaptive: bool | None = None  # None: not known yet
         self._launch_steps: int | None = None
         self._tier_cache: tuple[tuple[int, int], tuple[TierStats, ...]] | None = None
+        self._tier_folded: list[TierStats] = []  # the run's figures of trackers rolled over
+        self._tier_switches_folded = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -430,6 +435,7 @@ class LiveCollector:
         self._tracker = TierTracker(cur.steps if cur else None, cur.draft_tokens if cur else None,
                                     decode_log_interval=self._tracker.interval)
         self._tier_cache = None
+        self._tier_folded, self._tier_switches_folded = [], 0
         self._version += 1
 
     def add_record(self, rec: dict) -> None:
@@ -547,21 +553,41 @@ class LiveCollector:
                                "server_info" if st.switched or st.adaptive else "launch", self.clock())
 
     def _per_tier(self) -> tuple[TierStats, ...]:
-        key = (self._tracker.decode_lines, self._tracker.switches)
+        from specdash.collect.tiers import merge_tier_stats
+
+        key = (self._tracker.decode_lines, self._tracker.switches, len(self._tier_folded))
         if self._tier_cache is None or self._tier_cache[0] != key:
-            self._tier_cache = (key, tuple(self._tracker.per_tier()) if self._tracker.switches else ())
+            if not (self._tracker.switches or self._tier_switches_folded):
+                stats: tuple[TierStats, ...] = ()
+            elif self._tier_folded:
+                stats = tuple(merge_tier_stats(self._tier_folded, self._tracker.per_tier()))
+            else:
+                stats = tuple(self._tracker.per_tier())
+            self._tier_cache = (key, stats)
         return self._tier_cache[1]
+
+    def _roll_tracker(self) -> None:
+        """Fold a full tracker's figures into :attr:`_tier_folded` and continue with a fresh one in the
+        same tier (:data:`TIER_TRACKER_LINES`)."""
+        from specdash.collect.tiers import merge_tier_stats
+
+        tr = self._tracker
+        self._tier_folded = merge_tier_stats(self._tier_folded, tr.per_tier())
+        self._tier_switches_folded += tr.switches
+        self._tracker = tr.continued()
+        self._tier_cache = None
 
     def _tier_view(self) -> TierView | None:
         cur = self._tier
         if cur is None:
             return None
         log = self.server is not None and getattr(self.server, "ring", None) is not None
-        adaptive = bool(self._adaptive) or self._tracker.switches > 0 or len(self._tier_hist) > 1
+        adaptive = bool(self._adaptive) or self._tracker.switches + self._tier_switches_folded > 0 or len(
+            self._tier_hist) > 1
         return TierView(
             adaptive=adaptive, steps=cur.steps, draft_tokens=cur.draft_tokens, source=cur.source,
             launch_steps=self._launch_steps, since=cur.t if len(self._tier_hist) > 1 else None,
-            switches=self._tracker.switches, history=tuple(self._tier_hist),
+            switches=self._tracker.switches + self._tier_switches_folded, history=tuple(self._tier_hist),
             per_tier=self._per_tier() if adaptive else (), log=log)
 
     @property
@@ -633,6 +659,8 @@ class LiveCollector:
                 self._decode.append(DecodeWindow(
                     t=e.t, running=d.running_req, queued=d.queue_req, accept_length=d.accept_len,
                     accept_rate=d.accept_rate, gen_tok_s=d.gen_throughput, steps=steps, after_switch=after))
+            if tr.decode_lines >= TIER_TRACKER_LINES and tr.settled:
+                self._roll_tracker()
         self._version += 1
 
     # -- view -----------------------------------------------------------------------------------

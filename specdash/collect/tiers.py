@@ -71,6 +71,7 @@ __all__ = [
     "TierStats",
     "TierTracker",
     "TierWindow",
+    "merge_tier_stats",
     "paired_windows",
     "tier_stats",
 ]
@@ -294,6 +295,21 @@ class TierTracker:
                                  timing if dt > 0 else "idle", after))
 
     # -- output -----------------------------------------------------------------------------------
+    def continued(self) -> TierTracker:
+        """A fresh tracker that goes on where this one stands (same tier, interval and timing state, no
+        lines): what follows is measured exactly as this tracker would have measured it."""
+        nxt = TierTracker(self.steps, self.draft_tokens, decode_log_interval=self.interval)
+        nxt.switch_lag = self.switch_lag
+        nxt._lag_left = self._lag_left
+        nxt._since_decode = self._since_decode
+        return nxt
+
+    @property
+    def settled(self) -> bool:
+        """True when no decode line after the last switch is still to be discarded (a clean place
+        to stop this tracker and start another in the same tier)."""
+        return self._lag_left == 0
+
     @property
     def last_decode(self) -> tuple[int | None, bool] | None:
         """``(steps, after_switch)`` of the last decode line fed (steps None while unattributed);
@@ -374,6 +390,34 @@ def tier_stats(windows: Sequence[TierWindow], *, discard_after_switch: bool = Tr
             output_tok_s=t_tok / t_s if t_s > 0 else None, share=rounds / total if total > 0 else None,
             windows=len(ws), lines=sum(w.lines for w in ws), iterations=sum(w.iterations for w in ws),
             timed_s=t_s, timing=timing))
+    return out
+
+
+def merge_tier_stats(*groups: Sequence[TierStats]) -> list[TierStats]:
+    """Pool :class:`TierStats` of consecutive stretches (e.g. a tracker rolled over to bound its memory)
+    into one list, by tier: rounds, tokens, seconds and line counts add; accept length, accept rate,
+    tok/s and share are recomputed from the sums (tok/s from ``output_tok_s × timed_s``, the timed
+    tokens; ``timing`` is ``"clean"`` only when every part was)."""
+    pools: dict[tuple[int, int], list[TierStats]] = {}
+    for group in groups:
+        for t in group:
+            pools.setdefault((t.speculative_num_steps, t.speculative_num_draft_tokens), []).append(t)
+    total = sum(t.verify_rounds for ts in pools.values() for t in ts)
+    out = []
+    for (steps, draft), ts in sorted(pools.items()):
+        rounds = sum(t.verify_rounds for t in ts)
+        tokens = sum(t.output_tokens for t in ts)
+        timed_s = sum(t.timed_s for t in ts if t.output_tok_s is not None)
+        timed_tok = sum(t.output_tok_s * t.timed_s for t in ts if t.output_tok_s is not None)
+        timings = {t.timing for t in ts if t.timing}
+        out.append(TierStats(
+            speculative_num_steps=steps, speculative_num_draft_tokens=draft, verify_rounds=rounds,
+            output_tokens=tokens, accept_length=tokens / rounds if rounds else None,
+            accept_rate=((tokens - rounds) / (rounds * (draft - 1))) if rounds and steps > 0 and draft > 1 else None,
+            output_tok_s=timed_tok / timed_s if timed_s > 0 else None, share=rounds / total if total else None,
+            windows=sum(t.windows for t in ts), lines=sum(t.lines for t in ts),
+            iterations=sum(t.iterations for t in ts), timed_s=timed_s,
+            timing=("clean" if timings == {"clean"} else "with_prefill" if timings else None)))
     return out
 
 
