@@ -109,3 +109,31 @@ async def test_live_tune_action_tunes_applies_and_leaves_nothing_behind(tmp_path
         assert "finished" in shown and "live launch 1: steps" in shown and "paired windows" in shown
         await app._stop_everything()
     assert [p for p in children() if p.pid not in before] == []
+
+
+async def test_suggestions_show_the_profiles_newest_sweep(tmp_path: Path) -> None:
+    """A `--bench --sweep` of the profile leaves sweep.json beside its RUNs; the Suggestions panel shows
+    its speedups per concurrency and the note."""
+    from specdash.bench.sweep import find_sweep
+
+    prof = versioned(tmp_path, "swept", spec=(3, 1, 4), time_scale=8.0)
+    import asyncio
+    import subprocess
+    import sys
+
+    # a child process: the bench installs signal handlers, which only the main thread may do
+    done = await asyncio.to_thread(subprocess.run, [
+        sys.executable, "-m", "specdash", "--bench", "--profile", str(prof), "--sweep", "concurrency=1,2",
+        "--max-tokens", "32", "--out", str(tmp_path / "runs"), "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads(done.stdout)
+    found = find_sweep(tmp_path / "runs", "swept")
+    assert found["sweep"] == res["sweep"] and found["path"].endswith("sweep.json")
+    assert find_sweep(tmp_path / "runs", "other") is None
+    app = create_app(config(tmp_path, profile=str(prof), autostart=False, autoload=False))
+    async with app.run_test(size=SIZE) as pilot:
+        app.action_show_tab("advice")
+        await wait_for(pilot, lambda: "Concurrency sweep" in screen_text(app, "#advice-sweep"), what="sweep text")
+        shown = screen_text(app, "#advice-sweep")
+        sp = res["sweep"][0]["speedup"]
+        assert f"c1: ×{sp:.2f}" in shown and "c2: ×" in shown and res["note"] in shown

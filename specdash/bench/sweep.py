@@ -20,9 +20,14 @@ Units: concurrency in requests in flight; tok/s output tokens per second.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+#: The sweep's result (the ``--json`` payload without the RUNs), written into the profile's run directory.
+SWEEP_FILE = "sweep.json"
 
 
 def parse_sweep(text: str) -> list[int]:
@@ -124,10 +129,29 @@ async def sweep_bench(profile, baseline, suite, opts, concurrencies: Sequence[in
                 pt["throughput_ratio"] = run["output_tok_s"] / b["output_tok_s"]
         points.append(pt)
     be, be_ci, note = break_even(points) if baseline is not None else (None, None, "no baseline: no speedup")
-    return {"profile": profile.name, "baseline": baseline.name if baseline is not None else None,
-            "sweep": points, "break_even_concurrency": be, "break_even_ci95": be_ci, "note": note,
-            "runs": [*runs, *base_runs],
-            "run_dirs": sorted({r["run_dir"] for r in [*runs, *base_runs]})}
+    payload = {"profile": profile.name, "baseline": baseline.name if baseline is not None else None,
+               "sweep": points, "break_even_concurrency": be, "break_even_ci95": be_ci, "note": note,
+               "runs": [*runs, *base_runs],
+               "run_dirs": sorted({r["run_dir"] for r in [*runs, *base_runs]})}
+    from specdash.bench.rundir import atomic_write_json
+
+    # beside the profile's RUNs: what `specdash report` and the dashboard read back
+    atomic_write_json(Path(runs[0]["run_dir"]) / SWEEP_FILE, {k: v for k, v in payload.items() if k != "runs"})
+    return payload
+
+
+def find_sweep(out_dir: Path, profile: str) -> dict | None:
+    """The newest ``sweep.json`` of ``profile`` under ``out_dir`` (``*/sweep.json``, by run-directory
+    name, which starts with its UTC stamp), with ``path`` added; None when there is none or it is
+    unreadable."""
+    for p in sorted(Path(out_dir).glob(f"*/{SWEEP_FILE}"), key=lambda q: q.parent.name, reverse=True):
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("profile") == profile and isinstance(data.get("sweep"), list):
+            return {**data, "path": str(p)}
+    return None
 
 
 def render_sweep(payload: dict[str, Any]) -> str:

@@ -15,8 +15,29 @@ if TYPE_CHECKING:
     from specdash.tui.session import AdviceInputs
 
 
+#: Seconds between looks for a newer concurrency sweep of the chosen profile.
+SWEEP_RESCAN_S = 15.0
+
+
 class AdviceMixin:
-    """``on_advice_ready``, ``_maybe_advise`` and the ``advise_worker`` of the app."""
+    """``on_advice_ready``, ``_maybe_advise`` and the ``advise_worker`` of the app, and the newest
+    concurrency sweep of the chosen profile (``specdash --bench --sweep``) for the Suggestions panel."""
+
+    _sweep_cache: tuple[str | None, float, dict | None] | None = None
+
+    def sweep_info(self) -> dict | None:
+        """The newest ``sweep.json`` of the chosen profile under the run directory root (looked up
+        again every :data:`SWEEP_RESCAN_S` s), or None."""
+        from specdash.bench.sweep import find_sweep
+
+        prof = self.session.profile.name if self.session.profile is not None else None
+        now = time.monotonic()
+        cached = self._sweep_cache
+        if cached is not None and cached[0] == prof and now - cached[1] < SWEEP_RESCAN_S:
+            return cached[2]
+        data = find_sweep(self.config.out_dir, prof) if prof else None
+        self._sweep_cache = (prof, now, data)
+        return data
 
     def on_advice_ready(self, msg: AdviceReady) -> None:
         """Store the advisor's output for the Suggestions panel."""

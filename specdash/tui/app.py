@@ -260,6 +260,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
                 launch.base_url if launch else None),
             startup_log=startup_lines(snap) if self.active_tab == "launch" else (), now=time.monotonic(),
             tune=self.live_tune.status if self.live_tune.status.started is not None else None,
+            sweep=self.sweep_info(),
         )
 
     @property
@@ -284,7 +285,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         tab = self.active_tab
         key = (v.snapshot.version, v.server_state, v.state_detail, id(v.profile), v.profile_error, id(v.preflight),
                id(v.launch), v.launch.time_to_ready_s if v.launch else None, id(v.verification), id(v.advice),
-               v.load.running, v.load.done, v.load.concurrency, v.load.suite, v.baseline_tok_s,
+               v.load.running, v.load.done, v.load.concurrency, v.load.suite, v.baseline_tok_s, id(v.sweep),
                int(v.now) if v.server_state == ServerState.STARTING else 0)
         if self._drawn.get("_status") != key:
             self.query_one(StatusBar).show(v)

@@ -59,7 +59,8 @@ class ViewState:
     ``advice``/``advice_note``: the advisor's output or why there is none yet;
     ``baseline_tok_s``: a known no-speculation throughput (a chart line); ``mode``:
     ``launch``, ``attach`` or ``demo``; ``startup_log``: log lines until ready; ``tune``: the
-    dashboard's live tune (None before one started).
+    dashboard's live tune (None before one started); ``sweep``: the newest concurrency sweep of the
+    profile (``specdash --bench --sweep``'s ``sweep.json``), or None.
     """
 
     snapshot: LiveSnapshot = field(default_factory=empty_snapshot)
@@ -80,6 +81,7 @@ class ViewState:
     startup_log: tuple[str, ...] = ()
     now: float = 0.0
     tune: TuneStatus | None = None
+    sweep: dict | None = None
 
     @property
     def simulated(self) -> bool:

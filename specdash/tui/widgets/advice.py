@@ -15,6 +15,29 @@ from specdash.tui.widgets.launch import STATE_STYLE
 from specdash.tui.widgets.live import live_numbers
 
 
+def sweep_text(sweep: dict) -> Text:
+    """The newest concurrency sweep of the profile: speedup per concurrency with its interval and the
+    break-even concurrency (``specdash --bench --sweep``)."""
+    t = Text()
+    t.append("Concurrency sweep", style="bold")
+    t.append(f" of {sweep.get('profile')} vs {sweep.get('baseline') or 'no baseline'} ({sweep.get('path')}):\n",
+             style="dim")
+    parts = []
+    for p in sweep.get("sweep") or []:
+        sp, ci = p.get("speedup"), p.get("ci95") or [None, None]
+        if sp is None:
+            parts.append(f"c{p.get('concurrency')}: {num(p.get('output_tok_s'), 0)} tok/s")
+        else:
+            parts.append(f"c{p.get('concurrency')}: ×{sp:.2f} [{num(ci[0], 2)}, {num(ci[1], 2)}]")
+    t.append("  " + "  ·  ".join(parts) + "\n")
+    be, bci = sweep.get("break_even_concurrency"), sweep.get("break_even_ci95") or [None, None]
+    if be is not None:
+        t.append(f"  break-even concurrency ≈ {be:.1f} (95 % CI {num(bci[0], 1)} – {num(bci[1], 1)}): above it, serve "
+                 "without speculation or with a schedule that drops to steps 0\n", style="bold yellow")
+    t.append(f"  {sweep.get('note')}\n", style="dim")
+    return t
+
+
 def advice_renderable(view: ViewState):
     """The advisor's verdict, ranked suggestions (predicted tok/s with 95 % interval and
     why) and break-even, or a note saying what is still needed."""
@@ -59,6 +82,7 @@ class AdvicePanel(VerticalScroll):
 
     def compose(self):
         yield Static(id="advice-tune")
+        yield Static(id="advice-sweep")
         yield Static(id="advice-body")
 
     def show(self, view: ViewState) -> None:
@@ -69,6 +93,10 @@ class AdvicePanel(VerticalScroll):
         box.display = view.tune is not None
         if view.tune is not None:
             box.update(Text(tune_text(view.tune)))
+        sw = self.query_one("#advice-sweep", Static)
+        sw.display = view.sweep is not None
+        if view.sweep is not None:
+            sw.update(sweep_text(view.sweep))
         self.query_one("#advice-body", Static).update(advice_renderable(view))
 
 
