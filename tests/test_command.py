@@ -284,3 +284,61 @@ def test_profile_import_never_writes_a_secret(tmp_path, capsys):
     assert 'api_key = "${SGLANG_API_KEY}"' in text
     printed = capsys.readouterr().out
     assert "export SGLANG_API_KEY" in printed and "--admin-api-key dropped" in printed
+
+
+def test_pasted_command_shapes_from_a_terminal(tmp_path, capsys):
+    """What people paste: a flag without its value, SGLang's multi-value flags, colour codes, ANSI-C
+    quoting, a flag given twice — each parsed as the shell and SGLang's argparse read it, or refused
+    with the flag named."""
+    import pytest
+
+    from specdash.cli import main
+    from specdash.sglang.cmdline import flags_to_argv, parse_command_line
+
+    base = "python -m sglang.launch_server --model-path /m"
+    with pytest.raises(ValueError, match=r"--model-path needs a value \(at the end of the line\)"):
+        parse_command_line("python -m sglang.launch_server --model-path")
+    with pytest.raises(ValueError, match="--port needs a value .before --tp"):
+        parse_command_line(base + " --port --tp 2")
+    cmd = parse_command_line(base + " --cuda-graph-bs-decode 1 2 4 8 --tp 2")
+    assert cmd.flags["--cuda-graph-bs-decode"] == ["1", "2", "4", "8"] and cmd.flags["--tp-size"] == "2"
+    assert flags_to_argv({"--cuda-graph-bs-decode": ["1", "2"]}) == ["--cuda-graph-bs-decode", "1", "2"]
+    cmd = parse_command_line("\x1b[1;32m$\x1b[0m " + base + " \x1b[0m--tp 2\x1b[K")
+    assert cmd.flags["--tp-size"] == "2" and cmd.flags["--model-path"] == "/m"
+    cmd = parse_command_line("python -m sglang.launch_server --model-path $'/models/a\\tb' --tp 2")
+    assert cmd.flags["--model-path"] == "/models/a\tb"
+    cmd = parse_command_line(base + " --tp 2 --tp 4")
+    assert cmd.flags["--tp-size"] == "4" and any("given more than once" in n for n in cmd.notes)
+    cmd = parse_command_line(base + " --speculative-num-steps -1")  # a negative number is a value
+    assert cmd.flags["--speculative-num-steps"] == "-1"
+    # import writes no control character into the TOML, and show keeps a flag's values on its line
+    out = tmp_path / "p.toml"
+    assert main(["profile", "import", "\x1b[0m" + base + " --cuda-graph-bs-decode 1 2 4 8", "--name", "p",
+                 "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "\x1b" not in text and 'extra_args = ["--cuda-graph-bs-decode", "1", "2", "4", "8"]' in text
+    capsys.readouterr()
+    assert main(["profile", "show", str(out)]) == 0
+    assert "    --cuda-graph-bs-decode 1 2 4 8\n" in capsys.readouterr().out
+
+
+def test_parse_command_line_never_raises_anything_but_valueerror():
+    """Fuzz: any text gives a ParsedCommand or a ValueError with a message — never another exception."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from specdash.sglang.cmdline import parse_command_line
+
+    words = st.sampled_from(["python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp", "2", "'", '"',
+                             "\\", "$'", "\x1b[0m", ";", "&&", "|", ">", "2>&1", "#", "X=1", "--", "-", "=", "\n",
+                             "--cuda-graph-bs-decode", "1", "sudo", "-E", "export", "$", "\t", "\x00"])
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(words, max_size=14).map(" ".join) | st.text(max_size=60))
+    def check(text):
+        try:
+            parse_command_line(text)
+        except ValueError as exc:
+            assert str(exc)
+
+    check()

@@ -26,7 +26,7 @@ from specdash.profile import (
     profile_to_toml,
     write_new_file,
 )
-from specdash.sglang.cmdline import ParsedCommand, flags_to_argv, parse_command_line
+from specdash.sglang.cmdline import ParsedCommand, flags_to_argv, parse_command_line, strip_terminal_codes
 from specdash.sglang.launchspec import LaunchSpec
 from specdash.sglang.secrets import is_secret_flag, redact_text
 from specdash.sglang.versions import resolve_version
@@ -196,12 +196,11 @@ def render_show(launch: LaunchSpec, profile: Profile) -> str:
     lines.append("  " + " ".join(argv[:3]))
     i = 3
     while i < len(argv):
-        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            lines.append(f"    {argv[i]} {argv[i + 1]}")
-            i += 2
-        else:
-            lines.append(f"    {argv[i]}")
-            i += 1
+        j = i + 1
+        while j < len(argv) and not argv[j].startswith("--"):  # one flag with all its values
+            j += 1
+        lines.append("    " + " ".join(argv[i:j]))
+        i = j
     lines.append("")
     if not spec.enabled and not spec.rejections:
         lines.append("speculation: off")
@@ -290,7 +289,7 @@ def _import(args: argparse.Namespace) -> int:
     out = Path(args.out or f"{prof.name}.toml")
     secrets = [v for f, v in cmd.flags.items() if is_secret_flag(f) and isinstance(v, str)]
     header = (
-        f"Imported by specdash profile import from:\n{_wrap(redact_text(args.command, secrets))}\n"
+        f"Imported by specdash profile import from:\n{_wrap(strip_terminal_codes(redact_text(args.command, secrets)))}\n"
         "Flags specdash does not model are kept in extra_args; --enable-metrics is always on."
     )
     write_new_file(out, profile_to_toml(prof, header=header), force=args.force)

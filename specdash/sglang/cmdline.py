@@ -10,6 +10,7 @@ does (``allow_abbrev``; an ambiguous one exits 2 there and raises
 
 from __future__ import annotations
 
+import codecs
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -51,6 +52,41 @@ BOOL_FLAGS = frozenset(
         "--enable-hierarchical-cache",
     }
 )
+
+#: Flags that always take a value (a bare one at the end of a pasted line is a mistake, not ``True``).
+VALUE_FLAGS = frozenset({
+    "--model-path", "--tokenizer-path", "--served-model-name", "--host", "--port", "--tp-size", "--dp-size",
+    "--pp-size", "--ep-size", "--mem-fraction-static", "--context-length", "--max-running-requests",
+    "--max-total-tokens", "--chunked-prefill-size", "--dtype", "--kv-cache-dtype", "--quantization",
+    "--load-format", "--attention-backend", "--sampling-backend", "--log-level", "--random-seed",
+    "--api-key", "--admin-api-key", "--dist-init-addr", "--nnodes", "--node-rank", "--decode-log-interval",
+    "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode", "--speculative-algorithm",
+    "--speculative-draft-model-path", "--speculative-num-steps", "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens", "--speculative-draft-load-format", "--speculative-adaptive-config",
+    "--speculative-token-map", "--revision", "--download-dir",
+})
+#: Terminal colour / cursor escape sequences a copied terminal line may carry.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+#: Bash's ANSI-C quoting ``$'…'`` (backslash escapes inside).
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")
+
+
+def strip_terminal_codes(text: str) -> str:
+    """``text`` without terminal escape sequences (colours, cursor moves) and other control characters
+    (tabs and newlines kept): what a pasted terminal line shows, not what it carries."""
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", _ANSI.sub("", text))
+
+
+def _decode_ansi_c(text: str) -> str:
+    """``$'a\tb'`` → ``'a<TAB>b'`` (shell-quoted again), as bash reads it."""
+    def one(m: re.Match) -> str:
+        try:
+            raw = codecs.decode(m.group(1).encode("latin-1", "backslashreplace"), "unicode_escape")
+        except (UnicodeDecodeError, ValueError):
+            raw = m.group(1)
+        return shlex.quote(raw)
+
+    return _ANSI_C.sub(one, text)
 
 
 @dataclass
@@ -155,6 +191,7 @@ def _clean_shell_text(text: str) -> str:
     """Join ``\\``-continued lines, drop ``$ ``/``# `` prompts at line starts, ``#`` comments
     and redirections (``> log 2>&1``), leaving quoted text alone."""
     text = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    text = _decode_ansi_c(_ANSI.sub("", text))
     out: list[str] = []
     quote = None
     line_start = True
@@ -355,11 +392,22 @@ def parse_command_line(text_or_argv: str | list[str], *, version: str | None = N
         else:
             nxt = words[i + 1] if i + 1 < len(words) else None
             if name in BOOL_FLAGS or nxt is None or (nxt.startswith("--") and not _is_number(nxt)):
+                if name in VALUE_FLAGS:
+                    where = "at the end of the line" if nxt is None else f"before {nxt}"
+                    raise ValueError(f"{typed} needs a value ({where}): e.g. {typed} VALUE")
                 value = True
                 i += 1
             else:
-                value = nxt
-                i += 2
+                # every word up to the next --flag: one value, or several for SGLang's multi-value
+                # flags (argparse nargs="+"/"*", e.g. --cuda-graph-bs-decode 1 2 4 8)
+                j = i + 1
+                while j < len(words) and not (words[j].startswith("--") and not _is_number(words[j])):
+                    j += 1
+                vals = words[i + 1 : j]
+                value = vals[0] if len(vals) == 1 else list(vals)
+                i = j
+        if name in flags and flags[name] != value:
+            notes.append(f"{typed} is given more than once: the last value ({_shown(value)}) wins, as in SGLang")
         flags[name] = value
         if name not in order:
             order.append(name)
@@ -383,8 +431,13 @@ def _is_number(s: str) -> bool:
     return True
 
 
+def _shown(value: Any) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 def flags_to_argv(flags: dict[str, Any], order: list[str] | None = None) -> list[str]:
-    """Render canonical flags back to argv words (``True`` → bare flag; ``False``/None dropped)."""
+    """Render canonical flags back to argv words (``True`` → bare flag; ``False``/None dropped; a list
+    → the flag followed by each value, as SGLang's multi-value flags take them)."""
     out: list[str] = []
     for name in order or list(flags):
         value = flags.get(name)
@@ -392,6 +445,8 @@ def flags_to_argv(flags: dict[str, Any], order: list[str] | None = None) -> list
             continue
         if value is True:
             out.append(name)
+        elif isinstance(value, (list, tuple)):
+            out.extend([name, *map(str, value)])
         else:
             out.extend([name, str(value)])
     return out
