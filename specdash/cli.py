@@ -4,7 +4,7 @@
 ``specdash --demo``               dashboard on the built-in simulator
 ``specdash --bench --profile P``  headless: launch (or ``--url`` attach), warm up, run a suite, report
 ``specdash profile import|show|list``, ``specdash doctor``, ``specdash draft fix|selftest``,
-``specdash tune``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``).
+``specdash tune``, ``specdash report``, ``specdash compare``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``).
 
 Only :mod:`argparse` is imported here; every command (:mod:`specdash.commands`, the
 dashboard, the simulator) is imported when it runs, so ``--help`` and ``--version`` stay
@@ -20,7 +20,7 @@ import sys
 
 from specdash import __version__
 
-SUBCOMMANDS = ("profile", "doctor", "draft", "tune", "sim")
+SUBCOMMANDS = ("profile", "doctor", "draft", "tune", "report", "compare", "sim")
 DEMO_PROFILE = "demo-eagle3"
 DEMO_SUITE = "seeds-five"
 
@@ -31,7 +31,7 @@ def _main_parser() -> argparse.ArgumentParser:
         description="Terminal dashboard for live speculative-decoding (EAGLE-3) tuning on SGLang: "
         "launch from profiles, verify EAGLE3 wiring, measure tok/s, TPOT, TTFT, accept length and "
         "rate, A/B profiles, and get draft-token / step / top-k advice.",
-        epilog="Sub-commands: profile {import,show,list}, doctor, draft {fix,selftest}, tune, sim. "
+        epilog="Sub-commands: profile {import,show,list}, doctor, draft {fix,selftest}, tune, report, compare, sim. "
         "Run `specdash <sub-command> --help` for each.",
     )
     p.add_argument("--version", action="version", version=f"specdash {__version__}")
@@ -133,6 +133,14 @@ def _subcommand(name: str, rest: list[str]) -> int:
         from specdash.commands.tune import tune_main
 
         return tune_main(rest)
+    if name == "report":
+        from specdash.commands.report import report_main
+
+        return report_main(rest)
+    if name == "compare":
+        from specdash.commands.report import compare_main
+
+        return compare_main(rest)
     raise AssertionError(name)
 
 

@@ -1,0 +1,688 @@
+"""One self-contained HTML page from run, A/B compare and tune directories (``specdash report``).
+
+The page has no script, no external style sheet, font or image: inline CSS and inline SVG charts
+drawn here (:func:`line_chart`, :func:`bar_chart`, a few hundred lines of plain Python, no
+plotting library).  Every text that comes from a file is escaped (:func:`html.escape`), so a
+profile name or a server log line cannot inject markup.
+
+What a directory contributes (README "Run directories"), in the order the page shows it:
+
+* a run directory (``summary.json``, ``manifest.json``, ``requests.jsonl``): metadata (profile,
+  suite, effective speculative settings read back from the server, SGLang version and where it came
+  from, simulated / simulated-acceptance flags, time to ready, the launch command, post-launch
+  verification), the RUN table (one row per RUN: one, or one per concurrency of a sweep), the
+  accept-length histogram (fraction of verify rounds that accepted k drafts, one bar series per RUN),
+  the per-tier table of an adaptive run (``tiers``), per-category acceptance when the records carry
+  categories (:func:`specdash.bench.compare.side_stats` per group);
+* several run directories / a sweep: tok/s against concurrency, one line per directory; when one of
+  them runs without speculation (a sweep's baseline directory), the paired speedup of each other
+  directory over it at each shared concurrency (:func:`specdash.bench.compare.build_comparison` on
+  that point's records: geometric mean of per-request tok/s ratios, 95 % bootstrap interval) with its
+  band, and the break-even concurrency (:func:`specdash.bench.sweep.break_even`);
+* an A/B compare directory (``comparison.json``): verdict, speedup and interval, the sides, the
+  baseline, per category, per prompt, tok/s per prompt and the accepted-drafts histograms as bars;
+* a tune directory (``tune.json``): the settings measured, the best, the advice text and the final A/B.
+
+Numbers are formatted as the text reports format them (:func:`specdash.bench.report._fmt`): tok/s
+with 1 decimal, milliseconds with 2, accept length and rate with 3.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specdash.bench.compare import build_comparison, side_stats
+from specdash.bench.report import _ci, _fmt, _fractions
+from specdash.bench.sweep import break_even
+
+GENERATOR = "specdash report"
+"""The ``<meta name="generator">`` of every page: ``specdash report`` overwrites only files that carry it."""
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+SVG_NS = "http://www.w3.org/2000/svg"
+
+
+class ReportError(ValueError):
+    """A directory that cannot be reported (missing, or none of the files specdash writes)."""
+
+
+def esc(v: Any) -> str:
+    """``v`` as text, escaped for HTML and XML (quotes included)."""
+    return html.escape("" if v is None else str(v), quote=True)
+
+
+# -- SVG charts ------------------------------------------------------------------------------------
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About ``n`` round tick values covering [lo, hi] (steps of 1, 2, 2.5 or 5 × 10^k)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return [0.0, 1.0]
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / max(1, n)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    ticks, t = [], start
+    while t <= hi + step * 1e-9:
+        ticks.append(round(t, 10))
+        t += step
+    if ticks[-1] < hi:
+        ticks.append(round(t, 10))
+    return ticks
+
+
+def _tick_label(v: float) -> str:
+    if v == int(v) and abs(v) < 1e6:
+        return str(int(v))
+    return f"{v:.3g}"
+
+
+def _svg_open(width: int, height: int, title: str) -> list[str]:
+    return [f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-label="{esc(title)}" font-family="sans-serif" font-size="11">',
+            f"<title>{esc(title)}</title>",
+            f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+            f'<text x="{width / 2:.1f}" y="16" text-anchor="middle" font-size="13" font-weight="bold">'
+            f"{esc(title)}</text>"]
+
+
+def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
+    out = []
+    for i, name in enumerate(names):
+        yy = y + 14 * i
+        out.append(f'<rect x="{x:.1f}" y="{yy - 8:.1f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>')
+        out.append(f'<text x="{x + 14:.1f}" y="{yy + 1:.1f}">{esc(name)}</text>')
+    return out
+
+
+def _axes(left: float, top: float, pw: float, ph: float, y_ticks: Sequence[float], y_of, x_label: str,
+          y_label: str, height: int) -> list[str]:
+    out = []
+    for t in y_ticks:
+        y = y_of(t)
+        out.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{left + pw:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">{esc(_tick_label(t))}</text>')
+    out.append(f'<line x1="{left:.1f}" y1="{top + ph:.1f}" x2="{left + pw:.1f}" y2="{top + ph:.1f}" stroke="#333"/>')
+    out.append(f'<line x1="{left:.1f}" y1="{top:.1f}" x2="{left:.1f}" y2="{top + ph:.1f}" stroke="#333"/>')
+    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">{esc(x_label)}</text>')
+    out.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" '
+               f'transform="rotate(-90 14 {top + ph / 2:.1f})">{esc(y_label)}</text>')
+    return out
+
+
+def line_chart(series: Sequence[Mapping[str, Any]], *, title: str, x_label: str, y_label: str,
+               log_x: bool = False, ref_y: float | None = None, width: int = 640, height: int = 320,
+               y_zero: bool = True) -> str:
+    """An SVG line chart; each series ``{"name", "points": [(x, y)], "band": [(x, lo, hi)]}`` (band optional:
+    a shaded interval).  ``log_x`` puts x on a log2 scale with a tick at each x of the data; ``ref_y``
+    draws a dashed horizontal reference line (e.g. speedup 1).  Points with a None y are skipped."""
+    pts = [(float(x), float(y)) for s in series for x, y in s.get("points") or [] if y is not None]
+    band = [(float(x), lo, hi) for s in series for x, lo, hi in s.get("band") or []]
+    out = _svg_open(width, height, title)
+    if not pts:
+        out.append(f'<text x="{width / 2:.1f}" y="{height / 2:.1f}" text-anchor="middle">no data</text></svg>')
+        return "\n".join(out)
+    left, right, top, bottom = 64.0, 150.0, 28.0, 40.0
+    pw, ph = width - left - right, height - top - bottom
+    ys = [y for _, y in pts] + [v for _, lo, hi in band for v in (lo, hi) if v is not None]
+    ys += [ref_y] if ref_y is not None else []
+    y_lo = min(0.0, min(ys)) if y_zero else min(ys)
+    y_ticks = nice_ticks(y_lo, max(ys))
+    y0, y1 = y_ticks[0], y_ticks[-1]
+    xs = sorted({x for x, _ in pts})
+    fx = (lambda v: math.log2(v)) if log_x and xs[0] > 0 else (lambda v: v)
+    x0, x1 = fx(xs[0]), fx(xs[-1])
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+
+    def x_of(v: float) -> float:
+        return left + (fx(v) - x0) / (x1 - x0) * pw
+
+    def y_of(v: float) -> float:
+        return top + ph - (v - y0) / ((y1 - y0) or 1.0) * ph
+
+    out += _axes(left, top, pw, ph, y_ticks, y_of, x_label, y_label, height)
+    x_ticks = xs if log_x or len(xs) <= 8 else nice_ticks(xs[0], xs[-1])
+    for t in x_ticks:
+        if xs[0] <= t <= xs[-1] or len(xs) == 1:
+            out.append(f'<text x="{x_of(t):.1f}" y="{top + ph + 16:.1f}" text-anchor="middle">{esc(_tick_label(t))}</text>')
+    if ref_y is not None and y0 <= ref_y <= y1:
+        out.append(f'<line x1="{left:.1f}" y1="{y_of(ref_y):.1f}" x2="{left + pw:.1f}" y2="{y_of(ref_y):.1f}" '
+                   'stroke="#555" stroke-dasharray="5,4"/>')
+    for i, s in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        sb = sorted((float(x), lo, hi) for x, lo, hi in s.get("band") or [] if lo is not None and hi is not None)
+        if len(sb) >= 2:
+            poly = [(x_of(x), y_of(hi)) for x, _, hi in sb] + [(x_of(x), y_of(lo)) for x, lo, _ in reversed(sb)]
+            out.append(f'<polygon points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in poly)}" fill="{colour}" '
+                       'fill-opacity="0.15" stroke="none"/>')
+        for x, lo, hi in sb:  # whiskers: the interval at each point
+            out.append(f'<line x1="{x_of(x):.1f}" y1="{y_of(lo):.1f}" x2="{x_of(x):.1f}" y2="{y_of(hi):.1f}" '
+                       f'stroke="{colour}" stroke-opacity="0.6"/>')
+        sp = sorted((float(x), float(y)) for x, y in s.get("points") or [] if y is not None)
+        if len(sp) >= 2:
+            out.append(f'<polyline points="{" ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in sp)}" '
+                       f'fill="none" stroke="{colour}" stroke-width="2"/>')
+        for x, y in sp:
+            out.append(f'<circle cx="{x_of(x):.1f}" cy="{y_of(y):.1f}" r="3.5" fill="{colour}">'
+                       f"<title>{esc(s.get('name'))}: {esc(_tick_label(x))} → {esc(f'{y:.4g}')}</title></circle>")
+    out += _legend([str(s.get("name")) for s in series], left + pw + 16, top + 10)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def bar_chart(labels: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], *, title: str,
+              x_label: str, y_label: str, height: int = 300, width: int | None = None,
+              y_max: float | None = None, value_fmt: str = "{:.3f}") -> str:
+    """An SVG grouped bar chart: one group per label, one bar per series (``(name, values)``; a None
+    value draws no bar).  Each bar carries its value as a tooltip (``<title>``)."""
+    vals = [v for _, vs in series for v in vs if v is not None]
+    n_groups, n_series = len(labels), max(1, len(series))
+    width = width or int(max(420, min(1100, 64 + 150 + n_groups * (14 * n_series + 18))))
+    out = _svg_open(width, height, title)
+    if not vals or not n_groups:
+        out.append(f'<text x="{width / 2:.1f}" y="{height / 2:.1f}" text-anchor="middle">no data</text></svg>')
+        return "\n".join(out)
+    left, right, top, bottom = 64.0, 150.0, 28.0, 40.0
+    pw, ph = width - left - right, height - top - bottom
+    y_ticks = nice_ticks(0.0, y_max if y_max is not None else max(vals) or 1.0)
+    y1 = y_ticks[-1] or 1.0
+
+    def y_of(v: float) -> float:
+        return top + ph - v / y1 * ph
+
+    out += _axes(left, top, pw, ph, y_ticks, y_of, x_label, y_label, height)
+    gw = pw / n_groups
+    bw = max(2.0, (gw - 8) / n_series)
+    for g, lab in enumerate(labels):
+        gx = left + g * gw + 4
+        out.append(f'<text x="{gx + (gw - 8) / 2:.1f}" y="{top + ph + 16:.1f}" text-anchor="middle">{esc(lab)}</text>')
+        for i, (name, vs) in enumerate(series):
+            v = vs[g] if g < len(vs) else None
+            if v is None:
+                continue
+            y = y_of(min(float(v), y1))
+            out.append(f'<rect x="{gx + i * bw:.1f}" y="{y:.1f}" width="{bw - 1:.1f}" height="{top + ph - y:.1f}" '
+                       f'fill="{PALETTE[i % len(PALETTE)]}"><title>{esc(name)}, {esc(lab)}: '
+                       f"{esc(value_fmt.format(v))}</title></rect>")
+    out += _legend([name for name, _ in series], left + pw + 16, top + 10)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+# -- loading ---------------------------------------------------------------------------------------
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path} cannot be read as JSON ({exc})") from None
+
+
+@dataclass
+class Source:
+    """One directory given to the report: ``kind`` is ``run``, ``compare`` or ``tune``."""
+
+    path: Path
+    kind: str
+    summary: dict | None = None
+    manifest: dict = field(default_factory=dict)
+    records: list[dict] = field(default_factory=list)
+    comparison: dict | None = None
+    tune: dict | None = None
+
+    @property
+    def runs(self) -> list[dict]:
+        return list((self.summary or {}).get("runs") or [])
+
+    @property
+    def name(self) -> str:
+        """The profile of a run directory (else the directory's name)."""
+        runs = self.runs
+        return str((runs[0].get("profile") if runs else None) or self.manifest.get("profile") or self.path.name)
+
+    @property
+    def speculative(self) -> bool:
+        """Whether any of its RUNs ran with a speculative algorithm (read back from the server)."""
+        return any((r.get("effective") or {}).get("speculative_algorithm") for r in self.runs)
+
+    def records_at(self, concurrency: Any) -> list[dict]:
+        """Its records at one concurrency (records without one belong to a single-RUN directory's)."""
+        only = self.runs[0].get("concurrency") if len(self.runs) == 1 else None
+        return [r for r in self.records if r.get("concurrency", only) == concurrency]
+
+
+def load_source(path: str | Path) -> Source:
+    """Read a run, compare or tune directory.
+
+    Raises:
+        ReportError: the directory is missing, or holds none of ``summary.json``,
+            ``comparison.json``, ``tune.json``.
+    """
+    from specdash.bench.rundir import RunDir
+
+    p = Path(path)
+    if not p.is_dir():
+        raise ReportError(f"{p} is not a directory")
+    if (p / "summary.json").is_file():
+        summary = _read_json(p / "summary.json")
+        if not isinstance(summary, dict) or not isinstance(summary.get("runs"), list):
+            raise ReportError(f"{p / 'summary.json'} has no runs list: not a summary specdash wrote")
+        manifest = _read_json(p / "manifest.json") if (p / "manifest.json").is_file() else {}
+        return Source(p, "run", summary=summary, manifest=manifest if isinstance(manifest, dict) else {},
+                      records=RunDir(p).read_requests())
+    if (p / "comparison.json").is_file():
+        return Source(p, "compare", comparison=_read_json(p / "comparison.json"))
+    if (p / "tune.json").is_file():
+        return Source(p, "tune", tune=_read_json(p / "tune.json"))
+    hint = " (an unfinished run? continue it with --resume)" if (p / "requests.jsonl").is_file() else ""
+    raise ReportError(f"{p} holds no summary.json, comparison.json or tune.json: not a run, compare or tune "
+                      f"directory{hint}")
+
+
+# -- HTML pieces -----------------------------------------------------------------------------------
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
+h3{font-size:15px;margin-top:20px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}
+th{background:#f4f4f4}td.l,th.l{text-align:left}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
+dt{color:#555}dd{margin:0}
+code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+pre{background:#f7f7f7;padding:8px;overflow-x:auto;white-space:pre-wrap}
+.tag{display:inline-block;border-radius:3px;padding:0 6px;margin-left:6px;font-size:12px;background:#eee}
+.sim{background:#fff3cd}.bad{background:#f8d7da}.ok{background:#d4edda}
+.note{color:#555;font-size:13px}figure{margin:8px 0}
+"""
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1) -> str:
+    """An HTML table; the first ``left`` columns are left-aligned; cells are escaped."""
+    def cell(tag: str, i: int, v: Any) -> str:
+        cls = ' class="l"' if i < left else ""
+        return f"<{tag}{cls}>{esc(v)}</{tag}>"
+
+    out = ["<table>", "<tr>" + "".join(cell("th", i, h) for i, h in enumerate(head)) + "</tr>"]
+    out += ["<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows]
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _dl(items: Sequence[tuple[str, Any]]) -> str:
+    return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v not in (None, "")) + "</dl>"
+
+
+def _figure(svg: str) -> str:
+    return f"<figure>{svg}</figure>"
+
+
+def _stat(run: Mapping[str, Any], key: str, q: str) -> Any:
+    return (run.get(key) or {}).get(q)
+
+
+def _settings(eff: Mapping[str, Any] | None) -> str:
+    eff = eff or {}
+    if not eff.get("speculative_algorithm"):
+        return "no speculation"
+    return (f"{eff['speculative_algorithm']}: steps {eff.get('speculative_num_steps')}, topk "
+            f"{eff.get('speculative_eagle_topk')}, draft tokens {eff.get('speculative_num_draft_tokens')}")
+
+
+def _yes(v: Any) -> str | None:
+    return None if v is None else ("yes" if v else "no")
+
+
+def _run_label(run: Mapping[str, Any], n_runs: int) -> str:
+    c = run.get("concurrency")
+    return f"c{c}" if n_runs > 1 and c is not None else str(run.get("profile") or "run")
+
+
+def _run_section(src: Source) -> list[str]:
+    runs, m = src.runs, src.manifest
+    r0 = runs[0] if runs else {}
+    tags = []
+    if r0.get("simulated") or m.get("simulated"):
+        tags.append('<span class="tag sim">simulated</span>')
+    if r0.get("acceptance_simulated"):
+        tags.append('<span class="tag sim">simulated acceptance</span>')
+    if (r0.get("adaptive") or {}).get("enabled"):
+        tags.append('<span class="tag">adaptive</span>')
+    out = [f"<h2>Run: {esc(src.name)}{''.join(tags)}</h2>", f'<p class="note">directory <code>{esc(src.path)}</code></p>']
+    sweep = (m.get("sweep") or {}).get("concurrency")
+    asked = m.get("asked") or {}
+    eff = r0.get("effective") or m.get("effective")
+    asked_s = _settings(asked) if asked.get("speculative_algorithm") else None
+    ttr = m.get("time_to_ready_s")
+    ver = r0.get("sglang_version") or m.get("sglang_version")
+    src_v = m.get("version_source")
+    out.append(_dl([
+        ("profile", src.name), ("profile file", r0.get("profile_path") or m.get("profile_path")),
+        ("suite", r0.get("suite") or m.get("suite")), ("max tokens", r0.get("max_tokens") or m.get("max_tokens")),
+        ("concurrency", ", ".join(map(str, sweep)) + " (sweep)" if sweep else r0.get("concurrency") or m.get("concurrency")),
+        ("speculative settings (effective, read back from the server)", _settings(eff)),
+        ("asked", asked_s if asked_s and asked_s != _settings(eff) else None),
+        ("SGLang version", f"{ver}" + (f" (preflight judged {m.get('judged_sglang_version')}, version source: {src_v})"
+                                        if src_v else "") if ver else None),
+        ("simulated", _yes(r0.get("simulated", m.get("simulated")))),
+        ("simulated acceptance (SGLANG_SIMULATE_ACC_LEN)", _yes(r0.get("acceptance_simulated"))),
+        ("attached to", m.get("url") if m.get("attached") else None),
+        ("time to ready", f"{ttr:.1f} s" if isinstance(ttr, (int, float)) else None),
+        ("GPUs", _gpus(m.get("gpus"))),
+        ("specdash", (src.summary or {}).get("specdash_version")),
+    ]))
+    if m.get("launch_command"):
+        out.append(f"<h3>Launch command (secrets redacted)</h3><pre>{esc(m['launch_command'])}</pre>")
+    if r0.get("acceptance_simulated"):
+        out.append('<p class="note">SGLANG_SIMULATE_ACC_LEN is set: accept length and rate are the variable\'s, not '
+                   "the draft's (the timings still hold).</p>")
+    out += _run_table(runs)
+    out += _histogram(runs)
+    for run in runs:
+        out += _tiers(run, len(runs))
+    out += _categories(src)
+    out += _verification(runs)
+    return out
+
+
+def _gpus(g: Any) -> str | None:
+    if not isinstance(g, Mapping):
+        return None
+    devs = g.get("devices") or []
+    if devs:
+        return "; ".join(f"{d.get('name')} ({_fmt(d.get('memory_total_mib'), 0)} MiB)" for d in devs)
+    return g.get("status")
+
+
+def _run_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    head = ["run", "concurrency", "requests", "failed", "output tokens", "duration s", "tok/s",
+            *(f"TTFT {q} ms" for q in ("p50", "p90", "p99")), *(f"TPOT {q} ms" for q in ("p50", "p90", "p99")),
+            *(f"ITL {q} ms" for q in ("p50", "p90", "p99")), "accept length", "accept rate", "server τ"]
+    rows = []
+    for r in runs:
+        rows.append([_run_label(r, len(runs)), _fmt(r.get("concurrency")), _fmt(r.get("requests")),
+                     _fmt(r.get("failed_requests")), _fmt(r.get("output_tokens")), _fmt(r.get("duration_s"), 2),
+                     _fmt(r.get("output_tok_s"), 1),
+                     *(_fmt(_stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms") for q in ("p50", "p90", "p99")),
+                     _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3),
+                     _fmt(r.get("server_accept_length"), 3)])
+    return ["<h3>Results</h3>", _table(head, rows),
+            '<p class="note">tok/s = output tokens ÷ (first request sent → last response finished); accept length = '
+            "tokens per verify round incl. the bonus token (Σ completion ÷ Σ verify rounds); accept rate = accepted ÷ "
+            "proposed drafts; server τ = Δgeneration_tokens ÷ Δspec_verify_calls from /metrics.</p>"]
+
+
+def _histogram(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    series = [(_run_label(r, len(runs)), _fractions(r.get("accept_histogram"))) for r in runs]
+    series = [(n, f) for n, f in series if f]
+    if not series:
+        return []
+    kmax = max(len(f) for _, f in series)
+    svg = bar_chart([str(k) for k in range(kmax)], [(n, f + [0.0] * (kmax - len(f))) for n, f in series],
+                    title="accepted drafts per verify round", x_label="accepted drafts k (accept length = k + 1)",
+                    y_label="fraction of verify rounds")
+    counts = [[_run_label(r, len(runs)), *(" ".join(str(int(c)) for c in r.get("accept_histogram") or []),)]
+              for r in runs if r.get("accept_histogram")]
+    return ["<h3>Accept-length histogram</h3>", _figure(svg), _table(["run", "verify rounds per k (k = 0, 1, …)"], counts,
+                                                                       left=2)]
+
+
+def _tiers(run: Mapping[str, Any], n_runs: int) -> list[str]:
+    tiers = run.get("tiers")
+    ad = run.get("adaptive") or {}
+    if not ad.get("enabled"):
+        return []
+    label = _run_label(run, n_runs)
+    out = [f"<h3>Adaptive tiers ({esc(label)}): {esc(ad.get('switches'))} switch(es)</h3>"]
+    if tiers is None:
+        return [*out, '<p class="note">no per-tier figures (no server log to read: an attached server)</p>']
+    if not tiers:
+        return [*out, '<p class="note">no per-tier figures: no decode log line fell inside the run</p>']
+    rows = [[t.get("speculative_num_steps"), t.get("speculative_num_draft_tokens"),
+             _fmt(100.0 * t["share"], 1) + " %" if t.get("share") is not None else "–", _fmt(t.get("verify_rounds")),
+             _fmt(t.get("output_tokens")), _fmt(t.get("accept_length"), 3), _fmt(t.get("accept_rate"), 3),
+             _fmt(t.get("output_tok_s"), 1)] for t in tiers]
+    return [*out, _table(["steps", "draft tokens", "share", "verify rounds", "output tokens", "accept length",
+                          "accept rate", "tok/s"], rows, left=0)]
+
+
+def _categories(src: Source) -> list[str]:
+    recs = [r for r in src.records if r.get("ok", True)]
+    if not any(r.get("category") for r in recs):
+        return []
+    several = len({r.get("concurrency") for r in recs}) > 1
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in recs:
+        groups[(r.get("concurrency") if several else None, r.get("category") or "uncategorized")].append(r)
+    rows, by_cat = [], defaultdict(dict)
+    for (c, cat), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
+        s = side_stats(rs)
+        rows.append([cat, *([c] if several else []), s["requests"], _fmt(s["tok_s"], 1), _fmt(s["accept_length"], 3),
+                     _fmt(s["accept_rate"], 3)])
+        by_cat[cat][c] = s["accept_length"]
+    head = ["category", *(["concurrency"] if several else []), "requests", "tok/s (mean per request)",
+            "accept length", "accept rate"]
+    out = ["<h3>Acceptance per category</h3>", _table(head, rows)]
+    cats = sorted(by_cat)
+    points = sorted({c for v in by_cat.values() for c in v}, key=lambda x: x or 0)
+    series = [(f"c{c}" if several else "accept length", [by_cat[cat].get(c) for cat in cats]) for c in points]
+    if any(v is not None for _, vs in series for v in vs):
+        out.append(_figure(bar_chart(cats, series, title="accept length per category", x_label="category",
+                                     y_label="accept length (tokens per verify round)")))
+    return out
+
+
+def _verification(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = []
+    same = len({json.dumps(x.get("verification"), sort_keys=True, default=str) for x in runs}) == 1
+    for r in runs:
+        v = r.get("verification") or {}
+        if not v:
+            continue
+        status = v.get("status")
+        cls = {"ok": "ok", "failed": "bad"}.get(status, "")
+        findings = v.get("findings") or []
+        label = "every run" if same and len(runs) > 1 else _run_label(r, len(runs))
+        out.append(f"<p>post-launch verification ({esc(label)}): "
+                   f'<span class="tag {cls}">{esc(status)}</span></p>')
+        if findings:
+            out.append("<ul>" + "".join(f"<li><b>{esc(f.get('severity', '').upper())} {esc(f.get('code'))}</b>: "
+                                        f"{esc(f.get('message'))}" + (f"<br>fix: {esc(f['fix'])}" if f.get("fix") else "")
+                                        + "</li>" for f in findings) + "</ul>")
+        if same:
+            break  # the same verdict for every RUN of a sweep: once is enough
+    return ["<h3>Post-launch verification</h3>", *out] if out else []
+
+
+def sweep_speedups(spec: Source, base: Source) -> list[dict[str, Any]]:
+    """The paired speedup of ``spec`` over ``base`` at each concurrency both have: ``concurrency``,
+    ``output_tok_s``, ``baseline_tok_s``, ``speedup``, ``ci95``, ``verdict``, ``pairs`` (the sweep's point shape)."""
+    base_by = {r.get("concurrency"): r for r in base.runs}
+    points = []
+    for run in spec.runs:
+        c = run.get("concurrency")
+        b = base_by.get(c)
+        if b is None:
+            continue
+        cmp = build_comparison(base.records_at(c), spec.records_at(c), a_name=base.name, b_name=spec.name)
+        points.append({"concurrency": c, "output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s"),
+                       "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
+                       "pairs": cmp.get("pairs", 0)})
+    return points
+
+
+def _sweep_section(sources: Sequence[Source]) -> list[str]:
+    runs_src = [s for s in sources if s.kind == "run"]
+    concs = {r.get("concurrency") for s in runs_src for r in s.runs if r.get("concurrency") is not None}
+    bases = [s for s in runs_src if not s.speculative]
+    specs = [s for s in runs_src if s.speculative]
+    out: list[str] = []
+    if len(concs) >= 2:
+        series = [{"name": s.name, "points": [(r["concurrency"], r.get("output_tok_s")) for r in s.runs
+                                              if r.get("concurrency") is not None]} for s in runs_src]
+        out += ["<h2>Throughput against concurrency</h2>",
+                _figure(line_chart(series, title="output tok/s against concurrency", x_label="concurrency (log scale)",
+                                   y_label="output tok/s", log_x=True))]
+    if bases and specs:
+        base = bases[0]
+        out.append(f"<h2>Speedup over {esc(base.name)}</h2>")
+        out.append('<p class="note">speedup = geometric mean of the per-request tok/s ratios paired by prompt and '
+                   "repeat at each concurrency, with its 95 % bootstrap interval.</p>")
+        series = []
+        for s in specs:
+            pts = sweep_speedups(s, base)
+            rows = [[_fmt(p["concurrency"]), _fmt(p["output_tok_s"], 1), _fmt(p["baseline_tok_s"], 1),
+                     _fmt(p["speedup"], 3), _ci(p["ci95"]), _fmt(p["verdict"]), _fmt(p["pairs"])] for p in pts]
+            out.append(f"<h3>{esc(s.name)} over {esc(base.name)}</h3>")
+            out.append(_table(["concurrency", "tok/s", "baseline tok/s", "speedup", "95 % CI", "verdict", "pairs"],
+                              rows))
+            if len(pts) >= 2:
+                be, be_ci, note = break_even(pts)
+                lo, hi = be_ci or (None, None)
+                txt = (f"break-even concurrency ≈ {be:.1f} (95 % CI {_fmt(lo, 1)} – {_fmt(hi, 1)}; an open end did not "
+                       f"cross 1 in the swept range). " if be is not None else "") + note
+                out.append(f'<p class="note">{esc(txt)}</p>')
+            series.append({"name": s.name, "points": [(p["concurrency"], p["speedup"]) for p in pts],
+                           "band": [(p["concurrency"], *(p["ci95"] or (None, None))) for p in pts]})
+        if len({p[0] for s in series for p in s["points"]}) >= 2:
+            out.append(_figure(line_chart(series, title=f"speedup over {base.name} against concurrency",
+                                          x_label="concurrency (log scale)", y_label="speedup (×)", log_x=True,
+                                          ref_y=1.0)))
+    return out
+
+
+def comparison_section(cmp: Mapping[str, Any], heading: str) -> list[str]:
+    """An A/B comparison (``comparison.json`` shape) as HTML: verdict, sides, baseline, categories,
+    prompts and two bar charts."""
+    a, b = str(cmp.get("a")), str(cmp.get("b"))
+    conf = cmp.get("confidence", 0.95) or 0.95
+    out = [f"<h2>{esc(heading)}: {esc(b)} vs {esc(a)}</h2>",
+           f"<p><b>Verdict: {esc(cmp.get('verdict'))}</b> — speedup {esc(b)}/{esc(a)} = {esc(_fmt(cmp.get('speedup'), 3))}"
+           f", {esc(f'{conf:.0%}')} CI {esc(_ci(cmp.get('ci95')))}, {esc(cmp.get('pairs'))} pairs (metric "
+           f"<code>{esc(cmp.get('metric'))}</code>; geometric mean of paired per-request ratios; interval: "
+           f"{esc(cmp.get('method', 'n/a'))}).</p>"]
+    for note in cmp.get("notes") or []:
+        out.append(f'<p class="note">note: {esc(note)}</p>')
+    ov = cmp.get("overall") or {}
+    base = cmp.get("baseline")
+    side_rows = [(f"A: {a}", ov.get("a")), (f"B: {b}", ov.get("b"))]
+    if base:
+        side_rows.append((f"baseline: {base.get('name')}", base.get("overall")))
+    out.append(_table(["side", "requests", "tok/s (mean)", "TPOT ms", "TTFT ms", "accept length", "accept rate"],
+                      [[n, _fmt((s or {}).get("requests")), _fmt((s or {}).get("tok_s"), 1),
+                        _fmt((s or {}).get("tpot_ms"), 2), _fmt((s or {}).get("ttft_ms"), 2),
+                        _fmt((s or {}).get("accept_length"), 3), _fmt((s or {}).get("accept_rate"), 3)]
+                       for n, s in side_rows]))
+    if base:
+        out += ["<h3>Against the baseline</h3>", _table(
+            ["side", "speedup vs baseline", "95 % CI", "verdict", "pairs"],
+            [[(base.get(k) or {}).get("b"), _fmt((base.get(k) or {}).get("speedup"), 3), _ci((base.get(k) or {}).get("ci95")),
+              _fmt((base.get(k) or {}).get("verdict")), _fmt((base.get(k) or {}).get("pairs"))] for k in ("a", "b")])]
+    cats = cmp.get("per_category") or {}
+    if cats:
+        out += ["<h3>Per category</h3>", _table(
+            ["category", "pairs", "speedup", "95 % CI", "verdict", "A tok/s", "B tok/s", "A accept length",
+             "B accept length"],
+            [[name, _fmt(c.get("pairs")), _fmt(c.get("speedup"), 3), _ci(c.get("ci95")), _fmt(c.get("verdict")),
+              _fmt((c.get("a") or {}).get("tok_s"), 1), _fmt((c.get("b") or {}).get("tok_s"), 1),
+              _fmt((c.get("a") or {}).get("accept_length"), 3), _fmt((c.get("b") or {}).get("accept_length"), 3)]
+             for name, c in cats.items()])]
+    rows = cmp.get("per_prompt") or []
+    if rows:
+        out += ["<h3>Per prompt</h3>", _table(
+            ["prompt", "category", "pairs", "A tok/s", "B tok/s", "A TPOT ms", "B TPOT ms", "A accept length",
+             "B accept length", "speedup"],
+            [[r.get("prompt_index"), _fmt(r.get("category")), _fmt(r.get("pairs")), _fmt(r.get("a_tok_s"), 1),
+              _fmt(r.get("b_tok_s"), 1), _fmt(r.get("a_tpot_ms"), 2), _fmt(r.get("b_tpot_ms"), 2),
+              _fmt(r.get("a_accept_length"), 3), _fmt(r.get("b_accept_length"), 3), _fmt(r.get("speedup"), 3)]
+             for r in rows])]
+        out.append(_figure(bar_chart([f"p{r.get('prompt_index')}" for r in rows],
+                                     [(a, [r.get("a_tok_s") for r in rows]), (b, [r.get("b_tok_s") for r in rows])],
+                                     title="output tok/s per prompt (mean over repeats)", x_label="prompt",
+                                     y_label="tok/s", value_fmt="{:.1f}")))
+    fa, fb = _fractions((ov.get("a") or {}).get("accept_histogram")), _fractions((ov.get("b") or {}).get("accept_histogram"))
+    if fa or fb:
+        kmax = max(len(fa or []), len(fb or []))
+        series = [(n, (f or []) + [0.0] * (kmax - len(f or []))) for n, f in ((a, fa), (b, fb)) if f]
+        out.append(_figure(bar_chart([str(k) for k in range(kmax)], series, title="accepted drafts per verify round",
+                                     x_label="accepted drafts k (accept length = k + 1)",
+                                     y_label="fraction of verify rounds")))
+    return out
+
+
+def _tune_section(src: Source) -> list[str]:
+    t = src.tune or {}
+    best = t.get("best") or {}
+    start = t.get("start") or {}
+    out = [f"<h2>Tune: {esc(t.get('profile'))}</h2>", f'<p class="note">directory <code>{esc(src.path)}</code></p>',
+           _dl([("suite", t.get("suite")), ("mode", t.get("mode")),
+                ("launches", f"{t.get('launches')} ({t.get('exploration_launches')} of the budget of {t.get('budget')})"),
+                ("stopped because", t.get("stop_reason")), ("start", _settings_of(start)), ("best", _settings_of(best)),
+                ("baseline tok/s", _fmt(t.get("baseline_tok_s"), 1)), ("preset written", t.get("preset")),
+                ("preset not saved", t.get("preset_not_saved"))])]
+    measured = t.get("measured") or []
+    if measured:
+        out += ["<h3>Measured settings</h3>", _table(
+            ["source", "launch", "concurrency", "settings", "tok/s", "accept length"],
+            [[m.get("source"), _fmt(m.get("launch")), _fmt(m.get("concurrency")), _settings_of(m.get("settings")),
+              _fmt(m.get("output_tok_s"), 1), _fmt(m.get("accept_length"), 3)] for m in measured], left=4)]
+    if t.get("advice_text"):
+        out += ["<h3>Advice</h3>", f"<pre>{esc(t['advice_text'])}</pre>"]
+    if isinstance(t.get("comparison"), Mapping) and t["comparison"].get("a") is not None:
+        out += comparison_section(t["comparison"], "Tune's final A/B")
+    return out
+
+
+def _settings_of(s: Any) -> str:
+    if isinstance(s, Mapping) and "settings" in s:
+        s = s.get("settings")
+    if not isinstance(s, Mapping) or not s:
+        return "no speculation"
+    return (f"steps {s.get('speculative_num_steps')} / topk {s.get('speculative_eagle_topk')} / draft tokens "
+            f"{s.get('speculative_num_draft_tokens')}")
+
+
+def render_report(sources: Sequence[Source], *, title: str | None = None) -> str:
+    """The whole page for ``sources`` (see the module docstring); a string of HTML."""
+    names = [s.name if s.kind == "run" else s.path.name for s in sources]
+    title = title or "specdash report: " + ", ".join(dict.fromkeys(names))
+    body: list[str] = [f"<h1>{esc(title)}</h1>"]
+    if any(s.kind == "run" and (s.runs[:1] or [{}])[0].get("simulated") for s in sources):
+        body.append('<p class="note"><span class="tag sim">simulated</span> numbers marked simulated come from '
+                    "specdash's simulated SGLang server, not from a GPU.</p>")
+    for s in sources:
+        if s.kind == "run":
+            body += _run_section(s)
+    body += _sweep_section(sources)
+    for s in sources:
+        if s.kind == "compare":
+            sec = comparison_section(s.comparison or {}, "A/B comparison")
+            body += [sec[0], f'<p class="note">compare directory <code>{esc(s.path)}</code></p>', *sec[1:]]
+        elif s.kind == "tune":
+            body += _tune_section(s)
+    from specdash import __version__
+
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f'<meta name="generator" content="{esc(GENERATOR)} {esc(__version__)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>", *body,
+        f'<p class="note">written by specdash {esc(__version__)}; self-contained (no scripts, no external '
+        "resources).</p>", "</body>", "</html>", ""])
+
+
+def is_generated_report(path: Path) -> bool:
+    """Whether ``path`` is a page this module wrote (its generator meta tag), so it may be replaced."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return f'<meta name="generator" content="{GENERATOR}' in head

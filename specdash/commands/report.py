@@ -1,0 +1,288 @@
+"""``specdash report`` and ``specdash compare``: pages and comparisons from directories already written.
+
+``specdash report DIR... [--out FILE.html] [--force]`` writes one self-contained HTML page
+(:mod:`specdash.bench.html`) from run, A/B compare and tune directories; default
+``DIR/report.html`` of the first directory.  It replaces a page it wrote before (one whose
+generator tag says ``specdash report``) but never another file unless ``--force``.
+
+``specdash compare RUNDIR_A RUNDIR_B [--json] [--concurrency N] [--allow-unverified]`` pairs the two
+run directories' ``requests.jsonl`` records by prompt and repeat and prints the comparison
+(:func:`specdash.bench.compare.build_comparison`: speedup B over A, 95 % CI, verdict, per prompt and
+category) — with ``--json`` the ``comparison.json``-shaped dict and nothing else.  Two sweeps are
+paired per concurrency: the top level pools every shared point (each pair stays within its point),
+``per_concurrency`` gives each point's speedup and ``break_even_concurrency`` / ``break_even_ci95``
+where the curve crosses 1; ``--concurrency N`` compares one point only.  As with ``--bench``, the
+speedups of a side whose post-launch verification failed are withheld unless ``--allow-unverified``.
+
+``specdash compare --url URL_A --vs-url URL_B [--suite S] [--max-tokens N] [--concurrency N] [--out DIR]``
+compares two servers the user started: the suite runs against A, then against B (one run directory
+each, ``attached-a`` / ``attached-b``), and the comparison is written as ``--bench --vs`` writes it
+(``DIR/<stamp>-compare/``: ``comparison.json``, CSV, ``report.md``).
+
+Exit codes (:mod:`specdash.commands.errors`): 0 done; 1 verification failed (compare, without
+``--allow-unverified``); 2 a directory is missing, is not a run directory, has no records, or the
+output file is not one ``specdash report`` wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run
+
+REPORT_PROG = "specdash report"
+COMPARE_PROG = "specdash compare"
+
+
+def _report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=REPORT_PROG, description="One self-contained HTML page (inline SVG charts, no "
+                                "scripts) from run, A/B compare and tune directories.")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="run, compare (comparison.json) or tune (tune.json) directory")
+    p.add_argument("--out", metavar="FILE.html", help="where to write the page (default: DIR/report.html of the first DIR)")
+    p.add_argument("--title", help="the page's title")
+    p.add_argument("--force", action="store_true", help="overwrite --out even when specdash report did not write it")
+    return p
+
+
+def report_main(argv: list[str]) -> int:
+    """Entry of ``specdash report`` (``argv`` after the sub-command); returns the exit code."""
+    args = _report_parser().parse_args(argv)
+    return run(REPORT_PROG, lambda: _report(args))
+
+
+def _report(args: argparse.Namespace) -> int:
+    from specdash.bench.html import ReportError, is_generated_report, load_source, render_report
+
+    try:
+        sources = [load_source(d) for d in args.dirs]
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out) if args.out else Path(args.dirs[0]) / "report.html"
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory: give a file name (e.g. {out / 'report.html'})")
+    if out.exists() and not args.force and not is_generated_report(out):
+        raise UsageError(f"{out} exists and is not a page specdash report wrote: choose another --out, or pass "
+                         "--force to overwrite it")
+    page = render_report(sources, title=args.title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    print(f"report: {out}")
+    return ExitCode.OK
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=COMPARE_PROG, description="Paired comparison of two run directories "
+                                "(speedup B over A, 95 % CI, verdict, per prompt and category).")
+    p.add_argument("dir_a", metavar="RUNDIR_A", nargs="?", help="run directory A (the reference)")
+    p.add_argument("dir_b", metavar="RUNDIR_B", nargs="?", help="run directory B (speedup = B over A)")
+    p.add_argument("--json", action="store_true", help="print only the comparison JSON")
+    p.add_argument("--concurrency", type=int, metavar="N",
+                   help="compare one concurrency of two sweeps (with --url: the concurrency to run at)")
+    p.add_argument("--url", metavar="URL_A", help="instead of run directories: run the suite against the server at "
+                   "URL_A (A) and then the one at --vs-url (B), both already started, and compare them")
+    p.add_argument("--vs-url", metavar="URL_B", help="with --url: server B")
+    p.add_argument("--suite", "-s", metavar="S", default="seeds-five", help="with --url: suite (name or path)")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="with --url: override the suite's max_tokens")
+    p.add_argument("--repeats", type=int, metavar="N", help="with --url: override the suite's repeats")
+    p.add_argument("--api-key", metavar="KEY", help="with --url: API key of both servers (or SGLANG_API_KEY)")
+    p.add_argument("--out", metavar="DIR", default="runs",
+                   help="with --url: parent of the two run directories and the compare directory (./runs)")
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="report speedups even when post-launch verification failed for a side")
+    return p
+
+
+def compare_main(argv: list[str]) -> int:
+    """Entry of ``specdash compare`` (``argv`` after the sub-command); returns the exit code."""
+    args = _compare_parser().parse_args(argv)
+    if args.url or args.vs_url:
+        from specdash.commands.bench import Progress
+
+        progress = Progress()
+        return run(COMPARE_PROG, lambda: _compare_urls(args, progress), json_output=args.json,
+                   interrupted="interrupted; partial results are in the run directories", cleanup=progress.done)
+    return run(COMPARE_PROG, lambda: _compare(args), json_output=args.json)
+
+
+def _run_source(path: str):
+    from specdash.bench.html import ReportError, load_source
+
+    try:
+        src = load_source(path)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+    if src.kind != "run":
+        what = "an A/B compare directory (comparison.json)" if src.kind == "compare" else "a tune directory"
+        raise UsageError(f"{path} is {what}, not a run directory: `specdash report {path}` shows it")
+    if not src.records:
+        raise UsageError(f"{path} has no request records (requests.jsonl is missing or empty): nothing to compare")
+    return src
+
+
+def _concurrencies(src) -> list:
+    return sorted({r.get("concurrency") for r in src.runs} - {None})
+
+
+def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> dict:
+    """The comparison of run directory B over A (see the module docstring); ``runs`` = the two directories.
+
+    Raises:
+        UsageError: a directory is missing, not a run directory or has no records; ``concurrency`` is not
+            one both ran; two sweeps share no concurrency.
+    """
+    from specdash.bench.compare import build_comparison
+    from specdash.bench.html import sweep_speedups
+    from specdash.bench.sweep import break_even
+
+    a, b = _run_source(dir_a), _run_source(dir_b)
+    a_name, b_name = a.name, b.name
+    if a_name == b_name:
+        a_name, b_name = f"{a_name} ({a.path.name})", f"{b_name} ({b.path.name})"
+    ca, cb = _concurrencies(a), _concurrencies(b)
+    shared = sorted(set(ca) & set(cb))
+    notes: list[str] = []
+    if concurrency is not None:
+        if concurrency not in shared:
+            raise UsageError(f"--concurrency {concurrency}: A ran at {ca or 'an unknown concurrency'}, "
+                             f"B at {cb or 'an unknown concurrency'}")
+        shared = [concurrency]
+    if not shared:
+        if len(ca) > 1 or len(cb) > 1:
+            raise UsageError(f"the two sweeps share no concurrency (A: {ca}, B: {cb})")
+        recs_a, recs_b = a.records, b.records
+        if ca != cb:
+            notes.append(f"A ran at concurrency {ca[0] if ca else '?'}, B at {cb[0] if cb else '?'}: "
+                         "compared as they are, not at the same load")
+    else:
+        # each pair stays within its point: the repeat index is made unique per concurrency
+        span = 1 + max(int(r.get("repeat", 0) or 0) for r in [*a.records, *b.records])
+
+        def at(src, c, k):
+            return [dict(r, repeat=k * span + int(r.get("repeat", 0) or 0)) for r in src.records_at(c)]
+
+        recs_a = [r for k, c in enumerate(shared) for r in at(a, c, k)]
+        recs_b = [r for k, c in enumerate(shared) for r in at(b, c, k)]
+        if len(shared) > 1:
+            notes.append(f"pooled over concurrencies {', '.join(map(str, shared))} (pairs matched within each "
+                         "point); per_concurrency has each point")
+    cmp = build_comparison(recs_a, recs_b, a_name=a_name, b_name=b_name)
+    if not cmp.get("pairs"):
+        raise UsageError(f"no request of {dir_a} pairs with one of {dir_b} (same prompt and repeat, both finished): "
+                         "were they run with the same suite?")
+    cmp["notes"] = [*cmp.get("notes", []), *notes]
+    if len(shared) > 1:
+        pts = [{"concurrency": p["concurrency"], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
+                "speedup": p["speedup"], "ci95": p["ci95"], "verdict": p["verdict"], "pairs": p["pairs"]}
+               for p in sweep_speedups(b, a) if p["concurrency"] in shared]
+        be, be_ci, note = break_even(pts)
+        cmp.update(per_concurrency=pts, break_even_concurrency=be, break_even_ci95=be_ci, break_even_note=note)
+    cmp["runs"] = [str(a.path), str(b.path)]
+    cmp["_failed"] = sorted({r.get("profile") or s.name for s in (a, b) for r in s.runs
+                             if (r.get("verification") or {}).get("status") == "failed"})
+    return cmp
+
+
+def _compare(args: argparse.Namespace) -> int:
+    if not args.dir_a or not args.dir_b:
+        raise UsageError("give two run directories (RUNDIR_A RUNDIR_B), or --url URL_A --vs-url URL_B")
+    for flag in ("suite", "max_tokens", "repeats", "api_key", "out"):
+        if getattr(args, flag) != _compare_parser().get_default(flag):
+            raise UsageError(f"--{flag.replace('_', '-')} applies only with --url URL_A --vs-url URL_B")
+    return _print_comparison(args, compare_dirs(args.dir_a, args.dir_b, concurrency=args.concurrency))
+
+
+def _compare_urls(args: argparse.Namespace, progress) -> int:
+    """``--url A --vs-url B``: the suite against each attached server in turn (A, then B), then the
+    comparison of their records, written as an A/B compare directory as ``--bench --vs`` writes it."""
+    import asyncio
+    import os
+
+    from specdash.bench.compare import build_comparison
+    from specdash.bench.report import write_comparison
+    from specdash.bench.rundir import RunDir, utc_stamp
+    from specdash.bench.runner import RunOptions, run_one
+    from specdash.profile import load_suite, parse_profile
+
+    if args.dir_a or args.dir_b:
+        raise UsageError("give either two run directories or --url URL_A --vs-url URL_B, not both")
+    if not (args.url and args.vs_url):
+        raise UsageError("--url URL_A needs --vs-url URL_B (and --vs-url needs --url)")
+    for u in (args.url, args.vs_url):
+        if not u.startswith(("http://", "https://")):
+            raise UsageError(f"{u!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
+    for flag in ("max_tokens", "repeats", "concurrency"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {v})")
+    suite = load_suite(args.suite)
+    stamp = utc_stamp()
+    recs, runs = {}, []
+    for side, url in (("a", args.url), ("b", args.vs_url)):
+        prof = parse_profile({"name": f"attached-{side}", "server": {"model_path": "(attached)"}})
+        opts = RunOptions(out_dir=Path(args.out), url=url, api_key=args.api_key or os.environ.get("SGLANG_API_KEY"),
+                          allow_unverified=args.allow_unverified, repeats=args.repeats, max_tokens=args.max_tokens,
+                          concurrency=args.concurrency, progress=progress,
+                          extra_manifest={"ab": {"stamp": stamp, "side": side, "round": 0}})
+        try:
+            run_, records = asyncio.run(run_one(prof, suite, opts))
+        finally:
+            progress.done()
+        runs.append(run_)
+        recs[side] = records
+    cmp = build_comparison(recs["a"], recs["b"], a_name=f"A ({args.url})", b_name=f"B ({args.vs_url})")
+    cmp["notes"] = [*cmp.get("notes", []), "attached servers: one run each, A then B (no launch order to "
+                    "alternate); run it again as B, A to see drift"]
+    cmp["runs"] = [r["run_dir"] for r in runs]
+    cdir = RunDir.create(args.out, "compare", stamp=stamp)
+    write_comparison(cdir.path, cmp)
+    cmp["compare_dir"] = str(cdir.path)
+    cmp["_failed"] = sorted({r.get("profile") for r in runs if (r.get("verification") or {}).get("status") == "failed"})
+    return _print_comparison(args, cmp)
+
+
+def _print_comparison(args: argparse.Namespace, cmp: dict) -> int:
+    from specdash.commands.bench import withhold_speedup
+
+    failed = cmp.pop("_failed")
+    if failed and not args.allow_unverified:
+        withhold_speedup(cmp, failed)
+        for p in cmp.get("per_concurrency") or []:
+            p.update(speedup=None, ci95=None, verdict="withheld: verification failed")
+        if "break_even_concurrency" in cmp:
+            cmp.update(break_even_concurrency=None, break_even_ci95=None)
+    if args.json:
+        print(json.dumps(cmp, indent=2, default=str))
+    else:
+        print(render_compare_text(cmp))
+        if cmp.get("compare_dir"):
+            print(f"comparison: {cmp['compare_dir']}/comparison.json")
+    if failed and not args.allow_unverified:
+        raise VerificationFailed(failed)
+    return ExitCode.OK
+
+
+def render_compare_text(cmp: dict) -> str:
+    """The comparison as text: the A/B block, the two sides, each concurrency, the notes."""
+    from specdash.commands.bench import _fmt, render_comparison
+
+    out = [render_comparison(cmp)]
+    ov = cmp.get("overall") or {}
+    for side in ("a", "b"):
+        s = ov.get(side) or {}
+        out.append(f"  {side.upper()}: {cmp.get(side)}: {s.get('requests')} requests, {_fmt(s.get('tok_s'))} tok/s "
+                   f"(mean per request), TPOT {_fmt(s.get('tpot_ms'), 2)} ms, accept length "
+                   f"{_fmt(s.get('accept_length'), 3)}, accept rate {_fmt(s.get('accept_rate'), 3)}")
+    for p in cmp.get("per_concurrency") or []:
+        lo, hi = p.get("ci95") or (None, None)
+        out.append(f"  c{p['concurrency']}: {_fmt(p.get('a_tok_s'))} → {_fmt(p.get('b_tok_s'))} tok/s, speedup "
+                   f"{_fmt(p.get('speedup'), 3)}× (95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {p.get('pairs')} pairs): "
+                   f"{p.get('verdict')}")
+    if cmp.get("break_even_concurrency") is not None:
+        out.append(f"  break-even concurrency ≈ {cmp['break_even_concurrency']:.1f}")
+    elif cmp.get("break_even_note"):
+        out.append(f"  {cmp['break_even_note']}")
+    for note in cmp.get("notes") or []:
+        out.append(f"  note: {note}")
+    return "\n".join(out)
