@@ -254,11 +254,11 @@ def test_import_header_does_not_break_flags(tmp_path):
 def test_show_quotes_argv_words(tmp_path, capsys):
     p = tmp_path / "q.toml"
     p.write_text('name="q"\n[server]\nmodel_path="/models/my llama"\nextra_args=["--chat-template", "a;b"]\n'
-                 '[env]\nX_OPTS="-a -b"\n')
+                 '[env]\nNCCL_X_OPTS="-a -b"\n')
     assert main(["profile", "show", str(p)]) == 0
     out = capsys.readouterr().out
     assert "--model-path '/models/my llama'" in out and "--chat-template 'a;b'" in out
-    assert "X_OPTS='-a -b'" in out
+    assert "NCCL_X_OPTS='-a -b'" in out
 
 
 def test_build_launch_resolves_adaptive_first_like_0514(tmp_path):

@@ -29,6 +29,11 @@ def test_env_names_and_free_text():
     env = {"HF_TOKEN": "hf_x", "OPENAI_API_KEY": "sk", "db_password": "p", "NCCL_ALGO": "Ring"}
     assert redact_env(env) == {"HF_TOKEN": "***", "OPENAI_API_KEY": "***", "db_password": "***", "NCCL_ALGO": "Ring"}
     assert is_secret_env("MY_SECRET") and not is_secret_env("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")
+    # deny by default: a name that does not look secret is still hidden unless it is a known knob
+    assert redact_env({"DB_PASS": "hunter2", "WANDB_CREDS": "x", "MY_SETTING": "1", "SGLANG_API_KEY": "sk",
+                       "NCCL_IB_HCA": "mlx5_0", "CUDA_VISIBLE_DEVICES": "0,1", "HF_HOME": "/cache"}) == {
+        "DB_PASS": "***", "WANDB_CREDS": "***", "MY_SETTING": "***", "SGLANG_API_KEY": "***",
+        "NCCL_IB_HCA": "mlx5_0", "CUDA_VISIBLE_DEVICES": "0,1", "HF_HOME": "/cache"}
     assert redact_text("key=k1 and k1 again", ["k1", ""]) == "key=*** and *** again"
     assert redact_bytes(b"api_key='k1'\n", [b"k1", b""]) == b"api_key='***'\n"
     assert redact_url("http://user:pw@host:1/x") == "http://***@host:1/x"

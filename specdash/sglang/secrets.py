@@ -10,9 +10,11 @@ Secret flags are SGLang's ``--api-key`` and ``--admin-api-key`` (``ServerArgs.ap
 ``admin_api_key``; SGLang prints both in its ``server_args=ServerArgs(…)`` start-up log
 line).  A flag is recognised as argparse would accept it: ``--flag value``,
 ``--flag=value``, and unique abbreviations (``--api-k value``; ``ArgumentParser``'s
-``allow_abbrev``).  Environment variables are secret when their *name* contains one of
-:data:`SECRET_ENV_MARKERS` (``HF_TOKEN``, ``OPENAI_API_KEY``, …).  Hidden values become
-:data:`MASK`.
+``allow_abbrev``).  Environment variables are hidden by default: a value is shown only when its
+name is known to be harmless (:data:`SHOWN_ENV_PREFIXES` / :data:`SHOWN_ENV_NAMES`: NCCL, CUDA,
+PyTorch, SGLang tuning knobs …) *and* does not contain one of :data:`SECRET_ENV_MARKERS`
+(``HF_TOKEN``, ``SGLANG_API_KEY``, …) — a name pattern alone misses ``DB_PASS`` or ``WANDB_CREDS``.
+Hidden values become :data:`MASK`.
 """
 
 from __future__ import annotations
@@ -38,8 +40,15 @@ __all__ = [
 MASK = "***"
 #: SGLang flags whose value is a credential.
 SECRET_FLAGS = ("--api-key", "--admin-api-key")
-#: Upper-case substrings that mark an environment variable's name as secret.
-SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+#: Upper-case substrings that mark an environment variable's name as secret (never shown).
+SECRET_ENV_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
+#: Name prefixes of variables whose values are tuning knobs, not credentials (shown).
+SHOWN_ENV_PREFIXES = ("NCCL_", "CUDA_", "NVSHMEM_", "TORCH_", "PYTORCH_", "SGLANG_", "SGL_", "OMP_", "MKL_",
+                      "TRITON_", "FLASHINFER_", "NVIDIA_", "UCX_", "GLOO_", "TORCHINDUCTOR_", "HF_HUB_",
+                      "TRANSFORMERS_", "TOKENIZERS_", "OUTLINES_", "XGRAMMAR_")
+#: Single names shown as they are.
+SHOWN_ENV_NAMES = frozenset({"HF_HOME", "HF_DATASETS_OFFLINE", "PYTHONPATH", "PYTHONUNBUFFERED", "PATH",
+                             "LD_LIBRARY_PATH", "TZ", "LANG", "LC_ALL", "TMPDIR", "XDG_CACHE_HOME"})
 
 _MASK_BYTES = MASK.encode()
 _USERINFO = re.compile(r"//[^/@]*@")
@@ -55,9 +64,13 @@ def is_secret_flag(word: str) -> bool:
 
 
 def is_secret_env(name: str) -> bool:
-    """True when the environment variable ``name`` looks secret (see :data:`SECRET_ENV_MARKERS`)."""
+    """True when the environment variable ``name``'s value must not be shown: its name holds a
+    :data:`SECRET_ENV_MARKERS` word, or it is not a known-harmless knob (deny by default, see the
+    module docstring)."""
     upper = name.upper()
-    return any(m in upper for m in SECRET_ENV_MARKERS)
+    if any(m in upper for m in SECRET_ENV_MARKERS):
+        return True
+    return not (upper.startswith(SHOWN_ENV_PREFIXES) or upper in SHOWN_ENV_NAMES)
 
 
 def secret_values(argv: Sequence[str]) -> list[str]:
@@ -91,7 +104,7 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` with the values of secret-looking variables replaced by :data:`MASK`."""
+    """A copy of ``env`` with every value :func:`is_secret_env` hides replaced by :data:`MASK`."""
     return {k: (MASK if is_secret_env(k) else v) for k, v in env.items()}
 
 
