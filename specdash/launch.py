@@ -130,6 +130,7 @@ def build_manifest(
     """
     from specdash.collect.gpu import gpu_snapshot
     from specdash.profile import redacted_profile_data
+    from specdash.sglang.secrets import redact_url
 
     ver, src = profile.judged_version(cli=sglang_version)
     m = {
@@ -138,7 +139,7 @@ def build_manifest(
         "profile_data": redacted_profile_data(profile),
         "suite": suite.name if suite is not None else None,
         "suite_path": str(suite.path) if suite is not None and suite.path else None,
-        "url": url,
+        "url": redact_url(url) if url else url,  # never a password from http://user:pass@host
         "attached": launch is None,
         "simulated": profile.server.launcher == "sim" and launch is not None,
         "judged_sglang_version": ver,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from specdash.profile import parse_profile, redacted_profile_data
 from specdash.sglang.secrets import (
     is_secret_env,
@@ -52,3 +54,10 @@ def test_profile_data_hides_the_secrets_its_launch_hides():
     assert data["speculative"]["extra_args"] == ["--api-k=***"]
     assert data["env"] == {"HF_TOKEN": "***", "NCCL_ALGO": "Ring"}
     assert prof.server.api_key == "sk-1"  # the profile itself is untouched
+
+
+def test_a_password_in_the_url_never_reaches_the_manifest():
+    from specdash.launch import attached_profile, build_manifest
+
+    m = build_manifest(attached_profile(), url="http://admin:hunter2@127.0.0.1:30000")
+    assert m["url"] == "http://***@127.0.0.1:30000" and "hunter2" not in json.dumps(m, default=str)
