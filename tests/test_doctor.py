@@ -503,3 +503,22 @@ def test_tied_head_and_multi_layer_drafts(tmp_path):
     assert any("supports 1 draft layer" in f.message for f in find(doctor(tmp_path / "b", draft_kw=kw,
                                                                           version="0.5.11"), "CHECKPOINT", "error"))
     assert not find(doctor(tmp_path / "c", draft_kw=kw, version="0.5.12"), "CHECKPOINT")
+
+
+@pytest.mark.parametrize(("host", "key", "warned"), [
+    ("0.0.0.0", None, True), ("10.1.2.3", None, True), ("node7.cluster", None, True), ("::", None, True),
+    ("127.0.0.1", None, False), ("localhost", None, False), ("::1", None, False), ("0.0.0.0", "${SGLANG_API_KEY}", False),
+])
+def test_exposed_server_without_api_key(tmp_path, monkeypatch, host, key, warned):
+    monkeypatch.setenv("SGLANG_API_KEY", "sk-test")
+    p = tmp_path / "exp.toml"
+    extra = f'extra_args = ["--api-key", "{key}"]\n' if key else ""
+    p.write_text(f'name = "exp"\n[server]\nlauncher = "sim"\nmodel_path = "sim:llama-3.1-8b"\nhost = "{host}"\n'
+                 f"port = 30000\n{extra}")
+    from specdash.profile import load_profile
+
+    rep = run_doctor(load_profile(str(p)))
+    got = find(rep, "EXPOSED", "warning")
+    assert bool(got) is warned
+    if warned:
+        assert host in got[0].message and "127.0.0.1" in got[0].fix and "sk-test" not in json.dumps(got[0].to_json())

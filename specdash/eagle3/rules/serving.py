@@ -1,4 +1,4 @@
-"""How the server is configured around the head: SPEC_ARGS, CONTEXT_LEN, DTYPE, MEMORY."""
+"""How the server is configured around the head: SPEC_ARGS, CONTEXT_LEN, DTYPE, MEMORY, EXPOSED."""
 
 from __future__ import annotations
 
@@ -13,6 +13,36 @@ from specdash.sglang.speculative import EAGLE_FAMILY
 from specdash.sglang.versions import has_feature
 
 _CTX_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    h = host.strip("[]")
+    if h.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+def rule_exposed(ctx: RuleContext) -> None:
+    """EXPOSED: the server listens beyond loopback (``--host 0.0.0.0``, a LAN address, a host name)
+    without ``--api-key``: anyone who reaches the port can generate, flush the cache and change internal
+    state (SGLang ``srt/entrypoints/http_server.py`` checks the key only when one is set)."""
+    host = ctx.flags.get("--host")
+    if not isinstance(host, str) or _loopback(host):
+        return
+    if ctx.flags.get("--api-key") not in (None, True, ""):
+        return
+    port = ctx.flags.get("--port")
+    ctx.add("EXPOSED", "warning",
+            f"the server listens on {host}{f':{port}' if port not in (None, True) else ''} without an API key",
+            "Every address of this host can reach it: generation, /flush_cache and /set_internal_state are open "
+            "to anyone on the network (SGLang checks a key only when --api-key is set).",
+            'bind loopback ([server] host = "127.0.0.1") or set an API key: extra_args = ["--api-key", '
+            '"${SGLANG_API_KEY}"] with SGLANG_API_KEY exported', host=host)
 
 
 def _cuda_graph_max_bs(flags: dict) -> tuple[int | None, str | None]:
