@@ -42,6 +42,17 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R "
                    "(with --sweep, 'none' runs no baseline)")
     p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
+    p.add_argument("--dataset", metavar="FILE",
+                   help="prompts from a dataset instead of --suite: ShareGPT JSON, JSONL ({prompt|text|messages, "
+                        "category}), Parquet, a local Hugging Face dataset directory, a name under "
+                        "profiles/datasets/ (mixed-50: 50 prompts, five categories), or random:in=N,out=M"
+                        "[,tokenizer=PATH] (exactly N input tokens under the target's tokenizer)")
+    p.add_argument("--num-prompts", type=int, metavar="N",
+                   help="with --dataset: sample N prompts (default: all; 100 for random:)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="seed of --dataset sampling and random: prompts (default 0)")
+    p.add_argument("--min-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≥ N tokens")
+    p.add_argument("--max-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≤ N tokens")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
     p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")
     p.add_argument("--out", metavar="DIR", default="runs", help="parent directory of run directories (./runs)")

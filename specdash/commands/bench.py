@@ -175,7 +175,7 @@ def check_resume(run_dir: Path, args) -> str | None:
     A run directory holds one profile, one suite and one request shape: resuming with
     another would mix them into one summary.
     """
-    from specdash.profile import ProfileError, load_profile, load_suite
+    from specdash.profile import ProfileError, load_profile
 
     manifest = run_dir / "manifest.json"
     if not manifest.is_file():
@@ -191,7 +191,7 @@ def check_resume(run_dir: Path, args) -> str | None:
     try:
         prof = load_profile(args.profile) if args.profile else None
         name = prof.name if prof is not None else "attached"
-        suite = load_suite(args.suite or DEFAULT_SUITE).name
+        suite = bench_suite(args)[0].name
     except ProfileError as exc:
         return str(exc)
     if prof is not None and isinstance(m.get("profile_data"), dict):
@@ -216,7 +216,34 @@ def check_resume(run_dir: Path, args) -> str | None:
                              ("--repeats", m.get("repeats"), args.repeats)):
         if want is not None and have is not None and have != want:
             return f"it was run with {what} {have!r}, not {want!r}"
+    ds = m.get("dataset") if isinstance(m.get("dataset"), dict) else {}
+    if ds or getattr(args, "dataset", None):  # the same sample of the same dataset, or prompt indices shift
+        was = (ds.get("source"), ds.get("asked"), ds.get("seed") or 0, *(ds.get("filters") or {}).values())
+        now = (getattr(args, "dataset", None), getattr(args, "num_prompts", None), getattr(args, "seed", None) or 0,
+               getattr(args, "min_input_tokens", None), getattr(args, "max_input_tokens", None))
+        if was != now[:len(was)]:
+            return (f"it was run with --dataset {was[0]!r} (--num-prompts {was[1]}, --seed {was[2]}), not "
+                    f"{now[0]!r} (--num-prompts {now[1]}, --seed {now[2]}): another sample would shift the "
+                    "prompt indices; resume with the same dataset flags, or start a new run")
     return None
+
+
+def bench_suite(args):
+    """(the suite a bench sends, the dataset's manifest record or None): ``--dataset`` through
+    :func:`specdash.profile.datasets.load_dataset_suite` (tokens counted for ``--profile``'s
+    target), else ``--suite`` (default seeds-five)."""
+    from specdash.profile import load_profile, load_suite
+
+    source = getattr(args, "dataset", None)
+    if not source:
+        return load_suite(args.suite or DEFAULT_SUITE), None
+    from specdash.profile.datasets import load_dataset_suite
+
+    return load_dataset_suite(
+        source, num_prompts=getattr(args, "num_prompts", None), seed=getattr(args, "seed", None) or 0,
+        profile=load_profile(args.profile) if args.profile else None,
+        min_input_tokens=getattr(args, "min_input_tokens", None),
+        max_input_tokens=getattr(args, "max_input_tokens", None))
 
 
 def _options(args, progress) -> RunOptions:
@@ -255,6 +282,7 @@ def _check_args(args) -> None:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
     if args.url and not args.url.startswith(("http://", "https://")):
         raise UsageError(f"--url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
+    _check_dataset_args(args)
     if getattr(args, "sweep", None):
         from specdash.bench.sweep import parse_sweep
 
@@ -274,16 +302,31 @@ def _check_args(args) -> None:
             raise UsageError(f"cannot resume {args.resume}: {problem}")
 
 
+def _check_dataset_args(args) -> None:
+    """``--dataset`` replaces ``--suite``; ``--num-prompts`` / ``--min-input-tokens`` /
+    ``--max-input-tokens`` need it and must be at least 1."""
+    given = [f for f in ("num_prompts", "min_input_tokens", "max_input_tokens") if getattr(args, f, None) is not None]
+    if getattr(args, "dataset", None):
+        if args.suite:
+            raise UsageError("--dataset replaces --suite: give one of them (the dataset's prompts are sent with "
+                             "temperature 0 and ignore_eos; --max-tokens, --concurrency and --repeats still apply)")
+        for flag in given:
+            if getattr(args, flag) < 1:
+                raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {getattr(args, flag)})")
+    elif given:
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to --dataset FILE; a suite sends all its prompts")
+
+
 def _bench(args, progress: Progress) -> int:
     from specdash.bench.ab import run_ab
     from specdash.bench.runner import run_one
     from specdash.launch import attached_profile
-    from specdash.profile import load_profile, load_suite
+    from specdash.profile import load_profile
     from specdash.sglang.leftovers import stop_leftovers_interactively
     from specdash.sglang.process import install_signal_handlers
 
     _check_args(args)
-    suite = load_suite(args.suite or DEFAULT_SUITE)
+    suite, dataset = bench_suite(args)
     prof_a = load_profile(args.profile) if args.profile else attached_profile()
     prof_b = load_profile(args.vs) if args.vs else None
     no_baseline = getattr(args, "sweep", None) and args.baseline == "none"
@@ -291,6 +334,11 @@ def _bench(args, progress: Progress) -> int:
     install_signal_handlers()
     stop_leftovers_interactively(progress)
     opts = _options(args, progress)
+    if dataset is not None:  # the manifest records where the prompts came from
+        from specdash.profile.datasets import describe
+
+        opts.extra_manifest = {**opts.extra_manifest, "dataset": dataset}
+        progress(describe(dataset))
     if getattr(args, "sweep", None):
         return _sweep(args, progress, prof_a, False if no_baseline else prof_r, suite, opts)
     try:
