@@ -116,7 +116,7 @@ def test_bench_cli_writes_a_complete_run_directory(tmp_path, capsys):
         assert key in run, key
     assert run["simulated"] is True and run["sglang_version"] == "0.5.23"
     assert run["requests"] == 2 and run["output_tokens"] == 256
-    assert set(run["ttft_ms"]) == {"mean", "p50", "p90", "p99"}
+    assert {"mean", "p50", "p90", "p99"} <= set(run["ttft_ms"])   # p95, p99.9, max are additive
     assert run["verification"]["status"] == "ok"
     d = Path(run["run_dir"])
     assert {"manifest.json", "requests.jsonl", "server.log", "metrics-before.txt", "metrics-after.txt",

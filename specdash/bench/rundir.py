@@ -9,6 +9,7 @@ Layout (README "Run directories")::
         metrics-before.txt    /metrics after warm-up, before the measured requests
         metrics-after.txt     /metrics after the last measured request
         summary.json          {"specdash_version", "runs": [RUN]}
+        requests.csv          requests.jsonl flattened, one row per record (:data:`CSV_COLUMNS`), at close
 
 Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json``, which
 are replaced atomically (write to a temporary file, then rename).  :func:`find_baseline_run`
@@ -17,6 +18,7 @@ looks a finished run up among the run directories of a parent (the dashboard's b
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import time
@@ -25,6 +27,42 @@ from pathlib import Path
 
 from specdash import __version__
 from specdash.profile import safe_name
+
+#: ``requests.csv`` columns, in order.  Times in ms; ``accept_length`` = completion_tokens ÷
+#: verify rounds of the request (bonus included; empty without speculation); ``itl_mean_ms`` =
+#: the mean of the record's ITLs; ``concurrency`` only on sweep points; empty = not applicable.
+CSV_COLUMNS = ("prompt_index", "repeat", "category", "segment", "concurrency", "ok", "completion_tokens",
+               "prompt_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "itl_mean_ms", "server_e2e_ms", "accept_length",
+               "accept_rate", "verify_ct", "correct_drafts", "proposed_drafts", "finish_reason", "ts_sent",
+               "ts_done", "rid", "error")
+
+
+def _ms(v) -> float | None:
+    return None if v is None else round(float(v) * 1000.0, 4)
+
+
+def csv_row(rec: dict) -> dict:
+    """One ``requests.jsonl`` record as a flat :data:`CSV_COLUMNS` row (None = empty cell)."""
+    spec = rec.get("spec") or {}
+    n = rec.get("completion_tokens")
+    ttft, e2e = rec.get("ttft_s"), rec.get("e2e_s")
+    tpot = rec.get("tpot_s")
+    if tpot is None and n and n > 1 and ttft is not None and e2e is not None:
+        tpot = (e2e - ttft) / (n - 1)
+    itl = rec.get("itl_s") or []
+    vct = spec.get("verify_ct")
+    return {
+        "prompt_index": rec.get("prompt_index"), "repeat": rec.get("repeat"), "category": rec.get("category"),
+        "segment": rec.get("segment"), "concurrency": rec.get("concurrency"), "ok": bool(rec.get("ok")),
+        "completion_tokens": n, "prompt_tokens": rec.get("prompt_tokens"),
+        "ttft_ms": _ms(ttft), "tpot_ms": _ms(tpot), "e2e_ms": _ms(e2e),
+        "itl_mean_ms": _ms(sum(itl) / len(itl)) if itl else None, "server_e2e_ms": _ms(rec.get("server_e2e_s")),
+        "accept_length": round(n / vct, 6) if vct and n is not None else None,
+        "accept_rate": spec.get("accept_rate"), "verify_ct": vct, "correct_drafts": spec.get("correct_drafts"),
+        "proposed_drafts": spec.get("proposed_drafts"), "finish_reason": rec.get("finish_reason"),
+        "ts_sent": rec.get("ts_sent"), "ts_done": rec.get("ts_done"), "rid": rec.get("rid"),
+        "error": rec.get("error"),
+    }
 
 
 def utc_stamp() -> str:
@@ -129,11 +167,32 @@ class RunDir:
         """Write ``summary.json`` = ``{"specdash_version", "runs": runs}`` (atomically)."""
         atomic_write_json(self.path / "summary.json", {"specdash_version": __version__, "runs": runs})
 
+    def write_requests_csv(self) -> Path | None:
+        """Write ``requests.csv`` from ``requests.jsonl`` (every record, a resumed run's earlier
+        segments included; :func:`csv_row`), atomically; None (nothing written) without records."""
+        records = [r for r in self.read_requests() if isinstance(r, dict)]
+        if not records:
+            return None
+        path = self.path / "requests.csv"
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+            w.writeheader()
+            for rec in records:
+                w.writerow({k: ("" if v is None else v) for k, v in csv_row(rec).items()})
+        os.replace(tmp, path)
+        return path
+
     def close(self) -> None:
-        """Close the open ``requests.jsonl`` handle."""
+        """Close the open ``requests.jsonl`` handle and write ``requests.csv`` (the end of a run,
+        a resumed one included, whatever way it ended)."""
         if self._requests_fh is not None:
             self._requests_fh.close()
             self._requests_fh = None
+        try:
+            self.write_requests_csv()
+        except OSError:
+            pass  # the export is a convenience; requests.jsonl stays the record
 
 
 def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max_tokens: int | None = None,

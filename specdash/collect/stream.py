@@ -8,6 +8,12 @@ Definitions (``summary.json``, README "Definitions"; matching SGLang 0.5.23's ow
 - TTFT = first streamed event carrying a token − request sent (ms).
 - TPOT = (e2e − TTFT) / (completion_tokens − 1) per request (ms).
 - ITL: each event's gap spread evenly over the tokens it carries (ms), pooled.
+- e2e = request sent → response finished (ms), per successful request.  Every latency
+  distribution is ``{mean, p50, p90, p95, p99, p99.9, max}`` (:data:`PERCENTILES`).
+- ``request_throughput`` = successful requests / duration_s (SGLang's and vLLM's "Request
+  throughput"); ``achieved_request_rate`` = the realized send rate (:meth:`RunStats.send_rate`).
+- goodput (``--goodput ttft:200 tpot:30``, vLLM's) = requests meeting every SLO / duration_s
+  (:meth:`RunStats.goodput`).
 - ``accept_length`` (τ, bonus token included) = Σ completion_tokens / Σ spec_verify_ct over
   this run's speculative requests (pooled, not a mean of means).
 - ``accept_rate`` (α, bonus excluded) = Σ correct drafts / Σ proposed drafts, where
@@ -33,14 +39,81 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+#: Percentiles of every latency distribution (key ``p<q>``: ``p50`` … ``p99.9``, as vLLM's
+#: ``--metric-percentiles`` names them); numpy's linear interpolation, as both benchmarks use.
+PERCENTILES = (50, 90, 95, 99, 99.9)
+
+
+def _pkey(q: float) -> str:
+    return f"p{int(q)}" if float(q).is_integer() else f"p{q}"
+
 
 def distribution_ms(values_s: Sequence[float]) -> dict | None:
-    """``{mean, p50, p90, p99}`` in ms of values given in seconds; None when empty."""
+    """``{mean, p50, p90, p95, p99, p99.9, max}`` in ms of values given in seconds; None when
+    empty.  (``mean``/``p50``/``p90``/``p99`` were the original keys; the others are additive.)"""
     if len(values_s) == 0:
         return None
     arr = np.asarray(values_s, dtype=float) * 1000.0
-    p50, p90, p99 = np.percentile(arr, [50, 90, 99])
-    return {"mean": float(arr.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
+    qs = np.percentile(arr, PERCENTILES)
+    out = {"mean": float(arr.mean())}
+    out.update({_pkey(q): float(v) for q, v in zip(PERCENTILES, qs)})
+    out["max"] = float(arr.max())
+    return out
+
+
+#: ``--goodput`` metric names (vLLM's ``ttft``, ``tpot``, ``e2el``; ``e2e`` also) → SLO key.
+SLO_METRICS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "e2e": "e2e_ms", "e2el": "e2e_ms"}
+
+
+def parse_slo(items: Sequence[str]) -> dict[str, float]:
+    """``["ttft:200", "tpot:30", "e2e:5000"]`` (ms, vLLM's ``--goodput`` spelling) →
+    ``{"ttft_ms": 200.0, "tpot_ms": 30.0, "e2e_ms": 5000.0}``.
+
+    Raises ValueError on an unknown metric, a malformed item, a value ≤ 0 or a repeated metric.
+    """
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = str(item).partition(":")
+        key = SLO_METRICS.get(name.strip().lower())
+        if not sep or key is None:
+            raise ValueError(f"--goodput {item!r}: expected METRIC:MS with METRIC one of ttft, tpot, e2e "
+                             "(e.g. ttft:200 tpot:30)")
+        try:
+            ms = float(value)
+        except ValueError:
+            raise ValueError(f"--goodput {item!r}: {value!r} is not a number of milliseconds") from None
+        if not ms > 0 or ms != ms:
+            raise ValueError(f"--goodput {item!r}: the SLO must be > 0 ms")
+        if key in out:
+            raise ValueError(f"--goodput {item!r}: {name} given twice")
+        out[key] = ms
+    if not out:
+        raise ValueError("--goodput needs at least one METRIC:MS (ttft, tpot, e2e)")
+    return out
+
+
+def meets_slo(record: dict, slo: dict[str, float]) -> bool:
+    """Whether a successful request meets every SLO of ``slo`` (ms; value ≤ SLO meets it).
+
+    As vLLM's goodput: a request with fewer than two tokens has no TPOT and meets a TPOT SLO;
+    a TTFT or e2e the record lacks does not meet one.  A failed request meets none.
+    """
+    if not record.get("ok"):
+        return False
+    for key, limit in slo.items():
+        if key == "ttft_ms":
+            v = record.get("ttft_s")
+        elif key == "tpot_ms":
+            v = tpot_s(record)
+            if v is None:
+                continue
+        elif key == "e2e_ms":
+            v = record.get("e2e_s")
+        else:
+            raise ValueError(f"unknown SLO {key!r}")
+        if v is None or v * 1000.0 > limit:
+            return False
+    return True
 
 
 def tpot_s(record: dict) -> float | None:
@@ -135,6 +208,40 @@ class RunStats:
             return None
         return float(sum(hi - lo for lo, hi in windows.values()))
 
+    def send_rate(self) -> float | None:
+        """The realized arrival rate (requests/s): Σ over segments of (sends − 1) ÷ Σ (last ts_sent −
+        first ts_sent), every request sent counted (failed ones too); None with fewer than two sends
+        in every segment.  Under ``--request-rate`` it is the rate the client really delivered."""
+        sends: dict[int, list[float]] = {}
+        for r in self.records:
+            if r.get("ts_sent") is not None:
+                sends.setdefault(int(r.get("segment", 0)), []).append(float(r["ts_sent"]))
+        gaps, span = 0, 0.0
+        for ts in sends.values():
+            if len(ts) >= 2:
+                gaps += len(ts) - 1
+                span += max(ts) - min(ts)
+        if not gaps:
+            return None
+        return gaps / span if span > 0 else float("inf")
+
+    def goodput(self, slo: dict[str, float] | None) -> dict:
+        """``{goodput, goodput_slo, goodput_fraction}`` under the SLOs ``slo`` (ms, :func:`parse_slo`):
+        goodput = requests meeting every SLO ÷ duration_s (requests/s, vLLM's definition);
+        fraction = those ÷ all requests (successes plus failures not made good later).  All None
+        without SLOs."""
+        if not slo:
+            return {"goodput": None, "goodput_slo": None, "goodput_fraction": None}
+        ok = [r for r in self.records if r.get("ok")]
+        good = sum(1 for r in ok if meets_slo(r, slo))
+        done = {(r.get("prompt_index"), r.get("repeat")) for r in ok}
+        failed = sum(1 for r in self.records if not r.get("ok")
+                     and ((r.get("prompt_index"), r.get("repeat")) not in done or r.get("prompt_index") is None))
+        dur = self.duration_s()
+        total = len(ok) + failed
+        return {"goodput": good / dur if dur else None, "goodput_slo": dict(slo),
+                "goodput_fraction": good / total if total else None}
+
     def summary(self, proposed_per_round: float | None = None) -> dict:
         """The run-scoped fields of a ``summary.json`` RUN object (null where not applicable).
 
@@ -144,7 +251,7 @@ class RunStats:
         """
         ok = [r for r in self.records if r.get("ok")]
         spec = SpecTotals()
-        ttft, tpot, itl = [], [], []
+        ttft, tpot, itl, e2e = [], [], [], []
         tokens = 0
         for r in ok:
             n = int(r.get("completion_tokens") or 0)
@@ -152,6 +259,8 @@ class RunStats:
             spec.add(n, r.get("spec"))
             if r.get("ttft_s") is not None:
                 ttft.append(r["ttft_s"])
+            if r.get("e2e_s") is not None:
+                e2e.append(r["e2e_s"])
             t = tpot_s(r)
             if t is not None:
                 tpot.append(t)
@@ -170,6 +279,9 @@ class RunStats:
             "ttft_ms": distribution_ms(ttft),
             "tpot_ms": distribution_ms(tpot),
             "itl_ms": distribution_ms(itl),
+            "e2e_ms": distribution_ms(e2e),
+            "request_throughput": (len(ok) / dur) if dur else None,
+            "achieved_request_rate": self.send_rate(),
             "accept_length": spec.accept_length,
             "accept_rate": (spec.correct / (spec.verify_ct * proposed_per_round)
                             if spec.verify_ct and proposed_per_round else None)
