@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdash.commands.errors import ExitCode, run
+from specdash.commands.errors import ExitCode, UsageError, run
 
 PROG = "specdash doctor"
 
@@ -49,6 +49,39 @@ def _detect_gpus(args: argparse.Namespace) -> list[dict] | None:
     return [{"name": g.name, "memory_total_mib": g.memory_total_mib} for g in found] or None
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Raise :class:`UsageError` (exit 2) for values no check below could judge."""
+    mib = getattr(args, "gpu_memory_mib", None)
+    if mib is not None and not mib > 0:  # also NaN
+        raise UsageError(f"--gpu-memory-mib must be a positive number of MiB (got {mib:g})")
+    for flag in ("gpus", "concurrency"):
+        value = getattr(args, flag, None)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag} must be at least 1 (got {value})")
+
+
+def sim_scenario_finding(profile):
+    """An error finding (``SIM_SCENARIO``) when a simulator profile's ``[sim] scenario`` is neither a
+    bundled scenario nor a readable scenario file (the simulator would refuse to start); else None."""
+    if profile.server.launcher != "sim":
+        return None
+    from specdash.eagle3.findings import Finding
+    from specdash.sim.scenario import ScenarioError, load_scenario, scenario_names
+
+    ref = profile.sim.scenario_ref(profile)
+    try:
+        load_scenario(ref)
+    except (ScenarioError, OSError, ValueError) as exc:
+        known = scenario_names()
+        return Finding(
+            "SIM_SCENARIO", "error",
+            f"[sim] scenario {profile.sim.scenario!r} cannot be used: {exc}",
+            why="The simulator loads the scenario at start-up and exits when it is unknown or unreadable.",
+            fix=f"set [sim] scenario to one of {', '.join(known)}, or to the path of a scenario TOML file",
+            evidence={"scenario": profile.sim.scenario, "known": known})
+    return None
+
+
 def doctor_main(args: argparse.Namespace) -> int:
     """``specdash doctor`` on parsed ``args``: print the report; returns the exit code (0/1/2)."""
     return run(PROG, lambda: _doctor(args), json_output=bool(getattr(args, "json", False)))
@@ -58,6 +91,7 @@ def _doctor(args: argparse.Namespace) -> int:
     from specdash.eagle3.doctor import run_doctor
     from specdash.profile import load_profile
 
+    _check_args(args)
     profile = load_profile(args.profile)
     profile.expanded()
     gpus = _detect_gpus(args)
@@ -66,6 +100,9 @@ def _doctor(args: argparse.Namespace) -> int:
         gpus = [{"name": "GPU", "memory_total_mib": args.gpu_memory_mib}] * max(1, int(n))
     report = run_doctor(profile, sglang_version=args.sglang_version, gpus=gpus,
                         concurrency=getattr(args, "concurrency", None))
+    scenario = sim_scenario_finding(profile)
+    if scenario is not None:
+        report.findings.insert(0, scenario)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:

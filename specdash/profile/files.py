@@ -23,8 +23,17 @@ def _read_toml(path: Path) -> dict:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # tomllib decodes the bytes as UTF-8 first
+        raise ProfileError(f"{path}: unreadable: {not_utf8(exc)}") from None
     except OSError as exc:
-        raise ProfileError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ProfileError(f"{path}: unreadable: cannot read: {exc.strerror or exc}") from None
+
+
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """``not UTF-8 text (byte 0xff at offset 12); save it as UTF-8``."""
+    bad = exc.object[exc.start:exc.start + 1]
+    return (f"not UTF-8 text (byte 0x{bad.hex() or '??'} at offset {exc.start}); "
+            "TOML and JSONL files must be UTF-8: save it as UTF-8")
 
 
 def safe_name(name: str) -> str:

@@ -302,6 +302,10 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
             lines = pf.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise ProfileError(f"{path}: prompts_file {pf}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            bad = exc.object[exc.start:exc.start + 1].hex()
+            raise ProfileError(f"{path}: prompts_file {pf}: unreadable: not UTF-8 text (byte 0x{bad} at "
+                               f"offset {exc.start}); save it as UTF-8") from None
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue

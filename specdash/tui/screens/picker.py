@@ -20,7 +20,7 @@ def profile_preview(path: Path) -> Text:
     t = Text()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # e.g. a file that is not UTF-8
         return Text(f"{path}: cannot read: {exc}", style="red")
     t.append(str(data.get("name", path.stem)), style="bold")
     if data.get("description"):
