@@ -50,7 +50,7 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-prompts", type=int, metavar="N",
                    help="with --dataset: sample N prompts (default: all; 100 for random:)")
     p.add_argument("--seed", type=int, metavar="S",
-                   help="seed of --dataset sampling and random: prompts (default 0)")
+                   help="seed of --dataset sampling, random: prompts and --request-rate arrivals (default 0)")
     p.add_argument("--min-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≥ N tokens")
     p.add_argument("--max-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≤ N tokens")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
@@ -71,6 +71,15 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="run the suite at each concurrency in one launch per side, against the baseline "
                         "(--baseline R, else the profile without speculation); prints the speedup curve and "
                         "the break-even concurrency")
+    p.add_argument("--request-rate", type=float, metavar="R",
+                   help="open loop: send requests at R per second (Poisson, or gamma gaps with --burstiness; "
+                        "inf = all at once) instead of --concurrency workers; --concurrency then caps the "
+                        "requests in flight")
+    p.add_argument("--burstiness", type=float, default=1.0, metavar="B",
+                   help="with --request-rate: gamma shape of the inter-arrival times (1 = Poisson, <1 burstier, "
+                        ">1 more even; default 1)")
+    p.add_argument("--goodput", nargs="+", metavar="METRIC:MS",
+                   help="SLOs for goodput, e.g. ttft:200 tpot:30 e2e:5000 (ms): requests/s meeting all of them")
     return p
 
 
@@ -90,6 +99,44 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
         return int(ExitCode.BROKEN_PIPE)
+    except Exception as exc:  # a bug: one line, the traceback in a crash file
+        return _internal_error(exc, argv)
+
+
+def _internal_error(exc: Exception, argv: list[str] | None) -> int:
+    """Report an exception no command expects: ``specdash: internal error: <Type>: <msg>`` and
+    where the full traceback went (a crash file, mode 0600, under the state directory's
+    ``crashes/``; secrets redacted); exit 1.  When no file can be written the traceback goes to
+    stderr instead."""
+    import os
+    import time
+    import traceback
+
+    from specdash.sglang.process import state_dir
+    from specdash.sglang.secrets import redact_text, secret_values
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    secrets = [*secret_values(args), *(v for k, v in os.environ.items() if k == "SGLANG_API_KEY" and v)]
+    text = redact_text("".join(traceback.format_exception(exc)), secrets)
+    msg = redact_text(str(exc).splitlines()[0] if str(exc) else "", secrets)
+    sys.stdout.flush()
+    print(f"specdash: internal error: {type(exc).__name__}" + (f": {msg}" if msg else ""), file=sys.stderr)
+    body = (f"specdash {__version__}, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, pid {os.getpid()}\n"
+            f"argv: {redact_text(repr(args), secrets)}\n\n{text}")
+    try:
+        base = state_dir()
+        crash_dir = (base.parent if base.name == "servers" else base) / "crashes"
+        crash_dir.mkdir(parents=True, exist_ok=True)
+        path = crash_dir / f"crash-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body)
+    except OSError as err:
+        print(f"specdash: (cannot write a crash file: {err}); the traceback:\n{body}", file=sys.stderr)
+    else:
+        print(f"specdash: the full traceback is in {path}; please include it when reporting this bug",
+              file=sys.stderr)
+    return 1
 
 
 def _main(argv: list[str] | None) -> int:

@@ -19,9 +19,11 @@ tiers really proposed (SGLang's per-request figure divides by the launch draft t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -44,7 +46,122 @@ WARMUP_MAX_TOKENS = 32
 
 
 class RunFailed(Exception):
-    """The run could not complete (an attached server does not answer, no request succeeded)."""
+    """The run could not complete (an attached server does not answer, no request succeeded, the
+    server exited or stalled mid-run — then ``summary.json`` holds the partial RUN)."""
+
+
+@dataclass
+class ServerFault:
+    """Why a run ended early: ``reason`` (the RUN's ``partial_reason``), the exit code of a server
+    that exited (negative: the signal), ``stalled`` for no token progress, and the process state
+    then (psutil's, e.g. ``stopped``)."""
+
+    reason: str
+    exit_code: int | None = None
+    stalled: bool = False
+    state: str | None = None
+
+    def message(self, pr: ProfileRun) -> str:
+        """The :class:`RunFailed` text: the cause, what finished, the last log lines, how to resume."""
+        rd = pr.rundir.path
+        done = sum(1 for r in pr.stats.records if r.get("ok"))
+        total = len(work_items(pr.suite, pr.opt.repeats or pr.suite.suite.repeats))
+        head = f"[{pr.profile.name}] {self.reason} during the run"
+        if self.stalled and self.state:
+            head += f" (the server process is {self.state}" + (
+                ": SIGSTOP or SIGTSTP?" if self.state == "stopped" else "") + ")"
+        how = (f"`specdash --bench --resume {rd}` continues it." if not pr.opt.sweep else
+               "a sweep cannot be resumed: run the sweep again once the server is fixed.")
+        of = "" if pr.opt.sweep else f" of {total}"
+        lines = [f"{head}; the load was cancelled after {done}{of} request(s) finished.",
+                 f"partial results: {rd}/summary.json (marked \"partial\": true); {how}"]
+        tail = pr.server.log_tail(10).rstrip("\n") if pr.server is not None else ""
+        if tail:
+            shown = [ln if len(ln) <= 300 else ln[:300] + " …" for ln in tail.splitlines()[-10:]]
+            lines += ["--- last server log lines ---", *shown]
+        return "\n".join(lines)
+
+
+class _Watch:
+    """Token progress of a load: requests in flight and when anything last moved."""
+
+    def __init__(self) -> None:
+        self.inflight = 0
+        self.last = time.monotonic()
+
+    def tick(self, *_: object) -> None:
+        self.last = time.monotonic()
+
+
+class _WatchedClient:
+    """An :class:`~specdash.sglang.client.SGLangClient` seen through a :class:`_Watch`: streamed
+    tokens and finished requests count as progress; a request that failed because the launched
+    server exited is held back (never returned, so never recorded) until the load is cancelled."""
+
+    def __init__(self, client, watch: _Watch, run: ProfileRun) -> None:
+        self._client, self._watch, self._run = client, watch, run
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    async def generate_stream(self, *args, **kw):
+        return await self._watched(self._client.generate_stream, args, kw)
+
+    async def chat_stream(self, *args, **kw):
+        return await self._watched(self._client.chat_stream, args, kw)
+
+    async def _watched(self, fn, args, kw):
+        w = self._watch
+        chained = kw.get("on_progress")
+
+        def on_progress(n: int) -> None:
+            w.tick()
+            if chained is not None:
+                chained(n)
+
+        kw["on_progress"] = w.tick if chained is None else on_progress  # the hot path: one cheap call
+        if not w.inflight:
+            w.tick()  # the stall clock starts with the first request in flight
+        w.inflight += 1
+        try:
+            res = await fn(*args, **kw)
+        finally:
+            w.inflight -= 1
+            w.tick()
+        if not res.ok and not (res.error or "").startswith("HTTP ") and await self._run._note_exit():
+            await asyncio.Event().wait()  # the server died: this failure is not a result; wait to be cancelled
+        return res
+
+
+def _describe_exit(code: int) -> str:
+    """``exit code 3`` / ``killed by SIGKILL (exit code -9)``."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}, exit code {code}"
+    return f"exit code {code}"
+
+
+def _proc_state(server) -> str | None:
+    """psutil's status of the launched server's main process (``stopped``, ``running`` …), or None."""
+    if server is None or server.pid is None:
+        return None
+    try:
+        import psutil
+
+        return psutil.Process(server.pid).status()
+    except Exception:  # a diagnostic only
+        return None
+
+
+def _resume_if_stopped(server) -> None:
+    """SIGCONT the server's process group when its main process is stopped (SIGSTOP/SIGTSTP), so
+    that the SIGTERM of the stop that follows is acted on instead of waiting out its timeout."""
+    if server is not None and server.pid is not None and _proc_state(server) == "stopped":
+        with contextlib.suppress(OSError):
+            os.killpg(server.pid, signal.SIGCONT)
 
 
 @dataclass
@@ -76,6 +193,16 @@ class RunOptions:
     preflight: bool = True
     extra_manifest: dict = field(default_factory=dict)
     sweep: tuple[int, ...] | None = None
+    #: seconds without a finished request or a streamed token (while requests are in flight)
+    #: after which the server counts as stalled and the run ends partial
+    stall_s: float = 60.0
+    #: open loop (:func:`send_suite_rate`): requests/s (``inf`` = all at once), None = closed loop;
+    #: ``concurrency`` then caps the requests in flight (None = no cap)
+    request_rate: float | None = None
+    burstiness: float = 1.0
+    arrival_seed: int = 0
+    #: ``--goodput`` SLOs in ms (``{"ttft_ms": 200, "tpot_ms": 30, "e2e_ms": 5000}``), None = none
+    goodput: dict[str, float] | None = None
 
 
 def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, int]]:
@@ -137,6 +264,71 @@ async def send_suite(
     return records
 
 
+async def send_suite_rate(
+    client,
+    suite: Suite,
+    items: list[tuple[int, int]],
+    *,
+    request_rate: float,
+    burstiness: float = 1.0,
+    max_concurrency: int | None = None,
+    seed: int | None = 0,
+    max_tokens: int,
+    segment: int = 0,
+    on_record: Callable[[dict], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[dict]:
+    """Open loop: send ``items`` on a seeded arrival schedule (:func:`~specdash.bench.arrivals.arrival_offsets`:
+    ``request_rate`` requests/s, gamma gaps of shape ``burstiness``; ``inf`` = all at once), whether
+    or not earlier ones have finished; return the records (as :func:`send_suite`'s).
+
+    ``max_concurrency`` caps the requests in flight as vLLM's ``--max-concurrency`` does: an
+    arrival that finds the cap reached waits for a slot (so the achieved rate falls below the
+    asked one when the cap binds).  Send times are kept against the schedule's start, so a late
+    send does not delay the ones after it.  ``stop`` ends the sending; requests in flight finish.
+    """
+    from specdash.bench.arrivals import arrival_offsets
+
+    offsets = arrival_offsets(len(items), request_rate, burstiness, seed=seed)
+    sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    records: list[dict] = []
+    api = suite.suite.api
+
+    async def one(p_idx: int, rep: int) -> None:
+        async with sem if sem is not None else contextlib.nullcontext():
+            prompt = suite.prompts[p_idx]
+            n = prompt.max_tokens or max_tokens
+            if api == "chat":
+                res = await client.chat_stream(
+                    [{"role": "user", "content": prompt.text}], max_tokens=n,
+                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
+                )
+            else:
+                res = await client.generate_stream(prompt.text, sampling_params(suite, n),
+                                                   rid=f"specdash-{uuid.uuid4().hex[:16]}")
+        rec = res.to_json()
+        rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
+        records.append(rec)
+        if on_record is not None:
+            on_record(rec)
+
+    tasks: list[asyncio.Task] = []
+    t0 = time.perf_counter()
+    try:
+        for (p_idx, rep), off in zip(items, offsets):
+            delay = t0 + off - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if stop is not None and stop.is_set():
+                break
+            tasks.append(asyncio.create_task(one(p_idx, rep)))
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()  # only those still running: cancelled with the load
+    return records
+
+
 class ProfileRun:
     """Run ``profile`` over ``suite`` once (see module docstring); :meth:`run` returns the RUN dict.
 
@@ -161,6 +353,8 @@ class ProfileRun:
         self.runs: list[dict] = []
         #: The records of each point (concurrency → records), for paired comparisons.
         self.point_records: dict[int, list[dict]] = {}
+        #: why the run ended early (the server exited or stalled mid-run), else None
+        self.fault: ServerFault | None = None
 
     @property
     def server(self):
@@ -199,6 +393,7 @@ class ProfileRun:
             return await self._run(segment)
         finally:
             if self.launch is not None:
+                _resume_if_stopped(self.server)  # a SIGSTOPped server acts on SIGTERM only once continued
                 self.launch.stop()
             self.rundir.close()
 
@@ -247,7 +442,7 @@ class ProfileRun:
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
             points = list(self.opt.sweep) if self.opt.sweep else [concurrency]
             manifest.update({"max_tokens": max_tokens, "concurrency": points[0],
-                             "repeats": self.opt.repeats or self.suite.suite.repeats})
+                             "repeats": self.opt.repeats or self.suite.suite.repeats, **self._load_fields()})
             if self.opt.sweep:
                 manifest["sweep"] = {"concurrency": points}
             self.rundir.write_manifest(manifest)
@@ -260,6 +455,10 @@ class ProfileRun:
                     run["sweep_point"] = i
                 self.runs.append(run)
                 self.rundir.write_summary(self.runs)  # results written as they come
+                if self.fault is not None:
+                    break
+        if self.fault is not None:
+            raise RunFailed(self.fault.message(self))
         bad = [r["concurrency"] for r in self.runs if r["requests"] == 0]
         if bad:
             raise RunFailed(f"[{self.profile.name}] no request succeeded"
@@ -272,9 +471,16 @@ class ProfileRun:
         """One measured pass of the suite at ``concurrency`` (flushed cache, ``/metrics`` and log
         window around it); returns its RUN.  ``tag``: a sweep point (records carry ``concurrency``,
         metrics files are named ``metrics-{before,after}-c<N>.txt``)."""
+        from specdash.sglang.client import SGLangError
+
         suffix = f"-c{concurrency}" if tag else ""
-        await client.flush_cache()
-        metrics_before = await client.metrics_text()
+        metrics_before = None
+        try:
+            await client.flush_cache()
+            metrics_before = await client.metrics_text()
+        except SGLangError:
+            if not await self._note_exit():  # not the server dying under us: a real error
+                raise
         self.rundir.write_text(f"metrics-before{suffix}.txt", metrics_before)
         self._log_start = await self._settled_log_count()
         items = self._remaining_items()
@@ -282,7 +488,10 @@ class ProfileRun:
             reps = max(self.opt.repeats or self.suite.suite.repeats,
                        math.ceil(2 * concurrency / max(1, len(self.suite.prompts))))
             items = work_items(self.suite, reps, self.opt.repeat_offset)
-        self._say(f"[{self.profile.name}] {len(items)} requests, concurrency {concurrency}, "
+        load = f"concurrency {concurrency}" if self.opt.request_rate is None else (
+            f"request rate {self.opt.request_rate:g}/s, burstiness {self.opt.burstiness:g}, "
+            f"max in flight {self.opt.concurrency or 'unlimited'}")
+        self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
                   f"max_tokens {max_tokens}, suite {self.suite.name}")
         done = [0]
         records = self.point_records.setdefault(concurrency, [])
@@ -301,13 +510,73 @@ class ProfileRun:
             if self.opt.on_record:
                 self.opt.on_record(rec)
 
-        await send_suite(client, self.suite, items, concurrency=concurrency, max_tokens=max_tokens,
-                         segment=segment, on_record=on_record)
-        metrics_after = await client.metrics_text()
-        self.rundir.write_text(f"metrics-after{suffix}.txt", metrics_after)
-        info_after = await client.server_info()
+        if self.fault is None:
+            await self._send_watched(client, items, concurrency=concurrency, max_tokens=max_tokens,
+                                     segment=segment, on_record=on_record)
+        metrics_after = info_after = None
+        if self.fault is None:
+            metrics_after = await client.metrics_text()
+            self.rundir.write_text(f"metrics-after{suffix}.txt", metrics_after)
+            info_after = await client.server_info()
         await self._settled_log_count()
-        return self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
+        run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
+        run["partial"] = self.fault is not None
+        run["partial_reason"] = self.fault.reason if self.fault is not None else None
+        return run
+
+    # -- faults: the server exits or stalls mid-run ---------------------------------------------
+    async def _send_watched(self, client, items, *, concurrency: int, max_tokens: int, segment: int,
+                            on_record: Callable[[dict], None]) -> None:
+        """:func:`send_suite` under a watchdog: when the launched server exits, or no request finishes
+        and no token streams for ``stall_s`` while requests are in flight, the load is cancelled
+        (records already written stay) and :attr:`fault` says why.  Requests that failed because
+        the server died are not recorded (a resume re-sends them)."""
+        watch = _Watch()
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(self._send_suite(
+            _WatchedClient(client, watch, self), self.suite, items, concurrency=concurrency,
+            max_tokens=max_tokens, segment=segment, on_record=on_record, stop=stop))
+        poll = min(0.2, max(0.02, self.opt.stall_s / 10))
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=poll)
+                if task.done():
+                    break
+                if self.fault is None:
+                    self.fault = self._exit_fault()
+                if self.fault is None and watch.inflight and time.monotonic() - watch.last > self.opt.stall_s:
+                    self.fault = ServerFault(f"no token progress for {self.opt.stall_s:g} s",
+                                             stalled=True, state=_proc_state(self.server))
+                if self.fault is not None:
+                    break
+        finally:
+            if not task.done():
+                stop.set()
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self.fault is None:
+            task.result()  # an exception of the load itself propagates
+
+    def _exit_fault(self) -> ServerFault | None:
+        """A fault when the launched server has exited (None while it runs, or when attached)."""
+        code = self.server.returncode if self.server is not None else None
+        if code is None:
+            return None
+        return ServerFault(f"server exited ({_describe_exit(code)})", exit_code=code)
+
+    async def _note_exit(self, wait_s: float = 1.0) -> bool:
+        """After a request failed: wait up to ``wait_s`` for the launched server to be seen exited;
+        if it did, set :attr:`fault` and return True."""
+        if self.server is None:
+            return False
+        deadline = time.monotonic() + wait_s
+        while self.fault is None:
+            self.fault = self._exit_fault()
+            if self.fault is not None or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.02)
+        return self.fault is not None
 
     async def _warmup(self, client, max_tokens: int) -> None:
         n = self.suite.suite.warmup
@@ -341,6 +610,26 @@ class ProfileRun:
         done = {(r["prompt_index"], r["repeat"]) for r in self.stats.records if r.get("ok")}
         return [it for it in items if it not in done]
 
+    # -- load shape: closed loop (workers) or open loop (--request-rate) ------------------------
+    def _send_suite(self, client, suite: Suite, items, *, concurrency: int, **kw):
+        """The load of a point (a coroutine): :func:`send_suite` with ``concurrency`` workers or,
+        with ``request_rate``, :func:`send_suite_rate` with ``--concurrency`` as the in-flight cap."""
+        if self.opt.request_rate is None:
+            return send_suite(client, suite, items, concurrency=concurrency, **kw)
+        return send_suite_rate(client, suite, items, request_rate=self.opt.request_rate,
+                               burstiness=self.opt.burstiness, max_concurrency=self.opt.concurrency,
+                               seed=self.opt.arrival_seed, **kw)
+
+    def _load_fields(self) -> dict:
+        """The RUN's and the manifest's load-shape keys: ``request_rate`` (asked; ``"inf"`` for all at
+        once, as vLLM writes it; None in closed loop), ``burstiness``, ``arrival_seed`` and, in open
+        loop, ``concurrency`` = the in-flight cap (None = uncapped)."""
+        rate = self.opt.request_rate
+        if rate is None:
+            return {"request_rate": None, "burstiness": None}
+        return {"request_rate": "inf" if math.isinf(rate) else rate, "burstiness": self.opt.burstiness,
+                "arrival_seed": self.opt.arrival_seed, "concurrency": self.opt.concurrency}
+
     # -- outputs --------------------------------------------------------------------------------
     def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> dict:
         from specdash.bench.adaptive import run_fields
@@ -364,6 +653,7 @@ class ProfileRun:
         if adaptive.enabled:  # the records' accept rate divides by the launch draft tokens
             ppr = adaptive.proposed_per_round
             s = self.stats.summary(proposed_per_round=ppr) if ppr is not None else {**s, "accept_rate": None}
+        s.update(self.stats.goodput(self.opt.goodput))
         ver = verify_server(
             self.profile, info_after or info, log_lines, self.stats.records,
         )
@@ -377,6 +667,7 @@ class ProfileRun:
             "suite": self.suite.name,
             "concurrency": concurrency,
             "max_tokens": max_tokens,
+            **self._load_fields(),
             **s,
             "server_accept_length": server_al,
             **adaptive.fields(),

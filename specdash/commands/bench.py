@@ -101,6 +101,7 @@ def render_table(runs: list[dict]) -> str:
             out.append(f"  {f['severity'].upper()} {f['code']}: {f['message']}")
             if f.get("fix"):
                 out.append(f"    fix: {f['fix']}")
+        out.extend(render_load(r))
         out.append(f"  run dir: {r.get('run_dir')}")
     out.append("accept len = tokens per verify round incl. the bonus token (Σ completion / Σ verify rounds); "
                "accept rate = accepted ÷ proposed drafts; server τ = Δgeneration_tokens / Δspec_verify_calls.")
@@ -109,6 +110,29 @@ def render_table(runs: list[dict]) -> str:
                    "from the server's decode log lines: rounds and tokens from #running-req × accept len, time from "
                    "gen throughput, the lines after each switch that still report the old tier left out; share = fraction of the rounds.")
     return "\n".join(out)
+
+
+def render_load(run: dict) -> list[str]:
+    """The load-shape and goodput lines of a RUN: asked vs achieved request rate (open loop only),
+    request throughput, e2e p50/p99, goodput under the ``--goodput`` SLOs (when given)."""
+    out = []
+    e2e = run.get("e2e_ms") or {}
+    rate = run.get("request_rate")
+    if rate is not None:
+        cap = run.get("concurrency")
+        out.append(f"  request rate: asked {rate if isinstance(rate, str) else f'{rate:g}'}/s "
+                   f"(burstiness {run.get('burstiness'):g}, max in flight {cap or 'unlimited'}), "
+                   f"achieved {_fmt(run.get('achieved_request_rate'), 2)}/s")
+    if run.get("request_throughput") is not None:
+        out.append(f"  request throughput {_fmt(run.get('request_throughput'), 2)} req/s; "
+                   f"e2e p50 {_fmt(e2e.get('p50'), 0, ' ms')}, p99 {_fmt(e2e.get('p99'), 0, ' ms')}")
+    slo = run.get("goodput_slo")
+    if slo:
+        what = ", ".join(f"{k.removesuffix('_ms')} ≤ {v:g} ms" for k, v in slo.items())
+        frac = run.get("goodput_fraction")
+        out.append(f"  goodput {_fmt(run.get('goodput'), 2)} req/s meeting {what} "
+                   f"({_fmt(100.0 * frac if frac is not None else None, 1, ' %')} of requests)")
+    return out
 
 
 def render_tiers(run: dict) -> list[str]:
@@ -177,15 +201,9 @@ def check_resume(run_dir: Path, args) -> str | None:
     """
     from specdash.profile import ProfileError, load_profile
 
-    manifest = run_dir / "manifest.json"
-    if not manifest.is_file():
-        return "no manifest.json there (not a specdash run directory, or it does not exist)"
-    try:
-        m = json.loads(manifest.read_text())
-    except (OSError, ValueError) as exc:
-        return f"{manifest} cannot be read ({exc}); it is not a run directory specdash can continue"
-    if not isinstance(m, dict) or "profile" not in m:
-        return f"{manifest} has no profile entry: not a run directory specdash wrote"
+    m, problem = read_run_manifest(run_dir)
+    if problem:
+        return problem
     if args.vs or args.baseline:
         return "--resume continues one profile's run; it cannot be combined with --vs or --baseline"
     try:
@@ -228,6 +246,99 @@ def check_resume(run_dir: Path, args) -> str | None:
     return None
 
 
+def read_run_manifest(run_dir: Path) -> tuple[dict | None, str | None]:
+    """(``manifest.json`` of ``run_dir``, None) or (None, why it cannot serve a resume)."""
+    manifest = Path(run_dir) / "manifest.json"
+    if not manifest.is_file():
+        return None, "no manifest.json there (not a specdash run directory, or it does not exist)"
+    try:
+        m = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        return None, f"{manifest} cannot be read ({exc}); it is not a run directory specdash can continue"
+    if not isinstance(m, dict) or "profile" not in m:
+        return None, f"{manifest} has no profile entry: not a run directory specdash wrote"
+    return m, None
+
+
+def resume_defaults(args) -> dict:
+    """``--resume RUNDIR`` needs no other argument: what the command line leaves out — the profile
+    (its recorded path, else its name), the suite, ``--repeats`` / ``--max-tokens`` /
+    ``--concurrency``, an attached run's URL — is taken from the run directory's manifest.
+    Returns the manifest.
+
+    Raises:
+        UsageError: the manifest is missing, unreadable or not specdash's, or it is a sweep's.
+    """
+    m, problem = read_run_manifest(Path(args.resume))
+    if problem:
+        raise UsageError(f"cannot resume {args.resume}: {problem}")
+    if m.get("sweep"):
+        raise UsageError(f"cannot resume {args.resume}: it is a --sweep run (one RUN per concurrency); "
+                         "run the sweep again instead")
+    if not args.profile and not args.url:
+        if m.get("attached"):
+            args.url = m.get("url")
+        else:
+            path = m.get("profile_path")
+            args.profile = path if path and Path(path).is_file() else m["profile"]
+    ds = m.get("dataset")
+    if not args.suite and not getattr(args, "dataset", None) and isinstance(ds, dict) and ds.get("source"):
+        args.dataset = ds["source"]  # a --dataset run: the same source, sample and filters
+        for flag, key in (("num_prompts", "asked"), ("seed", "seed")):
+            if getattr(args, flag, None) is None and isinstance(ds.get(key), int):
+                setattr(args, flag, ds[key])
+        for flag in ("min_input_tokens", "max_input_tokens"):
+            if getattr(args, flag, None) is None and isinstance((ds.get("filters") or {}).get(flag), int):
+                setattr(args, flag, ds["filters"][flag])
+    if not args.suite and not getattr(args, "dataset", None) and m.get("suite"):
+        path = m.get("suite_path")
+        args.suite = path if path and Path(path).is_file() else m["suite"]
+    for flag in ("repeats", "max_tokens", "concurrency"):
+        if getattr(args, flag) is None and isinstance(m.get(flag), int):
+            setattr(args, flag, m[flag])
+    return m
+
+
+def resume_complete(args) -> dict | None:
+    """The ``summary.json`` of ``--resume RUNDIR`` when that run is already complete (a summary
+    with no partial RUN, and every prompt × repeat of the request shape answered), else None."""
+    from specdash.bench.rundir import RunDir
+    from specdash.bench.runner import work_items
+
+    run_dir = Path(args.resume)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        records = RunDir(run_dir).read_requests()
+    except (OSError, ValueError):
+        return None
+    runs = summary.get("runs") if isinstance(summary, dict) else None
+    if not runs or any(not isinstance(r, dict) or r.get("partial") for r in runs):
+        return None
+    suite = bench_suite(args)[0]
+    want = set(work_items(suite, args.repeats or suite.suite.repeats))
+    done = {(r.get("prompt_index"), r.get("repeat")) for r in records if r.get("ok")}
+    return summary if want <= done else None
+
+
+def _resume_or_bench(args, progress: Progress) -> int:
+    """``--resume RUNDIR`` of a run that is already complete: say so (``--json``: print its summary)
+    and exit 0 without launching anything; otherwise :func:`_bench`."""
+    if args.resume:
+        resume_defaults(args)
+        problem = check_resume(Path(args.resume), args)
+        if problem:
+            raise UsageError(f"cannot resume {args.resume}: {problem}")
+        summary = resume_complete(args)
+        if summary is not None:
+            n = sum(int(r.get("requests") or 0) for r in summary["runs"])
+            print(f"{PROG}: {args.resume} is already complete ({n} requests); nothing to resume "
+                  f"(its results: {Path(args.resume) / 'summary.json'})", file=sys.stderr)
+            if args.json:
+                print(json.dumps(summary, indent=2, default=str))
+            return ExitCode.OK
+    return _bench(args, progress)
+
+
 def bench_suite(args):
     """(the suite a bench sends, the dataset's manifest record or None): ``--dataset`` through
     :func:`specdash.profile.datasets.load_dataset_suite` (tokens counted for ``--profile``'s
@@ -259,6 +370,10 @@ def _options(args, progress) -> RunOptions:
         max_tokens=args.max_tokens,
         concurrency=args.concurrency,
         progress=progress,
+        request_rate=getattr(args, "request_rate", None),
+        burstiness=getattr(args, "burstiness", None) or 1.0,
+        arrival_seed=getattr(args, "seed", None) or 0,
+        goodput=getattr(args, "goodput_slo", None),
     )
 
 
@@ -266,12 +381,14 @@ def bench_main(args) -> int:
     """Entry of ``specdash --bench`` (``args`` from :func:`specdash.cli._main_parser`);
     returns the exit code (see :mod:`specdash.commands.errors`)."""
     progress = Progress()
-    return run(PROG, lambda: _bench(args, progress), json_output=args.json, interrupted=INTERRUPTED_RUN,
+    return run(PROG, lambda: _resume_or_bench(args, progress), json_output=args.json, interrupted=INTERRUPTED_RUN,
                cleanup=progress.done)
 
 
 def _check_args(args) -> None:
     """Raise :class:`UsageError` for flags that cannot run together (before anything loads)."""
+    if args.resume:
+        resume_defaults(args)  # --resume RUNDIR alone: the rest comes from its manifest
     if not args.profile and not args.url:
         raise UsageError("give --profile P (or --url URL to attach, or --demo)")
     if args.vs and args.url:
@@ -283,6 +400,7 @@ def _check_args(args) -> None:
     if args.url and not args.url.startswith(("http://", "https://")):
         raise UsageError(f"--url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
     _check_dataset_args(args)
+    _check_load_args(args)
     if getattr(args, "sweep", None):
         from specdash.bench.sweep import parse_sweep
 
@@ -315,6 +433,29 @@ def _check_dataset_args(args) -> None:
                 raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {getattr(args, flag)})")
     elif given:
         raise UsageError(f"--{given[0].replace('_', '-')} applies to --dataset FILE; a suite sends all its prompts")
+
+
+def _check_load_args(args) -> None:
+    """``--request-rate`` / ``--burstiness`` / ``--goodput``: values, combinations; sets ``args.goodput_slo``."""
+    import math
+
+    rate, burst = getattr(args, "request_rate", None), getattr(args, "burstiness", 1.0)
+    if rate is not None and (math.isnan(rate) or rate <= 0):
+        raise UsageError(f"--request-rate must be > 0 requests/s, or inf for all at once (got {rate:g})")
+    if burst is not None and (math.isnan(burst) or burst <= 0):
+        raise UsageError(f"--burstiness must be > 0 (1 = Poisson; got {burst:g})")
+    if rate is None and burst not in (None, 1.0):
+        raise UsageError("--burstiness shapes the arrivals of --request-rate; give --request-rate R too")
+    if rate is not None and getattr(args, "sweep", None):
+        raise UsageError("--sweep cannot be combined with --request-rate: a sweep point is a closed-loop concurrency")
+    args.goodput_slo = None
+    if getattr(args, "goodput", None):
+        from specdash.collect.stream import parse_slo
+
+        try:
+            args.goodput_slo = parse_slo(args.goodput)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _bench(args, progress: Progress) -> int:
