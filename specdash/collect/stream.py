@@ -172,6 +172,10 @@ class SpecTotals:
         return self.correct / self.proposed if self.proposed else None
 
 
+#: Context-length buckets of :meth:`RunStats.breakdowns`: (upper bound, exclusive, in tokens; label).
+CONTEXT_BUCKETS = ((1024, "<1K"), (4096, "1K-4K"), (16384, "4K-16K"), (32768, "16K-32K"), (float("inf"), ">=32K"))
+
+
 @dataclass
 class RunStats:
     """Accumulates finished-request records; :meth:`summary` gives the run-scoped numbers.
@@ -287,4 +291,49 @@ class RunStats:
                             if spec.verify_ct and proposed_per_round else None)
             if proposed_per_round is not None else spec.accept_rate,
             "accept_histogram": spec.histogram,
+            **self.breakdowns(proposed_per_round),
+        }
+
+    def breakdowns(self, proposed_per_round: float | None = None) -> dict:
+        """``by_category`` and ``by_context``: the successful requests grouped by their suite category and
+        by context length (prompt + completion tokens, buckets of :data:`CONTEXT_BUCKETS`), each group
+        with ``requests``, ``output_tokens``, ``accept_length`` / ``accept_rate`` (pooled, as for the
+        run) and the median per-request ``request_tok_s``.  A long-context collapse shows as a bucket
+        whose accept length falls (sglang#30763) instead of being averaged away.  Groups without records
+        are left out; ``by_category`` is None when no record has a category."""
+        ok = [r for r in self.records if r.get("ok")]
+
+        def group(recs: list[dict]) -> dict:
+            spec = SpecTotals()
+            toks, rates = 0, []
+            for r in recs:
+                n = int(r.get("completion_tokens") or 0)
+                toks += n
+                spec.add(n, r.get("spec"))
+                if r.get("e2e_s"):
+                    rates.append(n / r["e2e_s"])
+            if proposed_per_round is not None:
+                rate = spec.correct / (spec.verify_ct * proposed_per_round) if spec.verify_ct and proposed_per_round \
+                    else None
+            else:
+                rate = spec.accept_rate
+            rates.sort()
+            return {"requests": len(recs), "output_tokens": toks, "accept_length": spec.accept_length,
+                    "accept_rate": rate, "request_tok_s_p50": rates[len(rates) // 2] if rates else None}
+
+        cats: dict[str, list[dict]] = {}
+        for r in ok:
+            if r.get("category"):
+                cats.setdefault(str(r["category"]), []).append(r)
+        buckets: dict[str, list[dict]] = {}
+        for r in ok:
+            if r.get("prompt_tokens") is None:
+                continue
+            ctx = int(r.get("prompt_tokens") or 0) + int(r.get("completion_tokens") or 0)
+            label = next(lab for hi, lab in CONTEXT_BUCKETS if ctx < hi)
+            buckets.setdefault(label, []).append(r)
+        order = [lab for _, lab in CONTEXT_BUCKETS]
+        return {
+            "by_category": {c: group(v) for c, v in sorted(cats.items())} if cats else None,
+            "by_context": [{"context_tokens": lab, **group(buckets[lab])} for lab in order if lab in buckets] or None,
         }

@@ -102,6 +102,7 @@ def render_table(runs: list[dict]) -> str:
             if f.get("fix"):
                 out.append(f"    fix: {f['fix']}")
         out.extend(render_load(r))
+        out.extend(render_breakdowns(r))
         out.append(f"  run dir: {r.get('run_dir')}")
     out.append("accept len = tokens per verify round incl. the bonus token (Σ completion / Σ verify rounds); "
                "accept rate = accepted ÷ proposed drafts; server τ = Δgeneration_tokens / Δspec_verify_calls.")
@@ -110,6 +111,21 @@ def render_table(runs: list[dict]) -> str:
                    "from the server's decode log lines: rounds and tokens from #running-req × accept len, time from "
                    "gen throughput, the lines after each switch that still report the old tier left out; share = fraction of the rounds.")
     return "\n".join(out)
+
+
+def render_breakdowns(run: dict) -> list[str]:
+    """Accept length per category and per context-length bucket (prompt + completion tokens), when the
+    run has more than one group of either: where acceptance differs by task or falls with length."""
+    out = []
+    cats = run.get("by_category") or {}
+    if len(cats) > 1 and run.get("accept_length") is not None:
+        out.append("  accept length by category: " + " · ".join(
+            f"{c} {_fmt(g.get('accept_length'), 2)} (n={g['requests']})" for c, g in cats.items()))
+    ctx = run.get("by_context") or []
+    if len(ctx) > 1 and run.get("accept_length") is not None:
+        out.append("  accept length by context (prompt + completion tokens): " + " · ".join(
+            f"{g['context_tokens']} {_fmt(g.get('accept_length'), 2)} (n={g['requests']})" for g in ctx))
+    return out
 
 
 def render_load(run: dict) -> list[str]:

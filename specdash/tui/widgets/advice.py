@@ -15,6 +15,26 @@ from specdash.tui.widgets.launch import STATE_STYLE
 from specdash.tui.widgets.live import live_numbers
 
 
+def breakdown_text(run: dict) -> Text | None:
+    """This run's accept length by category and by context length (prompt + completion tokens), when
+    either has more than one group; None otherwise."""
+    cats = run.get("by_category") or {}
+    ctx = run.get("by_context") or []
+    if run.get("accept_length") is None or (len(cats) < 2 and len(ctx) < 2):
+        return None
+    t = Text()
+    if len(cats) > 1:
+        t.append("This run by category: ", style="bold")
+        t.append(" · ".join(f"{c} τ {num(g.get('accept_length'), 2)} (n={g['requests']})" for c, g in cats.items()))
+        t.append("\n")
+    if len(ctx) > 1:
+        t.append("By context (prompt + completion tokens): ", style="bold")
+        t.append(" · ".join(f"{g['context_tokens']} τ {num(g.get('accept_length'), 2)} (n={g['requests']})"
+                            for g in ctx))
+        t.append("\n")
+    return t
+
+
 def sweep_text(sweep: dict) -> Text:
     """The newest concurrency sweep of the profile: speedup per concurrency with its interval and the
     break-even concurrency (``specdash --bench --sweep``)."""
@@ -83,6 +103,7 @@ class AdvicePanel(VerticalScroll):
     def compose(self):
         yield Static(id="advice-tune")
         yield Static(id="advice-sweep")
+        yield Static(id="advice-breakdown")
         yield Static(id="advice-body")
 
     def show(self, view: ViewState) -> None:
@@ -93,6 +114,11 @@ class AdvicePanel(VerticalScroll):
         box.display = view.tune is not None
         if view.tune is not None:
             box.update(Text(tune_text(view.tune)))
+        bd = breakdown_text(view.snapshot.run)
+        bbox = self.query_one("#advice-breakdown", Static)
+        bbox.display = bd is not None
+        if bd is not None:
+            bbox.update(bd)
         sw = self.query_one("#advice-sweep", Static)
         sw.display = view.sweep is not None
         if view.sweep is not None:
