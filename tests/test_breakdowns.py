@@ -56,3 +56,12 @@ def test_suggestions_panel_shows_the_runs_breakdowns():
     assert "This run by category: chat τ 1.25 (n=1) · coding τ 2.50 (n=1)" in text
     assert "By context (prompt + completion tokens): <1K τ 2.50 (n=1) · 4K-16K τ 1.25 (n=1)" in text
     assert breakdown_text(RunStats([rec("coding", 50, 100, 40, 60, 120, 1.0)]).summary()) is None
+
+
+def test_report_shows_acceptance_by_context_length():
+    from specdash.bench.html import _contexts
+
+    html = "".join(_contexts([RunStats([rec("coding", 50, 100, 40, 60, 120, 1.0),
+                                         rec("chat", 5000, 100, 80, 20, 240, 2.0)]).summary()]))
+    assert "Acceptance by context length" in html and "4K-16K" in html and "1.250" in html and "2.500" in html
+    assert _contexts([RunStats([rec("coding", 50, 100, 40, 60, 120, 1.0)]).summary()]) == []

@@ -13,7 +13,8 @@ What a directory contributes (README "Run directories"), in the order the page s
   verification), the RUN table (one row per RUN: one, or one per concurrency of a sweep), the
   accept-length histogram (fraction of verify rounds that accepted k drafts, one bar series per RUN),
   the per-tier table of an adaptive run (``tiers``), per-category acceptance when the records carry
-  categories (:func:`specdash.bench.compare.side_stats` per group);
+  categories (:func:`specdash.bench.compare.side_stats` per group), acceptance by context-length bucket
+  (the RUN's ``by_context``);
 * several run directories / a sweep: tok/s against concurrency, one line per directory; when one of
   them runs without speculation (a sweep's baseline directory), the paired speedup of each other
   directory over it at each shared concurrency (:func:`specdash.bench.compare.build_comparison` on
@@ -388,8 +389,29 @@ def _run_section(src: Source) -> list[str]:
     for run in runs:
         out += _tiers(run, len(runs))
     out += _categories(src)
+    out += _contexts(runs)
     out += _verification(runs)
     return out
+
+
+def _contexts(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each RUN's ``by_context`` (accept length per context-length bucket of prompt + completion tokens)
+    when a run has more than one bucket: a long-context collapse is a falling row."""
+    rows = []
+    several = len(runs) > 1
+    for run in runs:
+        groups = run.get("by_context") or []
+        if len(groups) < 2:
+            continue
+        for g in groups:
+            rows.append([*([run.get("concurrency")] if several else []), g.get("context_tokens"), g.get("requests"),
+                         _fmt(g.get("accept_length"), 3), _fmt(g.get("accept_rate"), 3),
+                         _fmt(g.get("request_tok_s_p50"), 1)])
+    if not rows:
+        return []
+    head = [*(["concurrency"] if several else []), "context tokens (prompt + completion)", "requests",
+            "accept length", "accept rate", "request tok/s p50"]
+    return ["<h3>Acceptance by context length</h3>", _table(head, rows)]
 
 
 def _gpus(g: Any) -> str | None:
