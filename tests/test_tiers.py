@@ -248,6 +248,24 @@ def assert_tiers_agree(run: dict, truth: dict[int, dict], rel: float = 0.02) -> 
     assert sum(t["share"] for t in ours.values()) == pytest.approx(1.0)
 
 
+def run_agreeing(tmp_path: Path, prof: Path, suite, rel: float = 0.02):
+    """:func:`run_with_truth`, then :func:`assert_tiers_agree`; measured once more (a fresh launch) when a
+    tier's tok/s misses by more than ``rel``: the decode lines time wall-clock windows, and on a shared
+    2-core machine one window can be stretched by another process (a second miss fails)."""
+    for attempt in range(2):
+        sub = tmp_path / f"attempt{attempt}"
+        sub.mkdir()
+        run, before, after = run_with_truth(sub, prof, suite)
+        truth = truth_tiers(before, after)
+        try:
+            assert_tiers_agree(run, truth, rel=rel)
+            return run, before, after, truth
+        except AssertionError:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
 def interleave_file(tmp_path: Path) -> Path:
     cfg = tmp_path / "interleave.json"
     cfg.write_text(json.dumps(A.interleave_config(1, 3, "0.5.14")))
@@ -261,10 +279,8 @@ def test_bench_interleave_tiers_agree_with_truth(tmp_path):
                                            "--cuda-graph-max-bs-decode", "8", "--decode-log-interval", "1"],
                        env={"SGLANG_ENABLE_METRICS_DEVICE_TIMER": "1"})
     prompts = [{"text": f"Prompt {i}: describe the water cycle at length."} for i in range(3)]
-    run, before, after = run_with_truth(tmp_path, prof, suite_of(prompts, max_tokens=1024, concurrency=1))
-    truth = truth_tiers(before, after)
+    run, before, after, truth = run_agreeing(tmp_path, prof, suite_of(prompts, max_tokens=1024, concurrency=1))
     assert set(truth) == {1, 3}
-    assert_tiers_agree(run, truth)
     ad = run["adaptive"]
     assert set(ad) == {"enabled", "config", "switches"} and ad["enabled"] is True
     assert ad["switches"] == after["adaptive"]["switches"] - before["adaptive"]["switches"] > 300
@@ -296,10 +312,8 @@ def test_bench_default_config_c32_tiers_agree_with_truth(tmp_path):
     prof = sim_profile(tmp_path, "c32", ["--speculative-adaptive", "--cuda-graph-max-bs-decode", "32",
                                          "--decode-log-interval", "1"], time_scale=0.5)
     prompts = [{"text": f"Prompt {i}: say something.", "max_tokens": 1024 if i < 16 else 256} for i in range(32)]
-    run, before, after = run_with_truth(tmp_path, prof, suite_of(prompts, max_tokens=256, concurrency=32))
-    truth = truth_tiers(before, after)
+    run, before, after, truth = run_agreeing(tmp_path, prof, suite_of(prompts, max_tokens=256, concurrency=32))
     assert set(truth) == {1, 3}
-    assert_tiers_agree(run, truth)
     by = {t["speculative_num_steps"]: t for t in run["tiers"]}
     assert by[1]["accept_rate"] == pytest.approx(1.0) and by[3]["accept_rate"] == pytest.approx(1 / 3)
     assert 0.3 < by[1]["share"] < 0.5  # 32 x 128 rounds at steps 1, 16 x 384 at steps 3
@@ -319,9 +333,7 @@ def test_bench_interleave_stochastic_acceptance(tmp_path):
                                              "--cuda-graph-max-bs-decode", "8", "--decode-log-interval", "1"],
                        tiny=False, time_scale=2.0)
     prompts = [{"text": f"Prompt {i}: explain a topic of your choice in depth."} for i in range(16)]
-    run, before, after = run_with_truth(tmp_path, prof, suite_of(prompts, max_tokens=2048, concurrency=8))
-    truth = truth_tiers(before, after)
-    assert_tiers_agree(run, truth)
+    run, _before, _after, _truth = run_agreeing(tmp_path, prof, suite_of(prompts, max_tokens=2048, concurrency=8))
     by = {t["speculative_num_steps"]: t for t in run["tiers"]}
     assert by[3]["accept_length"] > by[1]["accept_length"] + 0.5
 
