@@ -264,3 +264,30 @@ def test_sim_run_directory_has_requests_csv(tmp_path):
     assert [(int(r["prompt_index"]), int(r["repeat"])) for r in rows] == [(j["prompt_index"], j["repeat"]) for j in jl]
     assert [int(r["completion_tokens"]) for r in rows] == [j["completion_tokens"] for j in jl]
     assert [float(r["e2e_ms"]) for r in rows] == pytest.approx([j["e2e_s"] * 1000 for j in jl], abs=1e-3)
+
+
+def test_resume_keeps_the_load_shape_and_the_goodput(tmp_path, capsys):
+    """An open-loop run resumed with --resume RUNDIR alone continues at its rate, burstiness and SLOs; another
+    rate, or closed loop, is refused."""
+    import json
+
+    from specdash.cli import main
+    from tests.test_bench import sim_profile
+
+    prof = sim_profile(tmp_path, "rate", time_scale=8.0)
+    assert main(["--bench", "--profile", str(prof), "--request-rate", "20", "--burstiness", "2", "--goodput",
+                 "ttft:500", "--max-tokens", "16", "--out", str(tmp_path / "runs"), "--json"]) == 0
+    capsys.readouterr()
+    rd = next((tmp_path / "runs").glob("*-rate"))
+    lines = (rd / "requests.jsonl").read_text().splitlines()
+    (rd / "requests.jsonl").write_text("\n".join(lines[:2]) + "\n")  # as if interrupted after two records
+    summary = json.loads((rd / "summary.json").read_text())
+    summary["runs"][0]["partial"] = True
+    (rd / "summary.json").write_text(json.dumps(summary))
+    assert main(["--bench", "--resume", str(rd), "--request-rate", "30"]) == 2
+    assert "--request-rate 20" in capsys.readouterr().err
+    assert main(["--bench", "--resume", str(rd), "--concurrency", "2"]) == 2
+    assert main(["--bench", "--resume", str(rd), "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert run["requests"] == len(lines) and run["request_rate"] == 20.0 and run["burstiness"] == 2.0
+    assert run["goodput_slo"] == {"ttft_ms": 500.0} and run["goodput"] is not None

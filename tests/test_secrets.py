@@ -61,3 +61,21 @@ def test_a_password_in_the_url_never_reaches_the_manifest():
 
     m = build_manifest(attached_profile(), url="http://admin:hunter2@127.0.0.1:30000")
     assert m["url"] == "http://***@127.0.0.1:30000" and "hunter2" not in json.dumps(m, default=str)
+
+
+def test_profile_import_keeps_a_secret_env_value_as_a_reference(tmp_path, monkeypatch, capsys):
+    from specdash.cli import main
+    from specdash.profile import build_launch, load_profile
+
+    out = tmp_path / "p.toml"
+    assert main(["profile", "import", "FOO_API_KEY=sekrit NCCL_ALGO=Ring python -m sglang.launch_server "
+                 "--model-path /m", "--out", str(out)]) == 0
+    assert "FOO_API_KEY is not written to the profile" in capsys.readouterr().out
+    text = out.read_text()
+    assert "sekrit" not in text and 'FOO_API_KEY = "${FOO_API_KEY}"' in text and 'NCCL_ALGO = "Ring"' in text
+    monkeypatch.setenv("FOO_API_KEY", "from-the-environment")
+    launch = build_launch(load_profile(str(out)).expanded())
+    assert launch.env["FOO_API_KEY"] == "from-the-environment" and launch.redacted_env()["FOO_API_KEY"] == "***"
+    monkeypatch.delenv("FOO_API_KEY")
+    assert main(["profile", "show", str(out)]) == 2
+    assert "env.FOO_API_KEY: ${FOO_API_KEY} is used but not set" in capsys.readouterr().err

@@ -340,3 +340,13 @@ def test_a_recommended_schedule_becomes_the_preset_with_its_config_beside_it(tmp
     assert (sp.num_steps, sp.eagle_topk, sp.num_draft_tokens) == (5, 1, 6)
     assert sp.extra_args[-3:] == ["--speculative-adaptive", "--speculative-adaptive-config", str(path)]
     assert "adaptive" in label and A.parse_config(path, "0.5.14", launch_steps=5).keyed
+    # a relative preset directory still gives an absolute config path (the preset is used from anywhere)
+    import os
+
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        _, rel_path, _ = adaptive_preset(prof, sched, Path("rel-presets"))
+    finally:
+        os.chdir(here)
+    assert rel_path.is_absolute() and rel_path == tmp_path / "rel-presets" / "src-tuned.adaptive.json"

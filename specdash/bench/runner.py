@@ -260,7 +260,7 @@ async def send_suite(
             if on_record is not None:
                 on_record(rec)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))  # never idle workers
     return records
 
 

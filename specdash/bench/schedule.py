@@ -306,7 +306,8 @@ def adaptive_preset(profile, sched: dict[str, Any], preset_dir: Path):
         n += 1
         target = first.with_name(f"{first.stem}-{n}.toml")
     target.parent.mkdir(parents=True, exist_ok=True)
-    cfg_path = target.with_name(f"{target.stem}.adaptive.json")
+    # absolute: the preset is used from other directories (a relative path would only hold where tune ran)
+    cfg_path = target.with_name(f"{target.stem}.adaptive.json").resolve()
     cfg_path.write_text(json.dumps(sched["config"], indent=2) + "\n", encoding="utf-8")
     steps = int(sched["launch_steps"])
     prof = adaptive_profile(profile, steps, cfg_path, name=profile.name, version=sched.get("target_version"))

@@ -247,9 +247,18 @@ def check_resume(run_dir: Path, args) -> str | None:
     for what, have, want in (("profile", m.get("profile"), name), ("suite", m.get("suite"), suite),
                              ("--max-tokens", m.get("max_tokens"), args.max_tokens),
                              ("--concurrency", m.get("concurrency"), args.concurrency),
-                             ("--repeats", m.get("repeats"), args.repeats)):
+                             ("--repeats", m.get("repeats"), args.repeats),
+                             ("--request-rate", m.get("request_rate"), _rate_of(getattr(args, "request_rate", None))),
+                             ("--burstiness", m.get("burstiness"), getattr(args, "burstiness", None)
+                              if getattr(args, "request_rate", None) is not None else None)):
         if want is not None and have is not None and have != want:
             return f"it was run with {what} {have!r}, not {want!r}"
+    if "request_rate" in m and (m.get("request_rate") is None) != (getattr(args, "request_rate", None) is None):
+        was = "closed loop (--concurrency)" if m.get("request_rate") is None else f"--request-rate {m['request_rate']}"
+        return f"it was run in {was}; resuming in the other load shape would mix two in one run"
+    if m.get("request_rate") is not None and args.concurrency is not None and args.concurrency != m.get("concurrency"):
+        return (f"it was run at --request-rate {m['request_rate']} with at most {m.get('concurrency') or 'unlimited'} "
+                f"requests in flight, not {args.concurrency}")
     ds = m.get("dataset") if isinstance(m.get("dataset"), dict) else {}
     if ds or getattr(args, "dataset", None):  # the same sample of the same dataset, or prompt indices shift
         was = (ds.get("source"), ds.get("asked"), ds.get("seed") or 0, *(ds.get("filters") or {}).values())
@@ -260,6 +269,13 @@ def check_resume(run_dir: Path, args) -> str | None:
                     f"{now[0]!r} (--num-prompts {now[1]}, --seed {now[2]}): another sample would shift the "
                     "prompt indices; resume with the same dataset flags, or start a new run")
     return None
+
+
+def _rate_of(rate: float | None):
+    """A ``--request-rate`` as the manifest writes it (``"inf"`` for all at once)."""
+    import math
+
+    return None if rate is None else ("inf" if math.isinf(rate) else float(rate))
 
 
 def read_run_manifest(run_dir: Path) -> tuple[dict | None, str | None]:
@@ -312,6 +328,20 @@ def resume_defaults(args) -> dict:
     for flag in ("repeats", "max_tokens", "concurrency"):
         if getattr(args, flag) is None and isinstance(m.get(flag), int):
             setattr(args, flag, m[flag])
+    # an open-loop run continues open-loop, at its rate and burstiness, with its goodput SLOs
+    rate = m.get("request_rate")
+    if getattr(args, "request_rate", None) is None and rate is not None:
+        args.request_rate = float("inf") if rate == "inf" else float(rate)
+        if isinstance(m.get("burstiness"), (int, float)) and getattr(args, "burstiness", None) in (None, 1.0):
+            args.burstiness = float(m["burstiness"])
+    if not getattr(args, "goodput", None):
+        try:
+            runs = json.loads((Path(args.resume) / "summary.json").read_text(encoding="utf-8")).get("runs") or []
+        except (OSError, ValueError, AttributeError):
+            runs = []
+        slo = next((r.get("goodput_slo") for r in runs if isinstance(r, dict) and r.get("goodput_slo")), None)
+        if isinstance(slo, dict):
+            args.goodput = [f"{k.removesuffix('_ms')}:{v:g}" for k, v in slo.items() if isinstance(v, (int, float))]
     return m
 
 

@@ -69,6 +69,22 @@ def check_profile_name(name: str) -> str:
     return name
 
 
+def _env_references(cmd: ParsedCommand) -> dict[str, str]:
+    """The pasted environment for ``[env]``, a variable whose name marks a secret (``*_API_KEY``,
+    ``*_TOKEN``, ``*PASSWORD*`` …) kept as a reference ``${NAME}`` to the environment instead of its
+    value (with a note): a secret never reaches a profile file."""
+    from specdash.sglang.secrets import SECRET_ENV_MARKERS
+
+    out = {}
+    for k, v in cmd.env.items():
+        if any(mark in k.upper() for mark in SECRET_ENV_MARKERS) and v and not v.startswith("${"):
+            out[k] = f"${{{k}}}"
+            cmd.notes.append(f"{k} is not written to the profile: [env] reads ${{{k}}} (export {k} before launching)")
+        else:
+            out[k] = v
+    return out
+
+
 def profile_from_command(
     text: str, *, name: str | None = None, version: str | None = None
 ) -> tuple[Profile, ParsedCommand]:
@@ -143,7 +159,7 @@ def profile_from_command(
         "name": name or default_name(server.get("model_path", "model"), spec.get("algorithm")),
         "description": "imported from an SGLang launch command",
         "server": server,
-        "env": dict(cmd.env),
+        "env": _env_references(cmd),
     }
     if spec:
         spec["extra_args"] = flags_to_argv(extra_spec)
@@ -287,7 +303,11 @@ def _import(args: argparse.Namespace) -> int:
     for note in cmd.notes:
         print(f"note: {note}")
     out = Path(args.out or f"{prof.name}.toml")
+    from specdash.sglang.secrets import SECRET_ENV_MARKERS
+
     secrets = [v for f, v in cmd.flags.items() if is_secret_flag(f) and isinstance(v, str)]
+    secrets += [v for k, v in parse_command_line(args.command).env.items()
+                if v and any(mark in k.upper() for mark in SECRET_ENV_MARKERS)]
     header = (
         f"Imported by specdash profile import from:\n{_wrap(strip_terminal_codes(redact_text(args.command, secrets)))}\n"
         "Flags specdash does not model are kept in extra_args; --enable-metrics is always on."

@@ -86,9 +86,11 @@ class SpeculativeSection(_Strict):
 
     algorithm: str | None = Field(None, description="EAGLE3, EAGLE, NEXTN, STANDALONE, NGRAM, … or 'none'")
     draft_model_path: str | None = None
-    num_steps: int | None = Field(None, ge=0)
-    eagle_topk: int | None = Field(None, ge=0)
-    num_draft_tokens: int | None = Field(None, ge=0)
+    # Upper bounds far beyond any useful setting but below what makes SGLang (and the simulator) allocate
+    # without end: every step is a draft forward pass, every draft token a verified position per request.
+    num_steps: int | None = Field(None, ge=0, le=64, description="0 ≤ steps ≤ 64")
+    eagle_topk: int | None = Field(None, ge=0, le=64, description="0 ≤ topk ≤ 64")
+    num_draft_tokens: int | None = Field(None, ge=0, le=1024, description="0 ≤ draft tokens ≤ 1024")
     extra_args: list[str] = Field(default_factory=list)
 
     @field_validator("algorithm")
@@ -162,7 +164,8 @@ class Profile(_Strict):
         return resolve_version(cli=cli, profile=pin, server=server, installed=self.server.launcher == "sglang")
 
     def expanded(self) -> Profile:
-        """A copy with ``${VAR}``/``~`` expanded in paths and the API key.
+        """A copy with ``${VAR}``/``~`` expanded in paths, the API key and ``[env]`` values that are a
+        whole ``${VAR}`` reference (how ``profile import`` keeps a secret out of the file).
 
         Raises:
             ProfileError: a variable is not set.
@@ -172,6 +175,9 @@ class Profile(_Strict):
         data["server"]["model_path"] = expand_path(data["server"]["model_path"], where=f"{where}: server.model_path")
         if data["server"].get("api_key"):
             data["server"]["api_key"] = expand_path(data["server"]["api_key"], where=f"{where}: server.api_key")
+        for k, v in (data.get("env") or {}).items():  # a secret kept as a reference: [env] X = "${X}"
+            if isinstance(v, str) and v.startswith("${") and v.endswith("}") and "$" not in v[2:]:
+                data["env"][k] = expand_path(v, where=f"{where}: env.{k}")
         if data.get("speculative") and data["speculative"].get("draft_model_path"):
             data["speculative"]["draft_model_path"] = expand_path(
                 data["speculative"]["draft_model_path"], where=f"{where}: speculative.draft_model_path"
