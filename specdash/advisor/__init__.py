@@ -54,6 +54,7 @@ from specdash.advisor.acceptance import (
     position_counts,
     position_probs,
     tree_branching,
+    tree_branchings,
 )
 from specdash.advisor.advise import N_DRAWS, Advice, BreakEven, Prediction, Suggestion, advise
 from specdash.advisor.cost import (
@@ -81,18 +82,20 @@ from specdash.advisor.measurement import (
 from specdash.advisor.planner import (
     TunePlanner,
     cheapest_matching_chain,
+    deepening_chain,
     pooled_histogram,
+    residual_correction,
     tier_measurable,
 )
 from specdash.advisor.schedule import AdaptiveSchedule, BatchPlan, SlotPlan, adaptive_schedule
 
 __all__ = [
-    "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE",
-    "SIGMA_FLOOR", "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit",
-    "AdaptiveSchedule", "Advice", "BatchPlan", "BreakEven", "CostFit", "Measurement", "PhaseTimes",
-    "PositionEstimate", "Prediction", "Settings", "SlotPlan", "Suggestion", "TunePlanner", "_effective",
-    "adaptive_schedule", "advise", "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain",
-    "cost_features", "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round",
-    "pooled_histogram", "position_acceptance", "position_counts", "position_probs", "round_ms_from_decode_log",
-    "tier_measurable", "tree_branching", "truncated_normal_draws",
+    "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE", "SIGMA_FLOOR",
+    "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit", "AdaptiveSchedule",
+    "Advice", "BatchPlan", "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction",
+    "Settings", "SlotPlan", "Suggestion", "TunePlanner", "_effective", "adaptive_schedule", "advise",
+    "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain", "cost_features", "deepening_chain",
+    "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round", "pooled_histogram",
+    "position_acceptance", "position_counts", "position_probs", "residual_correction", "round_ms_from_decode_log",
+    "tier_measurable", "tree_branching", "tree_branchings", "truncated_normal_draws",
 ]

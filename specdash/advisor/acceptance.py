@@ -19,7 +19,9 @@ used by specdash's simulator,
     p_i = α · d^(i-1)          (α: first-position acceptance, d: decay per position),
 
 by maximum a-posteriori least squares: each histogram contributes one binomial residual per
-position ((p̂_i - p_i) / se_i with a 0.02 over-dispersion floor); a run without a histogram
+position ((p̂_i - p_i) / se_i with a 0.02 over-dispersion floor — 0.05 for a tree's positions once a
+chain histogram is measured too, since a tree's q_i rest on the modelled sibling counts and a chain's
+p_i do not: chains then set α and d, trees mostly β); a run without a histogram
 contributes its accept length τ (se 0.05).  Weak priors keep the fit defined with little data:
 logit α ~ N(0, 2²), d centred on 0.9, log β ~ N(ln 0.3, 0.5²).  The Laplace (Gauss-Newton)
 covariance gives the parameter uncertainty.
@@ -64,6 +66,10 @@ D_MAX = 1.2  # the decay d may exceed 1 slightly (acceptance rising with depth)
 PRIOR_BETA = 0.3
 PRIOR_D = 0.9
 SIGMA_FLOOR = 0.02  # over-dispersion floor for a per-position estimate
+#: The floor for a tree's per-position estimates when a chain was measured too: a tree's q_i rest on
+#: the modelled sibling counts (an assumption), a chain's p_i do not, so chains set α and d and the
+#: trees mostly β.
+TREE_SIGMA_FLOOR = 0.05
 TAU_SE = 0.05  # default standard error of an accept length without histogram
 
 # --- acceptance ---------------------------------------------------------------------------------
@@ -186,6 +192,58 @@ def tree_branching(p: Sequence[float], settings: Settings, beta: float) -> list[
     return k
 
 
+def tree_branchings(p: Sequence[float], steps: int, topk: int, beta: float, max_draft_tokens: int) -> list[list[int]]:
+    """:func:`tree_branching` for every draft-token count at once: element ``N`` is the
+    branching of (``steps``, ``topk``, N) for N = 0..``max_draft_tokens`` (empty below 2).
+
+    The greedy adds one node per extra draft token and its choice depends only on the nodes
+    placed so far, so the allocation for N + 1 nodes extends the one for N; one pass gives the
+    whole family (what the advisor needs to rank every draft-token count of a (steps, topk)).
+    ``p`` holds at least ``steps`` per-position acceptances (only the first ``steps`` are used).
+    """
+    steps, topk, top = int(steps), int(topk), int(max_draft_tokens)
+    out: list[list[int]] = [[] for _ in range(max(top, 0) + 1)]
+    if steps <= 0 or top < 2:
+        return out
+    if topk == 1:
+        for n in range(2, top + 1):
+            out[n] = [1] * min(steps, n - 1)
+        return out
+    p = [float(x) for x in p[:steps]]
+
+    def qf(pi: float, ki: int) -> float:
+        return 1.0 - (1.0 - pi) ** (float(ki) ** beta)
+
+    k = [1]
+    q = [qf(p[0], 1)]
+    out[2] = [1]
+    for n in range(3, top + 1):
+        pref = np.cumprod(q)
+        suffix = np.cumsum(pref[::-1])[::-1]
+        best_gain, best = -1.0, None
+        for i in range(len(k)):
+            if k[i] < topk and q[i] > 0:
+                gain = (qf(p[i], k[i] + 1) / q[i] - 1.0) * float(suffix[i])
+                if gain > best_gain:
+                    best_gain, best = gain, i
+        if len(k) < steps:
+            gain = float(pref[-1]) * p[len(k)]
+            if gain > best_gain:
+                best_gain, best = gain, len(k)
+        if best is None:  # every depth full: larger N add nothing the greedy can place
+            for m in range(n, top + 1):
+                out[m] = list(k)
+            break
+        if best == len(k):
+            k.append(1)
+            q.append(qf(p[best], 1))
+        else:
+            k[best] += 1
+            q[best] = qf(p[best], k[best])
+        out[n] = list(k)
+    return out
+
+
 def expected_accept_length(p: Sequence[float], branching: Sequence[int], beta: float) -> float:
     """τ = 1 + Σ_j Π_{i≤j} q_i with q_i = 1 - (1 - p_i)^(k_i^β)."""
     if not branching:
@@ -253,6 +311,7 @@ def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
 
     spec = [m for m in _spec(measurements) if m.tau() is not None]
     has_tree = any(m.settings.topk > 1 for m in spec)
+    has_chain = any(m.settings.topk == 1 and m.accept_histogram and sum(m.accept_histogram) > 0 for m in spec)
     prior_mu = np.array([0.0, _logit(PRIOR_D / D_MAX), math.log(PRIOR_BETA)])
     prior_sd = np.array([2.0, 1.5, 0.5])
     x = prior_mu.copy()
@@ -276,7 +335,8 @@ def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
                     sa = np.array([c[0] for c in counts], float)
                     na = np.array([c[1] for c in counts], float)
                     pbar = (sa + 0.5) / (na + 1.0)
-                    se = np.sqrt(pbar * (1 - pbar) / na + SIGMA_FLOOR ** 2)
+                    floor = SIGMA_FLOOR if s.topk == 1 or not has_chain else TREE_SIGMA_FLOOR
+                    se = np.sqrt(pbar * (1 - pbar) / na + floor ** 2)
                     blocks.append(("pos", br[: len(counts)], sa / na, se))
                     n_pos += len(counts)
                     continue

@@ -9,10 +9,14 @@ acc_length / step_time`` per request, step_time from ``step_time_dict``) times B
 acceptance model (:mod:`.acceptance`), T (ms per round) from the cost model (:mod:`.cost`).
 The 95 % interval comes from 400 joint draws of the acceptance parameters (Laplace) and of
 the cost parameters (the truncated posterior: every drawn cost ≥ 0), widened by the model's
-misfit at the measured settings.  Candidates: steps 1..8, topk {1, 2, 4, 8}, draft tokens
-2..16, kept only when SGLang would run them as asked (:func:`_effective`:
-``normalize_speculative`` from ``specdash.sglang.speculative`` plus the tree-capacity limit) and
-not dominated (:func:`~specdash.advisor.measurement.candidate_grid`).
+misfit at the measured settings.  Candidates: steps 1..10, topk {1, 2, 4, 8, 16}, draft tokens
+2..32 and 40, 48, 56, 64 (:data:`~specdash.advisor.measurement.DRAFT_GRID`), kept only when SGLang
+would run them as asked (:func:`_effective`: ``normalize_speculative`` from
+``specdash.sglang.speculative`` plus the tree-capacity limit) and not dominated
+(:func:`~specdash.advisor.measurement.candidate_grid`) — about 900 settings.  Prediction is
+vectorised over candidates and draws (:meth:`_Model.predict_many`), and the greedy sibling
+allocation runs once per (steps, topk) for every draft-token count
+(:func:`~specdash.advisor.acceptance.tree_branchings`), so one advice takes ~0.2 s on two cores.
 
 Break-even: holding d, β and the costs, the first-position acceptance α* at which the best
 candidate equals the baseline tok/s, with the accept length that setting then needs
@@ -40,11 +44,14 @@ from specdash.advisor.acceptance import (
     pooled_position_acceptance,
     position_probs,
     tree_branching,
+    tree_branchings,
 )
 from specdash.advisor.cost import COST_NAMES, REL_NOISE, CostFit, cost_features, fit_cost
 from specdash.advisor.measurement import Measurement, Settings, _spec, candidate_grid
 
 N_DRAWS = 400
+_CHUNK = 128  # settings per vectorised prediction block (128 × 400 draws × depth floats)
+_FAMILY_TOP = 64  # draft tokens one greedy pass covers per (steps, topk) (more on demand)
 
 _COST_WORDS = {"v0": "verify cost per draft token", "v1": "growth of the verify cost with batch",
                "d0": "draft cost per step", "d1": "growth of the draft cost with batch · topk"}
@@ -190,6 +197,8 @@ class _Model:
         self.acc = fit_acceptance(measurements)
         self.cost = fit_cost(measurements)
         self.batch = batch
+        self._branch_cache: dict[tuple[int, int], list[list[int]]] = {}
+        self._tau_cache: dict[tuple[int, int, int], float] = {}
         rng = np.random.default_rng(seed)
         self.a_draws = self.acc.draws(N_DRAWS, rng)
         self.w_draws = self.cost.draws(N_DRAWS, rng)  # truncated posterior: every cost ≥ 0
@@ -208,41 +217,75 @@ class _Model:
     def _point(self, s: Settings, batch: float | None = None) -> tuple[float, float, float, list[int]]:
         b = self.batch if batch is None else batch
         br = self.branching(s)
-        tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+        tau = self._tau(s, br)
         t = self.cost.round_ms(s, b)
         return 1000.0 * b * tau / t, tau, t, br
 
+    def _tau(self, s: Settings, br: list[int]) -> float:
+        key = (s.steps, s.topk, s.draft_tokens)
+        tau = self._tau_cache.get(key)
+        if tau is None:
+            tau = self._tau_cache[key] = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+        return tau
+
     def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
-        a = self.acc.alpha if alpha is None else alpha
-        depth = min(s.steps, s.draft_tokens - 1)
-        return tree_branching(position_probs(a, self.acc.d, depth), s, self.acc.beta)
+        """Siblings per depth of ``s`` on the accepted path (:func:`tree_branching`); at the fitted
+        α from one greedy pass per (steps, topk), cached (:func:`tree_branchings`)."""
+        if alpha is not None and alpha != self.acc.alpha:
+            depth = min(s.steps, s.draft_tokens - 1)
+            return tree_branching(position_probs(alpha, self.acc.d, depth), s, self.acc.beta)
+        if s.steps < 1 or s.draft_tokens < 2:
+            return []
+        fam = self._branch_cache.get((s.steps, s.topk))
+        if fam is None or len(fam) <= s.draft_tokens:
+            top = max(s.draft_tokens, _FAMILY_TOP)
+            fam = self._branch_cache[(s.steps, s.topk)] = tree_branchings(
+                self.acc.probs(s.steps), s.steps, s.topk, self.acc.beta, top)
+        return list(fam[s.draft_tokens])
 
     def predict(self, s: Settings, batch: float | None = None) -> Prediction:
         """Point prediction and 95 % interval at ``batch`` requests per round (default: the
         advice's concurrency): parameter draws, widened by the misfit in log space (half-widths
         added in quadrature with 1.96 · misfit)."""
+        return self.predict_many([s], batch)[0]
+
+    def predict_many(self, settings: Sequence[Settings], batch: float | None = None) -> list[Prediction]:
+        """:meth:`predict` for many settings at once, vectorised over settings and draws (chunks
+        of :data:`_CHUNK` settings: a (settings × draws × depth) array each)."""
         bsz = self.batch if batch is None else batch
-        tok, tau, t, br = self._point(s, bsz)
+        settings = list(settings)
+        out: list[Prediction] = []
         a, d, b = self.a_draws
-        depth = len(br)
-        if depth:
-            p = np.minimum(a[:, None] * d[:, None] ** np.arange(depth)[None, :], P_MAX)
-            q = 1.0 - (1.0 - p) ** (np.asarray(br, float)[None, :] ** b[:, None])
-            taus = 1.0 + np.cumprod(q, axis=1).sum(axis=1)
-        else:
-            taus = np.ones(N_DRAWS)
         # A verify round is at least one target forward: no draw may be cheaper than 80 % of the
         # fitted plain step (b0 + b1·B), else far-off settings get absurd upper bounds.
         step = float(self.cost.w[0] + self.cost.w[1] * bsz)
-        ts = np.maximum(self.w_draws @ cost_features(s, bsz), max(0.05 * self.cost.scale_ms, 0.8 * step))
-        toks = 1000.0 * bsz * taus / ts
-        lo, hi = (float(x) for x in np.percentile(toks, [2.5, 97.5]))
-        lo, hi = min(lo, tok), max(hi, tok)
-        if self.misfit > 0:
-            extra = (1.96 * self.misfit) ** 2
-            lo = tok * math.exp(-math.sqrt(math.log(tok / lo) ** 2 + extra))
-            hi = tok * math.exp(math.sqrt(math.log(hi / tok) ** 2 + extra))
-        return Prediction(s, tok, lo, hi, tau, t, br)
+        t_floor = max(0.05 * self.cost.scale_ms, 0.8 * step)
+        for lo_i in range(0, len(settings), _CHUNK):
+            chunk = settings[lo_i:lo_i + _CHUNK]
+            points = [self._point(s, bsz) for s in chunk]
+            depth = max((len(pt[3]) for pt in points), default=0)
+            if depth:
+                br = np.zeros((len(chunk), depth))
+                for j, pt in enumerate(points):
+                    br[j, :len(pt[3])] = pt[3]
+                p = np.minimum(a[:, None] * d[:, None] ** np.arange(depth)[None, :], P_MAX)  # (draws, depth)
+                # q = 1 − (1 − p)^(k^β); k = 0 past a setting's depth gives q = 0 (the path ends)
+                q = 1.0 - (1.0 - p)[None, :, :] ** (br[:, None, :] ** b[None, :, None])
+                taus = 1.0 + np.cumprod(q, axis=2).sum(axis=2)  # (settings, draws)
+            else:
+                taus = np.ones((len(chunk), N_DRAWS))
+            feats = np.stack([cost_features(s, bsz) for s in chunk], axis=0)  # (settings, 6)
+            ts = np.maximum(feats @ self.w_draws.T, t_floor)  # (settings, draws)
+            toks = 1000.0 * bsz * taus / ts
+            los, his = np.percentile(toks, [2.5, 97.5], axis=1)
+            for j, (s, (tok, tau, t, brj)) in enumerate(zip(chunk, points, strict=True)):
+                lo, hi = min(float(los[j]), tok), max(float(his[j]), tok)
+                if self.misfit > 0:
+                    extra = (1.96 * self.misfit) ** 2
+                    lo = tok * math.exp(-math.sqrt(math.log(tok / lo) ** 2 + extra))
+                    hi = tok * math.exp(math.sqrt(math.log(hi / tok) ** 2 + extra))
+                out.append(Prediction(s, tok, lo, hi, tau, t, brj))
+        return out
 
 
 def _reach(model: _Model, pred: Prediction) -> np.ndarray:
@@ -377,7 +420,7 @@ def advise(
     cands = list(candidates) if candidates is not None else candidate_grid()
     if current not in cands and current.steps >= 1:
         cands.append(current)
-    preds = [model.predict(s) for s in cands]
+    preds = model.predict_many(cands)
     preds.sort(key=lambda p: -p.tok_s)
     by_settings = {p.settings: p for p in preds}
     cur_pred = by_settings[current]

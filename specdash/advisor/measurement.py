@@ -15,9 +15,16 @@ from typing import Any
 from specdash.sglang.metrics import METRICS
 from specdash.sglang.speculative import normalize_speculative
 
-STEPS_GRID = tuple(range(1, 9))
-TOPK_GRID = (1, 2, 4, 8)
-DRAFT_GRID = tuple(range(2, 17))
+#: The candidate space: what SGLang accepts for EAGLE / EAGLE3 and runs as asked.  Steps 1..10;
+#: topk 1 (a chain) to 16 (``--speculative-eagle-topk`` is a plain int; the tree-capacity bound
+#: below is SGLang's only limit on it); draft tokens every count up to 32 (the largest of SGLang's
+#: ``scripts/playground/bench_speculative.py`` sweep: 2, 4, 8, 16, 32), then 40..64 in steps of 8
+#: (SGLang's documented topk 8 / 64 draft tokens example).  :func:`candidate_grid` keeps only the
+#: points SGLang runs exactly as asked: topk 1 forces draft tokens = steps + 1, a tree verifies at
+#: most ``tree_capacity(steps, topk)`` tokens.
+STEPS_GRID = tuple(range(1, 11))
+TOPK_GRID = (1, 2, 4, 8, 16)
+DRAFT_GRID = (*range(2, 33), 40, 48, 56, 64)
 
 #: ``sglang:forward_execution_seconds_total{category=…}`` — the device-timer counter
 #: (``srt/observability/metrics_collector.py``) and the categories the cost fit reads.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -52,6 +53,113 @@ def cheapest_matching_chain(measurements: Sequence[Measurement]) -> Settings | N
     return _effective(k, 1, k + 1) or chain(k)
 
 
+#: The deepest chain :meth:`TunePlanner.chain_tiers` names for adaptive tiers: one past the 7 of SGLang's
+#: default batch-1 adaptive slot ([1, 3, 7]), as before the candidate steps grew to 10.  A live launch
+#: measures two tiers at once and its per-tier figures carry a few % of launch-to-launch bias, so its
+#: two or three pairs stay within the range SGLang's own adaptive tiers use; the relaunch search (and
+#: the tree candidates) still reach steps 10.
+SPREAD_TOP = 8
+
+#: A chain whose rounds accepted every draft at least this often says little about the positions
+#: beyond it (:func:`deepening_chain`).
+SATURATED = 0.2
+
+
+def saturation(hist: Sequence[int]) -> float:
+    """Share of a histogram's rounds that accepted every draft (its last bucket); 0 without rounds."""
+    n = sum(hist)
+    return float(hist[-1]) / n if n and len(hist) > 1 else 0.0
+
+
+def deepening_chain(measurements: Sequence[Measurement], adv: Advice) -> Settings | None:
+    """The chain that measures acceptance as deep as the advisor's best prediction drafts, when the
+    measured chains stop short of that depth and saturate; else None.
+
+    The acceptance model extrapolates p_i = α·d^(i−1) past the deepest measured chain, where the
+    pooled chain histogram has no rounds that could have failed; a tree's histogram only constrains
+    d through the modelled sibling counts.  When the deepest measured chain's rounds accepted all
+    its drafts at least :data:`SATURATED` of the time and the best prediction drafts deeper, one
+    chain launch at that depth (topk 1, draft tokens = steps + 1: the cheapest setting that drafts
+    so deep) pins the decay before the search spends launches on trees.
+    """
+    best = adv.best
+    if best is None:
+        return None
+    chains = [m for m in _spec(measurements) if m.settings.topk == 1 and m.settings.steps >= 1]
+    if not chains:
+        return None
+    depth = max(m.settings.steps for m in chains)
+    want = min(best.settings.steps, min(best.settings.draft_tokens - 1, max(STEPS_GRID)))
+    if want <= depth:
+        return None
+    h = pooled_histogram(measurements)
+    if len(h) < depth + 1 or saturation(h[:depth + 1]) < SATURATED:
+        return None
+    return _effective(want, 1, want + 1) or chain(want)
+
+
+#: Residual correction: length scales in (steps, log2 topk, log2 draft nodes) and the relative
+#: noise of one measured tok/s (:func:`residual_correction`).
+RESIDUAL_SCALES = (2.0, 1.0, 0.6)
+RESIDUAL_NOISE = 0.02
+
+
+def _coords(settings: Sequence[Settings]) -> np.ndarray:
+    sx, sk, sn = RESIDUAL_SCALES
+    return np.array([[s.steps / sx, math.log2(max(1, s.topk)) / sk, math.log2(max(1, s.draft_tokens - 1)) / sn]
+                     for s in settings], float).reshape(len(settings), 3)
+
+
+def residual_correction(predicted: dict[Settings, float], measured: dict[Settings, float],
+                        targets: Sequence[Settings], *, with_spread: bool = False):
+    """Posterior mean of the model's log error, log(measured / predicted), at ``targets``.
+
+    The parametric model (:mod:`.acceptance`, :mod:`.cost`) is smooth but not exact — above all
+    for trees, whose accepted path it models with greedily allocated siblings, an assumption.  Its
+    log residuals at the measured settings are treated as a Gaussian process over (steps,
+    log2 topk, log2 (draft tokens − 1)) with a squared-exponential kernel (length scales
+    :data:`RESIDUAL_SCALES`), prior mean 0 (far from any measurement the model stands as it is),
+    prior variance the residuals' mean square (at least the noise) and measurement noise
+    :data:`RESIDUAL_NOISE` (relative).  Near a measured setting the prediction follows what was
+    measured there; a single noisy launch is pulled towards its neighbours and the model.
+    Returns one value per target (0 without measurements); with ``with_spread`` also the share of
+    the prior standard deviation left at each target (1 far from every measurement, → 0 at a
+    measured one), which scales the model's interval there: a setting next to a measured one has
+    little left to learn.
+    """
+    pts = [s for s in measured if s in predicted and s.steps >= 1 and predicted[s] > 0 and measured[s] > 0]
+    if not pts or not targets:
+        zero = np.zeros(len(targets))
+        return (zero, np.ones(len(targets))) if with_spread else zero
+    r = np.log(np.array([measured[s] / predicted[s] for s in pts]))
+    amp2 = max(float(np.mean(r ** 2)), RESIDUAL_NOISE ** 2)
+    x, t = _coords(pts), _coords(list(targets))
+
+    def kern(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return amp2 * np.exp(-0.5 * ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+
+    kxx = kern(x, x) + RESIDUAL_NOISE ** 2 * np.eye(len(pts))
+    ktx = kern(t, x)
+    mean = ktx @ np.linalg.solve(kxx, r)
+    if not with_spread:
+        return mean
+    explained = np.einsum("ij,ji->i", ktx, np.linalg.solve(kxx, ktx.T))
+    return mean, np.sqrt(np.clip(1.0 - explained / amp2, 0.0, 1.0))
+
+
+def _shifted(p: Prediction, corr: float, spread: float) -> Prediction:
+    """``p`` with its log error ``corr`` corrected and its interval's log half-widths scaled by
+    ``spread`` (never narrower than the measurement noise)."""
+    tok = p.tok_s * math.exp(corr)
+    up = max(math.log(p.hi / p.tok_s) * spread, RESIDUAL_NOISE) if p.hi > p.tok_s > 0 else 0.0
+    down = max(math.log(p.tok_s / p.lo) * spread, RESIDUAL_NOISE) if p.tok_s > p.lo > 0 else 0.0
+    return replace(p, tok_s=tok, lo=tok * math.exp(-down), hi=tok * math.exp(up))
+
+
+def _at_batch(measurements: Sequence[Measurement], batch: int) -> list[Measurement]:
+    return [m for m in _spec(measurements) if max(1, int(m.concurrency)) == batch]
+
+
 def tier_measurable(s: Settings) -> bool:
     """Whether ``s`` can be measured as an adaptive tier of another launch: SGLang's adaptive
     controller switches only the steps of chains (topk 1, draft tokens = steps + 1;
@@ -66,11 +174,16 @@ class TunePlanner:
     Policy: measure ``start``; then, before anything wider, the cheapest setting that achieves
     the measured acceptance (:func:`cheapest_matching_chain`: for a pooled histogram whose last
     non-zero position is k, steps k / topk 1 / draft tokens k + 1) when it is not measured yet;
-    then the advisor's top prediction (pure exploit, the fastest way to learn the cost slope);
-    then, refitting after every measurement, the unmeasured candidate with the best optimistic
-    score μ + κ·(hi - μ) (κ = 0.5 while more than one launch remains, 0 for the last); never
+    then, when the measured chains saturate and stop short of the depth the best prediction
+    drafts, the chain of that depth (:func:`deepening_chain`: it pins the acceptance decay before
+    launches go to trees); then the advisor's top prediction (pure exploit, the fastest way to
+    learn the cost slope); then, refitting after every measurement, the unmeasured candidate with
+    the best optimistic score μ + κ·(hi - μ) (κ = 0.5 while more than one launch remains, 0 for
+    the last), μ and the interval corrected by the model's smoothed error at the measured
+    settings (:func:`residual_correction`: near a measured setting the prediction follows the
+    measurement and the interval shrinks, so the search does not spend launches next door); never
     re-measure; stop when ``budget`` launches are spent or when even the upper end of the best
-    candidate's interval does not beat the best measured tok/s by more than ``min_gain``
+    candidate's interval does not beat the best measured tok/s (as :meth:`best` scores it) by more than ``min_gain``
     (relative; default 1 %, about the run-to-run noise): nothing left is worth a launch.
     :meth:`best` returns the recommendation (a measured setting).  :meth:`chain_tiers` names the
     chain step counts worth measuring together as adaptive tiers of one launch.
@@ -112,12 +225,50 @@ class TunePlanner:
                 ids.add(m.launch)
         return n + len(ids)
 
-    def _open(self, measurements: Sequence[Measurement]) -> tuple[Advice, dict[Settings, float], list[Prediction]]:
+    def _open(self, measurements: Sequence[Measurement], *, spread: bool = True
+              ) -> tuple[Advice, dict[Settings, float], list[Prediction]]:
+        """The advice on every candidate, the measured tok/s, and the unmeasured candidates'
+        predictions with the residual correction (:func:`residual_correction`) applied; with
+        ``spread`` their intervals also narrow near measured settings (without it they keep the
+        model's widths)."""
         measured = self._measured(measurements)
         adv = advise(measurements, self.baseline, current=self.start if self.start in measured else None,
                      candidates=self.candidates, top=1, seed=self.seed)
         self.last_advice = adv
-        return adv, measured, [p for p in adv.predictions if p.settings not in measured]
+        open_preds = [p for p in adv.predictions if p.settings not in measured]
+        pred = {p.settings: p.tok_s for p in adv.predictions}
+        corr, spread_left = residual_correction(pred, self._measured(_at_batch(measurements, adv.batch)),
+                                           [p.settings for p in open_preds], with_spread=True)
+        widths = spread_left.tolist() if spread else [1.0] * len(open_preds)
+        open_preds = [_shifted(p, c, f) for p, c, f in zip(open_preds, corr.tolist(), widths, strict=True)]
+        open_preds.sort(key=lambda p: -p.tok_s)
+        return adv, measured, open_preds
+
+    def _scores(self, measurements: Sequence[Measurement], adv: Advice | None = None) -> dict[Settings, float]:
+        """Each measured setting's tok/s as the model with the residual correction sees it (the
+        correction's posterior mean at a measured point blends its own measurement with its
+        neighbours' and the model), kept within two noise widths (2 · :data:`RESIDUAL_NOISE`) of
+        its own measurement — a setting far from the others is otherwise scored by the model alone;
+        the raw measurement when the advisor cannot fit."""
+        measured = self._measured(measurements)
+        if not measured:
+            return {}
+        if adv is None:
+            try:
+                adv = advise(measurements, self.baseline, current=self.start, candidates=list(measured), top=1,
+                             seed=self.seed)
+            except ValueError:
+                return measured
+        pred = {p.settings: p.tok_s for p in adv.predictions}
+        at_b = self._measured(_at_batch(measurements, adv.batch))
+        pts = [s for s in measured if s in pred]
+        corr = residual_correction(pred, at_b, pts)
+        out = dict(measured)
+        band = math.exp(2.0 * RESIDUAL_NOISE)
+        for s, c in zip(pts, corr.tolist(), strict=True):
+            if s in at_b:  # never credited more than two noise widths away from its own measurement
+                out[s] = min(max(pred[s] * math.exp(c), at_b[s] / band), at_b[s] * band)
+        return out
 
     def next_settings(self, measurements: Sequence[Measurement]) -> Settings | None:
         """The next setting to launch, or None to stop (``reason`` says why)."""
@@ -136,8 +287,16 @@ class TunePlanner:
                            f"more than {cut.steps} draft{'s' if cut.steps != 1 else ''} "
                            f"(pooled histogram {h}), so {cut.label()} accepts as much for less")
             return cut
-        _, measured, open_preds = self._open(measurements)
-        best_meas = max(measured.values())
+        adv, measured, open_preds = self._open(measurements)
+        deep = deepening_chain(measurements, adv)
+        if deep is not None and deep not in measured and deep in self.candidates:
+            h = pooled_histogram(measurements)
+            self.reason = (f"the deepest measured chain accepted all its drafts in {saturation(h):.0%} of its rounds "
+                           f"(pooled histogram {h}), so the acceptance beyond depth {len(h) - 1} is extrapolated, "
+                           f"and the best prediction ({adv.best.settings.label()}) drafts {adv.best.settings.steps} "
+                           f"deep: {deep.label()} measures it per position")
+            return deep
+        best_meas = max(self._scores(measurements, adv).values())
         if not open_preds:
             self.reason = "every candidate measured"
             return None
@@ -163,7 +322,7 @@ class TunePlanner:
         start's steps and 2·steps + 1.  Trees (topk > 1) are never in the group: each needs a
         launch of its own (:func:`tier_measurable`).
         """
-        top = max(STEPS_GRID)
+        top = min(max(STEPS_GRID), SPREAD_TOP)
         if not _spec(measurements):
             s = self.start.steps
             return sorted({1, s, min(top, 2 * s + 1)})[:max_tiers]
@@ -173,11 +332,14 @@ class TunePlanner:
         if cut is not None and cut not in measured:
             out.append(cut.steps)
         try:
-            _, measured, open_preds = self._open(measurements)
+            # the model's own interval widths: a live launch pairs two tiers, and narrowing the
+            # intervals next to the measured chains would send the few pairs to the grid's deep end
+            _, measured, open_preds = self._open(measurements, spread=False)
         except ValueError:
             return sorted(out)
         best_meas = max(measured.values()) if measured else 0.0
-        chains = [p for p in open_preds if tier_measurable(p.settings) and p.hi >= best_meas * (1.0 + self.min_gain)]
+        chains = [p for p in open_preds if tier_measurable(p.settings) and p.settings.steps <= top
+                  and p.hi >= best_meas * (1.0 + self.min_gain)]
         chains.sort(key=lambda p: -(p.tok_s + 0.5 * (p.hi - p.tok_s)))
         for p in chains:
             if len(out) >= max_tiers:
@@ -194,18 +356,13 @@ class TunePlanner:
     def best(self, measurements: Sequence[Measurement]) -> Settings:
         """The recommendation among the measured settings.
 
-        Each measured setting is scored by the geometric mean of its measured tok/s and the
-        model's prediction after the final refit, a shrinkage estimate: one launch carries a few
-        % of noise, the model pools every launch.  (On the test oracle this never did worse than
-        the best raw measurement and removed its worst picks.)
+        Each measured setting is scored by the model's prediction after the final refit with the
+        residual correction (:func:`residual_correction`) at that setting: a shrinkage estimate
+        that blends its own launch (a few % of noise) with its neighbours' and the model, which
+        pools every launch.  (On the test oracles this removed picks a single lucky launch made,
+        and, unlike shrinking towards the model alone, it does not inherit the tree model's bias.)
         """
-        measured = self._measured(measurements)
-        if not measured:
+        scores = self._scores(measurements)
+        if not scores:
             return self.start
-        try:
-            adv = advise(measurements, self.baseline, current=self.start, candidates=list(measured), top=1,
-                         seed=self.seed)
-        except ValueError:
-            return max(measured, key=measured.get)
-        pred = {p.settings: p.tok_s for p in adv.predictions}
-        return max(measured, key=lambda s: math.sqrt(measured[s] * pred.get(s, measured[s])))
+        return max(scores, key=scores.get)
