@@ -237,6 +237,11 @@ def test_no_server_outlives_specdash(tmp_path, sig):
     if sig != signal.SIGKILL:
         summary = list((tmp_path / "runs").glob("*/requests.jsonl"))
         assert summary and summary[0].read_text().strip()     # partial results kept
+        # the run directory is finished on the way out (requests.csv) and the cause is said
+        assert (summary[0].parent / "requests.csv").is_file()
+        err = proc.stderr.read().decode()
+        assert "interrupted; servers stopped; partial results are in the run directory" in err
+        assert proc.returncode == (143 if sig == signal.SIGTERM else 1)
 
 
 def _pgid(pid: int) -> int | None:

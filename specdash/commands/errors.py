@@ -113,8 +113,10 @@ def diagnose(exc: BaseException, *, interrupted: str = "interrupted") -> Diagnos
         return Diagnosis(ExitCode.USAGE, [f"cannot read or write a file, or start a program: {exc}"])
     if isinstance(exc, ValueError):  # a value no check caught earlier, e.g. an unparsable --sglang-version
         return Diagnosis(ExitCode.USAGE, [str(exc)])
-    if isinstance(exc, KeyboardInterrupt):
-        return Diagnosis(ExitCode.FAILED, [interrupted])
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C / SIGINT (1), or SIGTERM (143: Terminated)
+        code = getattr(exc, "exit_code", None)
+        return Diagnosis(code if code is not None else ExitCode.FAILED,
+                         [interrupted + (" (SIGTERM)" if code is not None else "")])
     return None
 
 

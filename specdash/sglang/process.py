@@ -458,6 +458,13 @@ _installed = False
 _previous: dict[int, Any] = {}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that run directories are finished on the way out (their
+    ``finally`` blocks run); the command exits 143 (128 + SIGTERM), as a shell reports a TERM kill."""
+
+    exit_code = 128 + signal.SIGTERM
+
+
 def _on_signal(signum: int, frame: Any) -> None:
     stop_all()
     prev = _previous.get(signum)
@@ -470,6 +477,11 @@ def _on_signal(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
     if prev == signal.SIG_IGN:
         return
+    if signum == signal.SIGTERM:
+        # Unwind like Ctrl-C (partial results written, servers stopped), then exit 143. A second
+        # SIGTERM while unwinding gets the default action.
+        signal.signal(signum, signal.SIG_DFL)
+        raise Terminated
     # Default action: restore it and re-deliver, so the exit status says "killed by".
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
