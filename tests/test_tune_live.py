@@ -312,7 +312,7 @@ def test_cli_rejects_bad_live_options(tmp_path, capsys):
     assert "--chain-launches must be at least 1" in capsys.readouterr().err
     for flags in (["--sweep", "1,16"], ["--no-schedule"], ["--chain-launches", "2"]):  # live-only flags
         assert main(["tune", "--profile", str(prof), *flags]) == 2
-        assert "only apply with --live" in capsys.readouterr().err
+        assert "only with --live" in capsys.readouterr().err
 
 
 def test_live_tune_without_the_final_ab(tmp_path):

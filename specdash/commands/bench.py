@@ -242,6 +242,9 @@ def check_resume(run_dir: Path, args) -> str | None:
                 diff = [k for k in keys if (was or {}).get(k) != (cur or {}).get(k)]
                 what = ", ".join(f"{section}.{k}: {was.get(k)!r} → {cur.get(k)!r}" for k in diff[:3]) if diff \
                     else f"[{section}] {was!r} → {cur!r}"
+                if m.get("profile") != name:
+                    return (f"it was run with profile {m.get('profile')!r}, not {name!r}: resume with that profile "
+                            "(or with --resume RUNDIR alone)")
                 return (f"profile {name!r} has changed since this run started ({what}); resuming would mix two "
                         "configurations in one run: start a new run, or resume with the profile as it was")
     for what, have, want in (("profile", m.get("profile"), name), ("suite", m.get("suite"), suite),
@@ -454,10 +457,12 @@ def _check_args(args) -> None:
             args.sweep_points = parse_sweep(args.sweep)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        for flag, why in (("vs", "an A/B"), ("resume", "a resumed run"), ("concurrency", "one concurrency")):
+        for flag, why in (("vs", "a sweep compares one profile with its baseline (--baseline R); sweep each "
+                                 "profile on its own and compare the two with `specdash compare A B`"),
+                          ("resume", "a sweep cannot be resumed; run it again"),
+                          ("concurrency", "the sweep sets the concurrencies itself")):
             if getattr(args, flag):
-                raise UsageError(f"--sweep cannot be combined with --{flag} ({why}): the sweep sets the "
-                                 "concurrencies itself")
+                raise UsageError(f"--sweep cannot be combined with --{flag}: {why}")
         if args.rounds != 1:
             raise UsageError("--sweep runs one launch per side; --rounds does not apply")
     if args.resume:

@@ -71,7 +71,8 @@ def _tune(args: argparse.Namespace, progress) -> int:
         given = [f for f, on in (("--sweep", args.sweep), ("--no-schedule", args.no_schedule),
                                  ("--chain-launches", args.chain_launches != 3)) if on]
         if given:
-            raise UsageError(f"{', '.join(given)} only apply with --live (the relaunch loop has no chain launches "
+            raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --live "
+                             "(the relaunch loop has no chain launches "
                              "and no adaptive schedule): add --live or drop them")
     sweep = None
     if args.sweep:
