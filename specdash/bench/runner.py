@@ -129,7 +129,12 @@ class _WatchedClient:
             w.inflight -= 1
             w.tick()
         if not res.ok and not (res.error or "").startswith("HTTP ") and await self._run._note_exit():
-            await asyncio.Event().wait()  # the server died: this failure is not a result; wait to be cancelled
+            # the server died: this failure is not a result (a resume re-sends the request). Wait for the
+            # load to be abandoned — bounded, so a cancellation consumed elsewhere can never hang the exit —
+            # then leave as cancelled.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._run._abandon.wait(), timeout=30.0)
+            raise asyncio.CancelledError
         return res
 
 
@@ -355,6 +360,7 @@ class ProfileRun:
         self.point_records: dict[int, list[dict]] = {}
         #: why the run ended early (the server exited or stalled mid-run), else None
         self.fault: ServerFault | None = None
+        self._abandon: asyncio.Event | None = None  # set when a watched load is being abandoned
 
     @property
     def server(self):
@@ -533,6 +539,7 @@ class ProfileRun:
         the server died are not recorded (a resume re-sends them)."""
         watch = _Watch()
         stop = asyncio.Event()
+        self._abandon = asyncio.Event()
         task = asyncio.ensure_future(self._send_suite(
             _WatchedClient(client, watch, self), self.suite, items, concurrency=concurrency,
             max_tokens=max_tokens, segment=segment, on_record=on_record, stop=stop))
@@ -550,6 +557,7 @@ class ProfileRun:
                 if self.fault is not None:
                     break
         finally:
+            self._abandon.set()
             if not task.done():
                 stop.set()
                 task.cancel()
