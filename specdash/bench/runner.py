@@ -20,17 +20,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import math
 import os
-import signal
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from specdash.bench.load import sampling_params, send_suite, send_suite_rate, work_items
 from specdash.bench.rundir import RunDir
+from specdash.bench.watchdog import (
+    ServerFault,
+    Watch,
+    WatchedClient,
+    describe_exit,
+    proc_state,
+    resume_if_stopped,
+)
 from specdash.collect.stream import RunStats
 from specdash.launch import (
     READY_TIMEOUT_S,
@@ -48,125 +54,6 @@ WARMUP_MAX_TOKENS = 32
 class RunFailed(Exception):
     """The run could not complete (an attached server does not answer, no request succeeded, the
     server exited or stalled mid-run — then ``summary.json`` holds the partial RUN)."""
-
-
-@dataclass
-class ServerFault:
-    """Why a run ended early: ``reason`` (the RUN's ``partial_reason``), the exit code of a server
-    that exited (negative: the signal), ``stalled`` for no token progress, and the process state
-    then (psutil's, e.g. ``stopped``)."""
-
-    reason: str
-    exit_code: int | None = None
-    stalled: bool = False
-    state: str | None = None
-
-    def message(self, pr: ProfileRun) -> str:
-        """The :class:`RunFailed` text: the cause, what finished, the last log lines, how to resume."""
-        rd = pr.rundir.path
-        done = sum(1 for r in pr.stats.records if r.get("ok"))
-        total = len(work_items(pr.suite, pr.opt.repeats or pr.suite.suite.repeats))
-        head = f"[{pr.profile.name}] {self.reason} during the run"
-        if self.stalled and self.state:
-            head += f" (the server process is {self.state}" + (
-                ": SIGSTOP or SIGTSTP?" if self.state == "stopped" else "") + ")"
-        how = (f"`specdash --bench --resume {rd}` continues it." if not pr.opt.sweep else
-               "a sweep cannot be resumed: run the sweep again once the server is fixed.")
-        of = "" if pr.opt.sweep else f" of {total}"
-        lines = [f"{head}; the load was cancelled after {done}{of} request(s) finished.",
-                 f"partial results: {rd}/summary.json (marked \"partial\": true); {how}"]
-        tail = pr.server.log_tail(10).rstrip("\n") if pr.server is not None else ""
-        if tail:
-            shown = [ln if len(ln) <= 300 else ln[:300] + " …" for ln in tail.splitlines()[-10:]]
-            lines += ["--- last server log lines ---", *shown]
-        return "\n".join(lines)
-
-
-class _Watch:
-    """Token progress of a load: requests in flight and when anything last moved."""
-
-    def __init__(self) -> None:
-        self.inflight = 0
-        self.last = time.monotonic()
-
-    def tick(self, *_: object) -> None:
-        self.last = time.monotonic()
-
-
-class _WatchedClient:
-    """An :class:`~specdash.sglang.client.SGLangClient` seen through a :class:`_Watch`: streamed
-    tokens and finished requests count as progress; a request that failed because the launched
-    server exited is held back (never returned, so never recorded) until the load is cancelled."""
-
-    def __init__(self, client, watch: _Watch, run: ProfileRun) -> None:
-        self._client, self._watch, self._run = client, watch, run
-
-    def __getattr__(self, name: str):
-        return getattr(self._client, name)
-
-    async def generate_stream(self, *args, **kw):
-        return await self._watched(self._client.generate_stream, args, kw)
-
-    async def chat_stream(self, *args, **kw):
-        return await self._watched(self._client.chat_stream, args, kw)
-
-    async def _watched(self, fn, args, kw):
-        w = self._watch
-        chained = kw.get("on_progress")
-
-        def on_progress(n: int) -> None:
-            w.tick()
-            if chained is not None:
-                chained(n)
-
-        kw["on_progress"] = w.tick if chained is None else on_progress  # the hot path: one cheap call
-        if not w.inflight:
-            w.tick()  # the stall clock starts with the first request in flight
-        w.inflight += 1
-        try:
-            res = await fn(*args, **kw)
-        finally:
-            w.inflight -= 1
-            w.tick()
-        if not res.ok and not (res.error or "").startswith("HTTP ") and await self._run._note_exit():
-            # the server died: this failure is not a result (a resume re-sends the request). Wait for the
-            # load to be abandoned — bounded, so a cancellation consumed elsewhere can never hang the exit —
-            # then leave as cancelled.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._run._abandon.wait(), timeout=30.0)
-            raise asyncio.CancelledError
-        return res
-
-
-def _describe_exit(code: int) -> str:
-    """``exit code 3`` / ``killed by SIGKILL (exit code -9)``."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name}, exit code {code}"
-    return f"exit code {code}"
-
-
-def _proc_state(server) -> str | None:
-    """psutil's status of the launched server's main process (``stopped``, ``running`` …), or None."""
-    if server is None or server.pid is None:
-        return None
-    try:
-        import psutil
-
-        return psutil.Process(server.pid).status()
-    except Exception:  # a diagnostic only
-        return None
-
-
-def _resume_if_stopped(server) -> None:
-    """SIGCONT the server's process group when its main process is stopped (SIGSTOP/SIGTSTP), so
-    that the SIGTERM of the stop that follows is acted on instead of waiting out its timeout."""
-    if server is not None and server.pid is not None and _proc_state(server) == "stopped":
-        with contextlib.suppress(OSError):
-            os.killpg(server.pid, signal.SIGCONT)
 
 
 @dataclass
@@ -208,130 +95,6 @@ class RunOptions:
     arrival_seed: int = 0
     #: ``--goodput`` SLOs in ms (``{"ttft_ms": 200, "tpot_ms": 30, "e2e_ms": 5000}``), None = none
     goodput: dict[str, float] | None = None
-
-
-def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, int]]:
-    """(prompt_index, repeat) pairs in send order: repeat-major, prompts in suite order."""
-    return [(p, offset + r) for r, p in itertools.product(range(repeats), range(len(suite.prompts)))]
-
-
-def sampling_params(suite: Suite, max_tokens: int) -> dict:
-    """SGLang ``sampling_params`` for a suite (strict keys only: SGLang 0.5.23 rejects unknown ones)."""
-    return {"max_new_tokens": int(max_tokens), "temperature": float(suite.suite.temperature),
-            "ignore_eos": bool(suite.suite.ignore_eos)}
-
-
-async def send_suite(
-    client,
-    suite: Suite,
-    items: list[tuple[int, int]],
-    *,
-    concurrency: int,
-    max_tokens: int,
-    segment: int = 0,
-    on_record: Callable[[dict], None] | None = None,
-    stop: asyncio.Event | None = None,
-) -> list[dict]:
-    """Send ``items`` with at most ``concurrency`` requests in flight; return the records.
-
-    Each record is the client's ``GenerateResult.to_json()`` plus ``prompt_index``,
-    ``repeat``, ``category``, ``segment``.  ``on_record`` sees each as it finishes (the
-    run directory appends it there).  A failed request is recorded with ``ok: false``.
-    """
-    queue: asyncio.Queue = asyncio.Queue()
-    for it in items:
-        queue.put_nowait(it)
-    records: list[dict] = []
-    api = suite.suite.api
-
-    async def worker() -> None:
-        while not queue.empty():
-            if stop is not None and stop.is_set():
-                return
-            p_idx, rep = queue.get_nowait()
-            prompt = suite.prompts[p_idx]
-            n = prompt.max_tokens or max_tokens
-            rid = f"specdash-{uuid.uuid4().hex[:16]}"
-            if api == "chat":
-                res = await client.chat_stream(
-                    [{"role": "user", "content": prompt.text}], max_tokens=n,
-                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
-                )
-            else:
-                res = await client.generate_stream(prompt.text, sampling_params(suite, n), rid=rid)
-            rec = res.to_json()
-            rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
-            records.append(rec)
-            if on_record is not None:
-                on_record(rec)
-
-    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))  # never idle workers
-    return records
-
-
-async def send_suite_rate(
-    client,
-    suite: Suite,
-    items: list[tuple[int, int]],
-    *,
-    request_rate: float,
-    burstiness: float = 1.0,
-    max_concurrency: int | None = None,
-    seed: int | None = 0,
-    max_tokens: int,
-    segment: int = 0,
-    on_record: Callable[[dict], None] | None = None,
-    stop: asyncio.Event | None = None,
-) -> list[dict]:
-    """Open loop: send ``items`` on a seeded arrival schedule (:func:`~specdash.bench.arrivals.arrival_offsets`:
-    ``request_rate`` requests/s, gamma gaps of shape ``burstiness``; ``inf`` = all at once), whether
-    or not earlier ones have finished; return the records (as :func:`send_suite`'s).
-
-    ``max_concurrency`` caps the requests in flight as vLLM's ``--max-concurrency`` does: an
-    arrival that finds the cap reached waits for a slot (so the achieved rate falls below the
-    asked one when the cap binds).  Send times are kept against the schedule's start, so a late
-    send does not delay the ones after it.  ``stop`` ends the sending; requests in flight finish.
-    """
-    from specdash.bench.arrivals import arrival_offsets
-
-    offsets = arrival_offsets(len(items), request_rate, burstiness, seed=seed)
-    sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-    records: list[dict] = []
-    api = suite.suite.api
-
-    async def one(p_idx: int, rep: int) -> None:
-        async with sem if sem is not None else contextlib.nullcontext():
-            prompt = suite.prompts[p_idx]
-            n = prompt.max_tokens or max_tokens
-            if api == "chat":
-                res = await client.chat_stream(
-                    [{"role": "user", "content": prompt.text}], max_tokens=n,
-                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
-                )
-            else:
-                res = await client.generate_stream(prompt.text, sampling_params(suite, n),
-                                                   rid=f"specdash-{uuid.uuid4().hex[:16]}")
-        rec = res.to_json()
-        rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
-        records.append(rec)
-        if on_record is not None:
-            on_record(rec)
-
-    tasks: list[asyncio.Task] = []
-    t0 = time.perf_counter()
-    try:
-        for (p_idx, rep), off in zip(items, offsets):
-            delay = t0 + off - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if stop is not None and stop.is_set():
-                break
-            tasks.append(asyncio.create_task(one(p_idx, rep)))
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()  # only those still running: cancelled with the load
-    return records
 
 
 class ProfileRun:
@@ -399,7 +162,7 @@ class ProfileRun:
             return await self._run(segment)
         finally:
             if self.launch is not None:
-                _resume_if_stopped(self.server)  # a SIGSTOPped server acts on SIGTERM only once continued
+                resume_if_stopped(self.server)  # a SIGSTOPped server acts on SIGTERM only once continued
                 self.launch.stop()
             self.rundir.close()
 
@@ -537,11 +300,11 @@ class ProfileRun:
         and no token streams for ``stall_s`` while requests are in flight, the load is cancelled
         (records already written stay) and :attr:`fault` says why.  Requests that failed because
         the server died are not recorded (a resume re-sends them)."""
-        watch = _Watch()
+        watch = Watch()
         stop = asyncio.Event()
         self._abandon = asyncio.Event()
         task = asyncio.ensure_future(self._send_suite(
-            _WatchedClient(client, watch, self), self.suite, items, concurrency=concurrency,
+            WatchedClient(client, watch, self), self.suite, items, concurrency=concurrency,
             max_tokens=max_tokens, segment=segment, on_record=on_record, stop=stop))
         poll = min(0.2, max(0.02, self.opt.stall_s / 10))
         try:
@@ -553,7 +316,7 @@ class ProfileRun:
                     self.fault = self._exit_fault()
                 if self.fault is None and watch.inflight and time.monotonic() - watch.last > self.opt.stall_s:
                     self.fault = ServerFault(f"no token progress for {self.opt.stall_s:g} s",
-                                             stalled=True, state=_proc_state(self.server))
+                                             stalled=True, state=proc_state(self.server))
                 if self.fault is not None:
                     break
         finally:
@@ -571,7 +334,7 @@ class ProfileRun:
         code = self.server.returncode if self.server is not None else None
         if code is None:
             return None
-        return ServerFault(f"server exited ({_describe_exit(code)})", exit_code=code)
+        return ServerFault(f"server exited ({describe_exit(code)})", exit_code=code)
 
     async def _note_exit(self, wait_s: float = 1.0) -> bool:
         """After a request failed: wait up to ``wait_s`` for the launched server to be seen exited;

@@ -1,0 +1,138 @@
+"""The load driver: the suite's requests sent closed loop (:func:`send_suite`, N in flight) or open loop
+(:func:`send_suite_rate`, on a seeded arrival schedule), each finished request handed on as a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+import uuid
+from collections.abc import Callable
+
+from specdash.profile import Suite
+
+
+def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, int]]:
+    """(prompt_index, repeat) pairs in send order: repeat-major, prompts in suite order."""
+    return [(p, offset + r) for r, p in itertools.product(range(repeats), range(len(suite.prompts)))]
+
+
+def sampling_params(suite: Suite, max_tokens: int) -> dict:
+    """SGLang ``sampling_params`` for a suite (strict keys only: SGLang 0.5.23 rejects unknown ones)."""
+    return {"max_new_tokens": int(max_tokens), "temperature": float(suite.suite.temperature),
+            "ignore_eos": bool(suite.suite.ignore_eos)}
+
+
+async def send_suite(
+    client,
+    suite: Suite,
+    items: list[tuple[int, int]],
+    *,
+    concurrency: int,
+    max_tokens: int,
+    segment: int = 0,
+    on_record: Callable[[dict], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[dict]:
+    """Send ``items`` with at most ``concurrency`` requests in flight; return the records.
+
+    Each record is the client's ``GenerateResult.to_json()`` plus ``prompt_index``,
+    ``repeat``, ``category``, ``segment``.  ``on_record`` sees each as it finishes (the
+    run directory appends it there).  A failed request is recorded with ``ok: false``.
+    """
+    queue: asyncio.Queue = asyncio.Queue()
+    for it in items:
+        queue.put_nowait(it)
+    records: list[dict] = []
+    api = suite.suite.api
+
+    async def worker() -> None:
+        while not queue.empty():
+            if stop is not None and stop.is_set():
+                return
+            p_idx, rep = queue.get_nowait()
+            prompt = suite.prompts[p_idx]
+            n = prompt.max_tokens or max_tokens
+            rid = f"specdash-{uuid.uuid4().hex[:16]}"
+            if api == "chat":
+                res = await client.chat_stream(
+                    [{"role": "user", "content": prompt.text}], max_tokens=n,
+                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
+                )
+            else:
+                res = await client.generate_stream(prompt.text, sampling_params(suite, n), rid=rid)
+            rec = res.to_json()
+            rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
+            records.append(rec)
+            if on_record is not None:
+                on_record(rec)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))  # never idle workers
+    return records
+
+
+async def send_suite_rate(
+    client,
+    suite: Suite,
+    items: list[tuple[int, int]],
+    *,
+    request_rate: float,
+    burstiness: float = 1.0,
+    max_concurrency: int | None = None,
+    seed: int | None = 0,
+    max_tokens: int,
+    segment: int = 0,
+    on_record: Callable[[dict], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[dict]:
+    """Open loop: send ``items`` on a seeded arrival schedule (:func:`~specdash.bench.arrivals.arrival_offsets`:
+    ``request_rate`` requests/s, gamma gaps of shape ``burstiness``; ``inf`` = all at once), whether
+    or not earlier ones have finished; return the records (as :func:`send_suite`'s).
+
+    ``max_concurrency`` caps the requests in flight as vLLM's ``--max-concurrency`` does: an
+    arrival that finds the cap reached waits for a slot (so the achieved rate falls below the
+    asked one when the cap binds).  Send times are kept against the schedule's start, so a late
+    send does not delay the ones after it.  ``stop`` ends the sending; requests in flight finish.
+    """
+    from specdash.bench.arrivals import arrival_offsets
+
+    offsets = arrival_offsets(len(items), request_rate, burstiness, seed=seed)
+    sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+    records: list[dict] = []
+    api = suite.suite.api
+
+    async def one(p_idx: int, rep: int) -> None:
+        async with sem if sem is not None else contextlib.nullcontext():
+            prompt = suite.prompts[p_idx]
+            n = prompt.max_tokens or max_tokens
+            if api == "chat":
+                res = await client.chat_stream(
+                    [{"role": "user", "content": prompt.text}], max_tokens=n,
+                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
+                )
+            else:
+                res = await client.generate_stream(prompt.text, sampling_params(suite, n),
+                                                   rid=f"specdash-{uuid.uuid4().hex[:16]}")
+        rec = res.to_json()
+        rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
+        records.append(rec)
+        if on_record is not None:
+            on_record(rec)
+
+    tasks: list[asyncio.Task] = []
+    t0 = time.perf_counter()
+    try:
+        for (p_idx, rep), off in zip(items, offsets):
+            delay = t0 + off - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if stop is not None and stop.is_set():
+                break
+            tasks.append(asyncio.create_task(one(p_idx, rep)))
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()  # only those still running: cancelled with the load
+    return records
