@@ -401,3 +401,21 @@ def test_report_in_a_headless_browser(dirs, tmp_path):
     subprocess.run(cmd, capture_output=True, timeout=120, check=False)
     assert shot.is_file() and shot.stat().st_size > 10_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_says_when_the_two_runs_differ_in_shape(tmp_path, capsys):
+    from specdash.cli import main
+    from tests.test_bench import sim_profile
+
+    prof = sim_profile(tmp_path, "shape", time_scale=8.0)
+    dirs = []
+    for n in (16, 32):
+        out = tmp_path / f"runs{n}"
+        assert main(["--bench", "--profile", str(prof), "--max-tokens", str(n), "--repeats", "2" if n == 16 else "1",
+                     "--out", str(out), "--json"]) == 0
+        dirs.append(str(next(out.glob("*-shape"))))
+    capsys.readouterr()
+    assert main(["compare", *dirs, "--json"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    assert any("differ in max_tokens (A: 16; B: 32)" in n for n in cmp["notes"])
+    assert any("5 of A's and 0 of B's records found no partner" in n for n in cmp["notes"])

@@ -171,6 +171,17 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
     if not cmp.get("pairs"):
         raise UsageError(f"no request of {dir_a} pairs with one of {dir_b} (same prompt and repeat, both finished): "
                          "were they run with the same suite?")
+    # different request shapes pair by prompt and repeat all the same: say so, with what differs
+    for key, label in (("max_tokens", "max_tokens"), ("suite", "suite"), ("request_rate", "request rate")):
+        va = {r.get(key) for r in a.runs} - {None}
+        vb = {r.get(key) for r in b.runs} - {None}
+        if va and vb and va != vb:
+            notes.append(f"A and B differ in {label} (A: {', '.join(map(str, sorted(va, key=str)))}; B: "
+                         f"{', '.join(map(str, sorted(vb, key=str)))}): the pairs compare different requests")
+    unpaired = len(recs_a) - cmp.get("pairs", 0), len(recs_b) - cmp.get("pairs", 0)
+    if max(unpaired) > 0:
+        notes.append(f"{unpaired[0]} of A's and {unpaired[1]} of B's records found no partner (same prompt and "
+                     "repeat) and are left out")
     cmp["notes"] = [*cmp.get("notes", []), *notes]
     if len(shared) > 1:
         pts = [{"concurrency": p["concurrency"], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
