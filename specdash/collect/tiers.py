@@ -363,6 +363,19 @@ class TierTracker:
         return tier_stats(self.windows(), discard_after_switch=discard_after_switch)
 
 
+def _tier(steps: int, draft: int, rounds: float, tokens: float, t_tok: float, t_s: float, total: float, *,
+          windows: int, lines: int, iterations: int, timing: str | None) -> TierStats:
+    """One tier's :class:`TierStats` from its sums (the one place the ratios are formed)."""
+    per_round = draft - 1
+    return TierStats(
+        speculative_num_steps=steps, speculative_num_draft_tokens=draft, verify_rounds=round(rounds),
+        output_tokens=round(tokens), accept_length=tokens / rounds if rounds > 0 else None,
+        accept_rate=((tokens - rounds) / (rounds * per_round)) if (rounds > 0 and steps > 0 and per_round > 0)
+        else None,
+        output_tok_s=t_tok / t_s if t_s > 0 else None, share=rounds / total if total > 0 else None,
+        windows=windows, lines=lines, iterations=iterations, timed_s=t_s, timing=timing)
+
+
 def tier_stats(windows: Sequence[TierWindow], *, discard_after_switch: bool = True) -> list[TierStats]:
     """Pool ``windows`` by tier (steps, draft tokens), ascending steps; ``after_switch`` windows
     left out unless ``discard_after_switch`` is False.  ``share`` is over the pooled tiers."""
@@ -381,15 +394,8 @@ def tier_stats(windows: Sequence[TierWindow], *, discard_after_switch: bool = Tr
         if t_s <= 0:
             t_tok, t_s = sum(w.prefill_tokens for w in ws), sum(w.prefill_s for w in ws)
             timing = "with_prefill" if t_s > 0 else None
-        per_round = draft - 1
-        out.append(TierStats(
-            speculative_num_steps=steps, speculative_num_draft_tokens=draft, verify_rounds=round(rounds),
-            output_tokens=round(tokens), accept_length=tokens / rounds if rounds > 0 else None,
-            accept_rate=((tokens - rounds) / (rounds * per_round)) if (rounds > 0 and steps > 0 and per_round > 0)
-            else None,
-            output_tok_s=t_tok / t_s if t_s > 0 else None, share=rounds / total if total > 0 else None,
-            windows=len(ws), lines=sum(w.lines for w in ws), iterations=sum(w.iterations for w in ws),
-            timed_s=t_s, timing=timing))
+        out.append(_tier(steps, draft, rounds, tokens, t_tok, t_s, total, windows=len(ws),
+                         lines=sum(w.lines for w in ws), iterations=sum(w.iterations for w in ws), timing=timing))
     return out
 
 
@@ -410,14 +416,9 @@ def merge_tier_stats(*groups: Sequence[TierStats]) -> list[TierStats]:
         timed_s = sum(t.timed_s for t in ts if t.output_tok_s is not None)
         timed_tok = sum(t.output_tok_s * t.timed_s for t in ts if t.output_tok_s is not None)
         timings = {t.timing for t in ts if t.timing}
-        out.append(TierStats(
-            speculative_num_steps=steps, speculative_num_draft_tokens=draft, verify_rounds=rounds,
-            output_tokens=tokens, accept_length=tokens / rounds if rounds else None,
-            accept_rate=((tokens - rounds) / (rounds * (draft - 1))) if rounds and steps > 0 and draft > 1 else None,
-            output_tok_s=timed_tok / timed_s if timed_s > 0 else None, share=rounds / total if total else None,
-            windows=sum(t.windows for t in ts), lines=sum(t.lines for t in ts),
-            iterations=sum(t.iterations for t in ts), timed_s=timed_s,
-            timing=("clean" if timings == {"clean"} else "with_prefill" if timings else None)))
+        out.append(_tier(steps, draft, rounds, tokens, timed_tok, timed_s, total, windows=sum(t.windows for t in ts),
+                         lines=sum(t.lines for t in ts), iterations=sum(t.iterations for t in ts),
+                         timing=("clean" if timings == {"clean"} else "with_prefill" if timings else None)))
     return out
 
 
