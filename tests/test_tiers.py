@@ -394,3 +394,16 @@ def test_switch_lag_two_lines_as_on_the_real_testbed():
     assert one.output_tok_s == pytest.approx(300.0) and fifteen.output_tok_s == pytest.approx(320.0)
     lag1 = TierTracker(1, 2, decode_log_interval=1, switch_lag_batches=1).feed_lines(lines).per_tier()
     assert [round(t.accept_length, 2) for t in lag1] == [2.5, 2.5]  # what a one-line discard reads
+
+
+def test_render_tiers_says_when_the_rows_cover_part_of_the_run():
+    from specdash.commands.bench import render_tiers
+
+    tier = {"speculative_num_steps": 3, "speculative_num_draft_tokens": 4, "verify_rounds": 240, "output_tokens": 700,
+            "accept_length": 2.9, "accept_rate": 0.6, "output_tok_s": 300.0, "share": 1.0}
+    run = {"adaptive": {"enabled": True, "config": None, "switches": 2}, "tiers": [tier], "output_tokens": 1160,
+           "accept_length": 2.9}
+    text = "\n".join(render_tiers(run))
+    assert "the tier rows cover 240 of the run's ≈400 request-rounds" in text
+    run["output_tokens"] = 700
+    assert "the tier rows cover" not in "\n".join(render_tiers(run))

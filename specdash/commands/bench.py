@@ -173,6 +173,13 @@ def render_tiers(run: dict) -> list[str]:
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     out.append("    " + "  ".join(h.ljust(w) for h, w in zip(head, widths)))
     out += ["    " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
+    covered = sum(t.get("verify_rounds") or 0 for t in tiers)
+    rounds = (run.get("output_tokens") or 0) / run["accept_length"] if run.get("accept_length") else None
+    if rounds and covered < 0.9 * rounds:
+        out.append(f"    the tier rows cover {covered} of the run's ≈{rounds:.0f} request-rounds: they are rebuilt "
+                   "from the decode log lines (the lines after a switch and idle windows left out); with "
+                   "--decode-log-interval above 1 a line stands for several iterations, so the rows are estimates "
+                   "(--decode-log-interval 1 makes them exact)")
     return out
 
 
