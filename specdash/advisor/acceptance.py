@@ -162,34 +162,11 @@ def _q(p, k, beta):
 def tree_branching(p: Sequence[float], settings: Settings, beta: float) -> list[int]:
     """Drafted siblings k_i under the accepted node per depth (greedy, see "Tree model").
 
-    A chain (topk 1) is k_i = 1 for i = 1..S.  Depth is at most min(S, N - 1).
+    A chain (topk 1) is k_i = 1 for i = 1..S.  Depth is at most min(S, N - 1).  One member of
+    :func:`tree_branchings` (the greedy for N nodes extends the one for N - 1).
     """
-    depth_max = min(settings.steps, settings.draft_tokens - 1)
-    if settings.topk == 1 or depth_max <= 0:
-        return [1] * max(depth_max, 0)
-    p = [float(x) for x in p]
-    k = [1]
-    for _ in range(settings.draft_tokens - 2):
-        q = [float(_q(p[i], k[i], beta)) for i in range(len(k))]
-        pref = np.cumprod(q)
-        suffix = np.cumsum(pref[::-1])[::-1]
-        best_gain, best = -1.0, None
-        for i in range(len(k)):
-            if k[i] < settings.topk and q[i] > 0:
-                gain = (float(_q(p[i], k[i] + 1, beta)) / q[i] - 1.0) * suffix[i]
-                if gain > best_gain:
-                    best_gain, best = gain, i
-        if len(k) < depth_max:
-            gain = float(pref[-1]) * p[len(k)]
-            if gain > best_gain:
-                best_gain, best = gain, len(k)
-        if best is None:
-            break
-        if best == len(k):
-            k.append(1)
-        else:
-            k[best] += 1
-    return k
+    n = int(settings.draft_tokens)
+    return tree_branchings(p, settings.steps, settings.topk, beta, n)[n] if n >= 0 else []
 
 
 def tree_branchings(p: Sequence[float], steps: int, topk: int, beta: float, max_draft_tokens: int) -> list[list[int]]:
