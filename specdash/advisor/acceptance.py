@@ -26,6 +26,24 @@ contributes its accept length τ (se 0.05).  Weak priors keep the fit defined wi
 logit α ~ N(0, 2²), d centred on 0.9, log β ~ N(ln 0.3, 0.5²).  The Laplace (Gauss-Newton)
 covariance gives the parameter uncertainty.
 
+Measured positions (the fitted family as a prior, the pooled chain counts as data)
+----------------------------------------------------------------------------------
+The two-parameter family is smooth; real acceptance need not be.  SGLang's
+``SGLANG_SIMULATE_ACC_LEN`` (``srt/speculative/spec_utils.py``) accepts min(L, S + 1) tokens a
+round: p_i = 1 up to floor(L) − 1 drafts, then one partial position, then 0 — a step that
+α·d^(i−1) cannot follow, and a fit that splits the difference predicts acceptance past the
+step, where a deeper chain or a wide tree would then look worth a launch.  So wherever the
+pooled chain histograms reached position i (n_i rounds, s_i of them accepted it; a chain of S
+steps counts at positions 1..S), predictions use the conjugate update of the fitted value
+p̂_i = α·d^(i−1) taken as a Beta prior worth :data:`PRIOR_ROUNDS` rounds:
+
+    p_i = (m·p̂_i + s_i) / (m + n_i)          m = PRIOR_ROUNDS
+
+(its draws, for the intervals, are Beta(m·p̂_i + s_i, m·(1 − p̂_i) + n_i − s_i) around each
+parameter draw).  With a few hundred rounds the measured rate decides; past the deepest
+measured position, and without chain histograms, the family alone extrapolates, as before.
+Trees use the same p_i for their accepted path (below).
+
 Tree model (topk > 1, an assumption, stated here)
 -------------------------------------------------
 EAGLE-2/3 (Li et al. 2024; Li et al. 2025, "EAGLE-3: Scaling up Inference Acceleration of
@@ -71,6 +89,10 @@ SIGMA_FLOOR = 0.02  # over-dispersion floor for a per-position estimate
 #: trees mostly β.
 TREE_SIGMA_FLOOR = 0.05
 TAU_SE = 0.05  # default standard error of an accept length without histogram
+#: Weight, in verify rounds, of the fitted family's p̂_i against the pooled chain counts at a measured
+#: position (module docstring, "Measured positions"): 20 rounds — a launch measures hundreds, so the
+#: counts decide where they exist and the family fills in where they are few.
+PRIOR_ROUNDS = 20.0
 
 # --- acceptance ---------------------------------------------------------------------------------
 
@@ -121,6 +143,24 @@ def pooled_position_acceptance(chains: Sequence[tuple[Sequence[int], int]], *,
             tot[i][0] += si
             tot[i][1] += ni
     return _estimates([(a, n) for a, n in tot], confidence)
+
+
+def chain_position_counts(measurements: Sequence[Measurement]) -> list[tuple[int, int]]:
+    """Pooled (accepted s_i, reached n_i) at positions 1.. over the chain (topk 1) measurements with
+    an accept histogram: a chain of S steps counts at positions 1..S (:func:`pooled_position_acceptance`'s
+    rule).  Trailing positions no round reached are dropped; [] without chain histograms."""
+    chains = [(m.accept_histogram, min(m.settings.steps, m.settings.draft_tokens - 1))
+              for m in _spec(measurements)
+              if m.settings.topk == 1 and m.accept_histogram and sum(m.accept_histogram) > 0]
+    depth = max((s for _, s in chains), default=0)
+    tot = [[0, 0] for _ in range(depth)]
+    for hist, steps in chains:
+        for i, (si, ni) in enumerate(position_counts(hist, steps)):
+            tot[i][0] += si
+            tot[i][1] += ni
+    while tot and tot[-1][1] == 0:
+        tot.pop()
+    return [(a, n) for a, n in tot]
 
 
 def _estimates(counts: Sequence[tuple[int, int]], confidence: float) -> list[PositionEstimate]:
@@ -250,6 +290,9 @@ class AcceptanceFit:
     beta_fitted: bool
     n_positions: int
     n_tau: int
+    #: pooled chain (accepted, reached) per position (:func:`chain_position_counts`); predictions
+    #: update the family's p̂_i with them ("Measured positions")
+    counts: tuple[tuple[int, int], ...] = ()
 
     @property
     def alpha(self) -> float:
@@ -270,11 +313,35 @@ class AcceptanceFit:
         return {"alpha": a * (1 - a) * sd[0], "d": d * (1 - d / D_MAX) * sd[1], "beta": b * sd[2]}
 
     def probs(self, depth: int) -> np.ndarray:
+        """p_i for i = 1..``depth``: the fitted family, updated with the pooled chain counts where
+        they exist (module docstring, "Measured positions")."""
+        p = position_probs(self.alpha, self.d, depth)
+        k = min(depth, len(self.counts))
+        if k:
+            s, n = np.asarray(self.counts[:k], float).T
+            p[:k] = np.minimum((PRIOR_ROUNDS * p[:k] + s) / (PRIOR_ROUNDS + n), P_MAX)
+        return p
+
+    def family_probs(self, depth: int) -> np.ndarray:
+        """p̂_i = α·d^(i−1) alone (no counts): the fitted family, for what-ifs on α."""
         return position_probs(self.alpha, self.d, depth)
 
     def draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         z = rng.multivariate_normal(self.x, self.cov, size=n, method="eigh")
         return _sigmoid(z[:, 0]), D_MAX * _sigmoid(z[:, 1]), np.exp(z[:, 2])
+
+    def prob_draws(self, alpha: np.ndarray, d: np.ndarray, depth: int, rng: np.random.Generator) -> np.ndarray:
+        """Per-position acceptance draws, shape (len(alpha), depth): the family at each parameter
+        draw (α, d), and at the measured positions a Beta draw of its conjugate update with the
+        pooled chain counts (module docstring, "Measured positions")."""
+        p = np.minimum(np.asarray(alpha, float)[:, None] * np.asarray(d, float)[:, None] ** np.arange(depth)[None, :],
+                       P_MAX)
+        k = min(depth, len(self.counts))
+        if k:
+            s, n = np.asarray(self.counts[:k], float).T
+            prior = np.clip(p[:, :k], 1e-6, 1 - 1e-6) * PRIOR_ROUNDS
+            p[:, :k] = np.minimum(rng.beta(prior + s, PRIOR_ROUNDS - prior + (n - s)), P_MAX)
+        return p
 
 
 def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
@@ -339,4 +406,5 @@ def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
         x = res.x
     jac = res.jac if res is not None else np.diag(1 / prior_sd)
     cov = np.linalg.pinv(jac.T @ jac)
-    return AcceptanceFit(np.asarray(x, float), cov, has_tree, n_pos, n_tau)
+    return AcceptanceFit(np.asarray(x, float), cov, has_tree, n_pos, n_tau,
+                         tuple(chain_position_counts(measurements)))

@@ -52,6 +52,10 @@ from specdash.advisor.measurement import Measurement, Settings, _spec, candidate
 N_DRAWS = 400
 _CHUNK = 128  # settings per vectorised prediction block (128 × 400 draws × depth floats)
 _FAMILY_TOP = 64  # draft tokens one greedy pass covers per (steps, topk) (more on demand)
+#: Floor on the standard error of a measured chain accept length in :func:`chain_tau_bounds` (the
+#: run-to-run spread of τ at one setting on the seeds' and testbed runs is ≤ 0.01-0.02).
+CHAIN_TAU_SE = 0.02
+_DEPTH_TOP = 64  # positions of the acceptance draws made up front (steps are bounded at 64; more on demand)
 
 _COST_WORDS = {"v0": "verify cost per draft token", "v1": "growth of the verify cost with batch",
                "d0": "draft cost per step", "d1": "growth of the draft cost with batch · topk"}
@@ -190,6 +194,31 @@ def _baseline_tok_s(baseline: float | Measurement | None) -> tuple[float | None,
     return float(baseline), None
 
 
+def chain_tau_bounds(measurements: Sequence[Measurement]) -> dict[int, tuple[float, float]]:
+    """Measured chain accept lengths by depth: {drafts per round S: (τ, se)} over the chain
+    (topk 1) measurements, pooled per depth (mean τ; se the pooled standard error, at least
+    :data:`CHAIN_TAU_SE`).
+
+    A chain's τ(S) = 1 + Σ_{j≤S} P_j cannot fall as S grows (each P_j ≥ 0) and a chain of S drafts
+    is the first S positions of any deeper one, so a measured τ(S₁) ≤ τ(S) ≤ τ(S₂) for S₁ ≤ S ≤ S₂
+    (within noise): the advisor clamps chain predictions into that band (``_Model._chain_band``),
+    whatever the parametric family would extrapolate between two measured depths.
+    """
+    by: dict[int, list[tuple[float, float]]] = {}
+    for m in _spec(measurements):
+        t = m.tau()
+        if m.settings.topk != 1 or t is None:
+            continue
+        depth = min(m.settings.steps, m.settings.draft_tokens - 1)
+        by.setdefault(depth, []).append((t, m.accept_length_se or CHAIN_TAU_SE))
+    out = {}
+    for depth, v in by.items():
+        ts = [t for t, _ in v]
+        se = math.sqrt(sum(x * x for _, x in v)) / len(v)
+        out[depth] = (float(np.mean(ts)), max(se, CHAIN_TAU_SE))
+    return out
+
+
 class _Model:
     """Fitted acceptance + cost with vectorised prediction over candidates."""
 
@@ -202,6 +231,10 @@ class _Model:
         rng = np.random.default_rng(seed)
         self.a_draws = self.acc.draws(N_DRAWS, rng)
         self.w_draws = self.cost.draws(N_DRAWS, rng)  # truncated posterior: every cost ≥ 0
+        # per-position acceptance draws (N_DRAWS, _DEPTH_TOP): the family at each (α, d) draw,
+        # updated with the pooled chain counts at the measured positions
+        self.p_draws = self.acc.prob_draws(self.a_draws[0], self.a_draws[1], _DEPTH_TOP, rng)
+        self.chain_taus = chain_tau_bounds(measurements)
         # Model misfit: rms log-error of the point predictions at the measured settings (this
         # batch), beyond the measurement noise.  It widens every interval (see predict()).
         self.misfit = 0.0
@@ -225,8 +258,19 @@ class _Model:
         key = (s.steps, s.topk, s.draft_tokens)
         tau = self._tau_cache.get(key)
         if tau is None:
-            tau = self._tau_cache[key] = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+            tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+            if s.topk == 1:
+                lo, hi = self._chain_band(len(br))
+                tau = min(max(tau, lo), hi)
+            self._tau_cache[key] = tau
         return tau
+
+    def _chain_band(self, depth: int) -> tuple[float, float]:
+        """The accept length a chain of ``depth`` drafts can have given the measured chains
+        (:func:`chain_tau_bounds`): (−inf, inf) without them."""
+        lo = max((t - 2 * se for d, (t, se) in self.chain_taus.items() if d <= depth), default=-math.inf)
+        hi = min((t + 2 * se for d, (t, se) in self.chain_taus.items() if d >= depth), default=math.inf)
+        return (lo, hi) if lo <= hi else (hi, hi)
 
     def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
         """Siblings per depth of ``s`` on the accepted path (:func:`tree_branching`); at the fitted
@@ -243,6 +287,13 @@ class _Model:
                 self.acc.probs(s.steps), s.steps, s.topk, self.acc.beta, top)
         return list(fam[s.draft_tokens])
 
+    def _p_draws(self, depth: int) -> np.ndarray:
+        if depth > self.p_draws.shape[1]:  # deeper than any bounded setting: the family past _DEPTH_TOP
+            a, d, _ = self.a_draws
+            extra = np.minimum(a[:, None] * d[:, None] ** np.arange(self.p_draws.shape[1], depth)[None, :], P_MAX)
+            self.p_draws = np.concatenate([self.p_draws, extra], axis=1)
+        return self.p_draws[:, :depth]
+
     def predict(self, s: Settings, batch: float | None = None) -> Prediction:
         """Point prediction and 95 % interval at ``batch`` requests per round (default: the
         advice's concurrency): parameter draws, widened by the misfit in log space (half-widths
@@ -255,7 +306,7 @@ class _Model:
         bsz = self.batch if batch is None else batch
         settings = list(settings)
         out: list[Prediction] = []
-        a, d, b = self.a_draws
+        b = self.a_draws[2]
         # A verify round is at least one target forward: no draw may be cheaper than 80 % of the
         # fitted plain step (b0 + b1·B), else far-off settings get absurd upper bounds.
         step = float(self.cost.w[0] + self.cost.w[1] * bsz)
@@ -268,10 +319,14 @@ class _Model:
                 br = np.zeros((len(chunk), depth))
                 for j, pt in enumerate(points):
                     br[j, :len(pt[3])] = pt[3]
-                p = np.minimum(a[:, None] * d[:, None] ** np.arange(depth)[None, :], P_MAX)  # (draws, depth)
+                p = self._p_draws(depth)  # (draws, depth)
                 # q = 1 − (1 − p)^(k^β); k = 0 past a setting's depth gives q = 0 (the path ends)
                 q = 1.0 - (1.0 - p)[None, :, :] ** (br[:, None, :] ** b[None, :, None])
                 taus = 1.0 + np.cumprod(q, axis=2).sum(axis=2)  # (settings, draws)
+                for j, sj in enumerate(chunk):
+                    if sj.topk == 1 and self.chain_taus:
+                        lo_t, hi_t = self._chain_band(len(points[j][3]))
+                        taus[j] = np.clip(taus[j], lo_t, hi_t)
             else:
                 taus = np.ones((len(chunk), N_DRAWS))
             feats = np.stack([cost_features(s, bsz) for s in chunk], axis=0)  # (settings, 6)
@@ -327,9 +382,10 @@ def _why(model: _Model, cand: Prediction, cur: Prediction | None, cur_meas: Meas
         else:
             parts.append(head)
         if s.topk > 1 and cand.branching:
-            q1 = float(_q(acc.alpha, cand.branching[0], acc.beta))
+            p1 = float(acc.probs(1)[0])
+            q1 = float(_q(p1, cand.branching[0], acc.beta))
             parts.append(f"topk {s.topk} with {s.draft_tokens - 1} tree nodes raises depth-1 acceptance from "
-                         f"{acc.alpha:.2f} to {q1:.2f} (siblings per depth {cand.branching}; "
+                         f"{p1:.2f} to {q1:.2f} (siblings per depth {cand.branching}; "
                          f"β = {acc.beta:.2f}{'' if acc.beta_fitted else ', prior'}) at {v:.2f} ms per verified token")
         elif c.topk > 1:
             parts.append(f"a chain drops {c.draft_tokens - 1 - len(cur.branching)} off-path tree nodes "
