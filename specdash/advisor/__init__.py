@@ -78,6 +78,7 @@ from specdash.advisor.measurement import (
     candidate_grid,
     chain,
     round_ms_from_decode_log,
+    simulated_acceptance_candidates,
 )
 from specdash.advisor.planner import (
     TunePlanner,
@@ -97,5 +98,5 @@ __all__ = [
     "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain", "cost_features", "deepening_chain",
     "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round", "pooled_histogram",
     "position_acceptance", "position_counts", "position_probs", "residual_correction", "round_ms_from_decode_log",
-    "tier_measurable", "tree_branching", "tree_branchings", "truncated_normal_draws",
+    "simulated_acceptance_candidates", "tier_measurable", "tree_branching", "tree_branchings", "truncated_normal_draws",
 ]

@@ -354,3 +354,25 @@ def candidate_grid(steps: Iterable[int] = STEPS_GRID, topks: Iterable[int] = TOP
 
 def _spec(ms: Iterable[Measurement]) -> list[Measurement]:
     return [m for m in ms if m.settings is not None]
+
+
+def simulated_acceptance_candidates(*envs) -> tuple[list[Settings] | None, str | None]:
+    """The settings worth searching when SGLang simulates acceptance, and why; (None, None) when it
+    does not (the full :func:`candidate_grid` then).
+
+    ``envs``: as :func:`specdash.sglang.simulate.simulate_acc_len` (the profile's ``[env]`` first, then
+    the environment the server inherits).  Under ``SGLANG_SIMULATE_ACC_LEN`` > 0 a verify round
+    accepts a length drawn from L and ``steps + 1`` alone — ``generate_simulated_accept_index`` in
+    ``srt/speculative/spec_utils.py`` (0.5.10–0.5.14) never looks at the tree — so a wider tree cannot
+    accept more than the chain of its steps and only costs more: the chains (topk 1, draft tokens
+    steps + 1) are the candidates.
+    """
+    from specdash.sglang.simulate import simulate_acc_len
+
+    length = simulate_acc_len(*envs)
+    if length is None:
+        return None, None
+    chains = [c for c in candidate_grid() if c.topk == 1 and c.draft_tokens == c.steps + 1]
+    return chains, (f"acceptance is simulated (SGLANG_SIMULATE_ACC_LEN={length:g}): a round accepts min(L, steps + 1) "
+                    f"tokens whatever the tree (SGLang's spec_utils.generate_simulated_accept_index), so only the "
+                    f"{len(chains)} chains are candidates: a tree would cost more for the same acceptance")

@@ -179,6 +179,100 @@ def _server_version(reported: Any) -> str | None:
         return None
 
 
+# -- a baseline measured earlier --------------------------------------------------------------------
+
+class BaselineRunError(ValueError):
+    """``--baseline-from``: the run directory cannot stand in for this tune's baseline (the message
+    says what differs and how to fix it)."""
+
+
+def load_baseline_run(run_dir: Path, profile, suite) -> tuple[dict, list[str]]:
+    """The no-speculation RUN of an earlier run directory, to stand in for the tune's baseline
+    launch (``specdash tune --baseline-from DIR``); returns ``(RUN, notes)``.
+
+    ``DIR`` is a finished ``specdash --bench`` run directory (``summary.json`` + ``manifest.json``,
+    README "Run directories") of the same server without speculation — a ``--sweep`` directory
+    serves when one of its points has the suite's concurrency.  Must match this tune: the model
+    path, launcher and TP size of the profile, the suite's ``max_tokens`` and concurrency.  Another
+    suite name (a copy of the suite, say) or other server arguments do not refuse it but are returned
+    as notes (the report carries them).  ``RUN["run_dir"]`` is set to ``DIR`` (a live tune reads its decode lines
+    from ``DIR/server.log`` when present).
+
+    Raises:
+        BaselineRunError: no such directory or files, a RUN with speculation, or a mismatch above.
+    """
+    d = Path(run_dir)
+    try:
+        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except OSError as e:
+        raise BaselineRunError(f"--baseline-from {d}: {e.strerror or e} ({e.filename}); give a finished "
+                               "`specdash --bench` run directory (it holds summary.json and manifest.json)") from None
+    except ValueError as e:
+        raise BaselineRunError(f"--baseline-from {d}: summary.json or manifest.json is not JSON ({e})") from None
+    runs = summary.get("runs") if isinstance(summary, dict) else None
+    if not isinstance(runs, list) or not runs:
+        raise BaselineRunError(f"--baseline-from {d}: summary.json has no runs")
+    if any((r.get("effective") or {}).get("speculative_algorithm") for r in runs):
+        raise BaselineRunError(f"--baseline-from {d}: that run used speculation "
+                               f"({(runs[0].get('effective') or {}).get('speculative_algorithm')}); the baseline is "
+                               "the same server without [speculative]")
+    conc = int(suite.suite.concurrency or 1)
+    at = [r for r in runs if int(r.get("concurrency") or 1) == conc and r.get("output_tok_s")]
+    if not at:
+        have = sorted({int(r.get("concurrency") or 1) for r in runs})
+        raise BaselineRunError(f"--baseline-from {d}: no measured run at the suite's concurrency {conc} (it has "
+                               f"{', '.join(map(str, have))}); measure the baseline at {conc}, or pick a suite at one "
+                               "of those")
+    run = dict(at[-1])
+    prof = manifest.get("profile_data") or {}
+    srv, want = prof.get("server") or {}, profile.server
+    wrong = [f"{k} {srv.get(k)!r} (this profile: {v!r})" for k, v in
+             (("model_path", want.model_path), ("launcher", want.launcher), ("tp_size", want.tp_size))
+             if srv.get(k) != v]
+    if manifest.get("max_tokens") is not None and int(manifest["max_tokens"]) != int(suite.suite.max_tokens):
+        wrong.append(f"max_tokens {manifest['max_tokens']} (this suite: {suite.suite.max_tokens})")
+    if wrong:
+        raise BaselineRunError(f"--baseline-from {d} was measured with another set-up: {'; '.join(wrong)}. "
+                               "Measure the baseline with this profile's server and this suite, or tune without "
+                               "--baseline-from")
+    notes = []
+    if run.get("suite") != suite.name:
+        notes.append(f"the reused baseline ran suite {run.get('suite')!r}, this tune runs {suite.name!r} (same "
+                     f"max_tokens and concurrency; its speedups hold only if the prompts are the same)")
+    if list(srv.get("extra_args") or []) != list(want.extra_args or []):
+        notes.append(f"the reused baseline's server ran with extra arguments {srv.get('extra_args')} where this "
+                     f"profile has {list(want.extra_args or [])}")
+    run["run_dir"] = str(d)
+    return run, notes
+
+
+def tune_candidates(profile) -> tuple[list | None, str | None]:
+    """The settings a tune of ``profile`` searches, and a note when they are not the advisor's full
+    grid (None, None: the full grid): only chains under SGLang's simulated acceptance
+    (:func:`specdash.advisor.simulated_acceptance_candidates`; the profile's ``[env]`` over the
+    environment the server inherits)."""
+    import os
+
+    from specdash.advisor import simulated_acceptance_candidates
+
+    return simulated_acceptance_candidates(profile.env, os.environ)
+
+
+def _time_left(t_start: float, max_time_s: float | None, log: LaunchLog, launches: int = 1) -> str | None:
+    """None while ``launches`` more launches fit in ``max_time_s`` (the longest launch so far, each);
+    else why not (the tune's stop reason)."""
+    if max_time_s is None:
+        return None
+    used = time.monotonic() - t_start
+    walls = [e.wall_s for e in log.entries if e.wall_s]
+    per = max(walls) if walls else 0.0
+    if used + launches * per <= max_time_s:
+        return None
+    return (f"time budget of {max_time_s:.0f} s: {used:.0f} s used and {'a launch' if launches == 1 else f'{launches} launches'} "
+            f"take{'s' if launches == 1 else ''} up to {launches * per:.0f} s (the longest so far)")
+
+
 # -- the loop ------------------------------------------------------------------------------------
 
 @dataclass
@@ -197,7 +291,9 @@ def _row_json(r: _Row) -> dict[str, Any]:
 
 async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
                opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
-               sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True) -> dict:
+               sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True,
+               max_time_s: float | None = None, baseline_run: dict | None = None,
+               baseline_notes: Sequence[str] = ()) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -217,6 +313,11 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         final_ab: run the final paired A/B of the best against the start (and the baseline); without
             it the best is reported from the exploration's own measurements (``comparison`` None,
             ``final_ab`` False in the report): two or three launches fewer where launches are dear.
+        max_time_s: wall-clock budget (s) of the whole tune: no launch starts (exploration, live,
+            final A/B, schedule) that would end past it, judged by the longest launch so far; the
+            stop reason says so.  The first two launches (baseline, start) always run.
+        baseline_run: a RUN without speculation measured earlier (:func:`load_baseline_run`) in
+            place of the baseline launch; ``baseline_notes`` go into the report.
 
     Raises:
         ValueError: the profile has no speculation to tune.
@@ -236,14 +337,20 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     start_eff = build_launch(profile.expanded(), version=opts.sglang_version).spec
     start = Settings(start_eff.num_steps, start_eff.eagle_topk, start_eff.num_draft_tokens)
 
-    say(f"tune: baseline run of {profile.name} without speculation")
     base_prof = baseline_of(profile)
     if live:
         from specdash.bench.live import LivePlan, decode_logged, live_unavailable
 
         base_prof = decode_logged(base_prof)
-    base_run, _, base_entry = await log.run(base_prof, suite, opts, "baseline")
-    later = replace(opts, preflight=False)
+    if baseline_run is not None:
+        say(f"tune: baseline from {baseline_run.get('run_dir')} ({baseline_run.get('output_tok_s'):.1f} tok/s, "
+            "measured earlier; no baseline launch)")
+        base_run, base_launch, later = baseline_run, None, opts
+    else:
+        say(f"tune: baseline run of {profile.name} without speculation")
+        base_run, _, base_entry = await log.run(base_prof, suite, opts, "baseline")
+        base_launch, later = base_entry.id, replace(opts, preflight=False)
+    stop_note = None
     version = _server_version(base_run.get("sglang_version")) or start_eff.version
     live_plan = None
     live_note = None
@@ -254,10 +361,13 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         else:
             say(f"tune: --live falls back to relaunches: {live_note}")
     if live_plan is not None:
-        baseline = live_plan.measure_static(base_run, launch=base_entry.id)
+        baseline = live_plan.measure_static(base_run, launch=base_launch)
     else:
         baseline = Measurement.from_run(base_run, concurrency=base_run.get("concurrency", 1))
-    planner = TunePlanner(start, budget=budget, baseline=baseline)
+    candidates, cand_note = tune_candidates(profile)
+    if cand_note:
+        say(f"tune: {cand_note}")
+    planner = TunePlanner(start, budget=budget, baseline=baseline, candidates=candidates)
     rows: list[_Row] = [_Row(baseline, base_run.get("run_dir"))]
     measurements: list[Measurement] = [baseline]
     profiles: dict = {}
@@ -266,6 +376,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     if live_plan is not None:
         chain_cap = max(0, min(int(chain_budget), budget))
         while live_plan.launches < chain_cap:
+            if live_plan.launches and (stop_note := _time_left(t_start, max_time_s, log)):
+                say(f"tune: live: stop — {stop_note}")
+                break
             pair = live_plan.next_pair(planner, measurements, start)
             if pair is None:
                 say(f"tune: live: {live_plan.reason}")
@@ -280,10 +393,13 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
                 rows.append(_Row(m, res.run_dir, {"windows": res.windows.get(m.settings.steps)}))
             say(f"tune: live: {res.summary()}")
 
-    while True:
+    while stop_note is None:
         nxt = planner.next_settings(measurements)
         if nxt is None:
             say(f"tune: stop — {planner.reason}")
+            break
+        if nxt != planner.start and (stop_note := _time_left(t_start, max_time_s, log)):
+            say(f"tune: stop — {stop_note} (next would have been {nxt.label()})")
             break
         say(f"tune: launch {planner.launches(measurements) + 1}/{budget}: {nxt.label()} — {planner.reason}")
         prof = variant(profile, nxt.steps, nxt.topk, nxt.draft_tokens)
@@ -303,8 +419,11 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     winner = profiles.get(best) or (profile if best == planner.start else
                                     variant(profile, best.steps, best.topk, best.draft_tokens))
     cmp = None
+    ab_note = _time_left(t_start, max_time_s, log, 3) if final_ab and best != planner.start else None
     if not final_ab:
         say(f"tune: best {best.label()} (no final A/B: asked for)")
+    elif ab_note:
+        say(f"tune: best {best.label()} (no final A/B: {ab_note})")
     elif best != planner.start:
         say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline")
         _, cmp = await log.ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
@@ -317,7 +436,10 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     explore_n = planner.launches(measurements)
     settings_measured = len({m.settings for m in measurements if m.settings is not None})
     sched_report = None
-    if schedule if schedule is not None else live:
+    sched_note = None
+    if (schedule if schedule is not None else live) and (sched_note := _time_left(t_start, max_time_s, log, 2)):
+        say(f"tune: adaptive config skipped — {sched_note}")
+    elif schedule if schedule is not None else live:
         from specdash.bench.schedule import schedule_and_verify
 
         sched_report, added = await schedule_and_verify(
@@ -355,7 +477,13 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "launches": len(log.entries),
         "exploration_launches": explore_n,
         "launch_log": log.to_json(),
-        "stop_reason": planner.reason,
+        "stop_reason": stop_note or planner.reason,
+        "candidates_note": cand_note,
+        "max_time_s": max_time_s,
+        "time_budget_cut": [n for n in (stop_note, ab_note, sched_note) if n],
+        "baseline_reused": None if baseline_run is None else {
+            "run_dir": baseline_run.get("run_dir"), "output_tok_s": baseline_run.get("output_tok_s"),
+            "notes": list(baseline_notes)},
         "start": start.to_json(),
         "best": best.to_json(),
         "baseline_tok_s": baseline.output_tok_s,
@@ -363,7 +491,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "advice": advice.to_json(),
         "advice_text": advice.render(),
         "comparison": cmp,
-        "final_ab": bool(final_ab and best != planner.start),
+        "final_ab": cmp is not None,
         "adaptive_schedule": sched_report,
         "preset": str(preset) if preset else None,
         "preset_not_saved": not_saved,

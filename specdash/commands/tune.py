@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-final-ab", action="store_true",
                    help="skip the final A/B of the best against the start and the baseline (report the best from "
                         "the exploration's measurements; two or three launches fewer)")
+    p.add_argument("--max-time", type=float, metavar="SECONDS",
+                   help="wall-clock budget of the whole tune: no launch starts that would end past it (judged by "
+                        "the longest launch so far); the baseline and the starting settings always run")
+    p.add_argument("--baseline-from", metavar="RUN_DIR",
+                   help="reuse the no-speculation run in RUN_DIR (a finished `specdash --bench` run directory of "
+                        "the same server and suite, e.g. the profile's baseline) instead of launching one")
     p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
     p.add_argument("--json", action="store_true", help="print only the tune report JSON")
     p.add_argument("--save-to", metavar="DIR",
@@ -82,8 +88,18 @@ def _tune(args: argparse.Namespace, progress) -> int:
             raise UsageError(f"--sweep takes concurrencies like 1,16 (got {args.sweep!r})") from None
         if len(sweep) < 2 or sweep[0] < 1:
             raise UsageError("--sweep needs two or more concurrencies ≥ 1 (e.g. 1,16)")
+    if args.max_time is not None and not args.max_time > 0:
+        raise UsageError(f"--max-time must be a positive number of seconds (got {args.max_time:g})")
     profile = load_profile(args.profile)
     suite = load_suite(args.suite)
+    base_run, base_notes = None, []
+    if args.baseline_from:
+        from specdash.bench.tune import BaselineRunError, load_baseline_run
+
+        try:
+            base_run, base_notes = load_baseline_run(Path(args.baseline_from), profile, suite)
+        except BaselineRunError as e:
+            raise UsageError(str(e)) from None
     install_signal_handlers()
     out = Path(args.out)
     opts = RunOptions(out_dir=out, progress=progress, force=args.force)
@@ -91,7 +107,8 @@ def _tune(args: argparse.Namespace, progress) -> int:
         report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
                                   preset_dir=Path(args.save_to) if args.save_to else None, live=args.live,
                                   chain_budget=args.chain_launches, sweep=sweep,
-                                  schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab))
+                                  schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab,
+                                  max_time_s=args.max_time, baseline_run=base_run, baseline_notes=base_notes))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from specdash.sglang.launchspec import LaunchSpec
     from specdash.sglang.process import ServerProcess
     from specdash.tui.verification import Verification
-    #: (measurements, baseline tok/s, current settings): what :func:`advise_from` needs.
-    AdviceInputs: TypeAlias = "tuple[list[Measurement], float | None, Settings | None]"
+    #: (measurements, baseline tok/s, current settings, candidates or None): what :func:`advise_from` needs.
+    AdviceInputs: TypeAlias = "tuple[list[Measurement], float | None, Settings | None, list[Settings] | None]"
 
 #: Concurrency choices offered by the load control.
 CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
@@ -570,7 +570,14 @@ class Session(PresetsMixin):
             current = spec_settings(self.collector.snapshot().server_info)
         if current is not None and not any(m.settings == current for m in ms):
             current = None
-        return ms, self.baseline_tok_s, current
+        candidates = None
+        if self.profile is not None:  # SGLang's simulated acceptance: trees cannot accept more than chains
+            import os
+
+            from specdash.advisor import simulated_acceptance_candidates
+
+            candidates = simulated_acceptance_candidates(self.profile.env, os.environ)[0]
+        return ms, self.baseline_tok_s, current, candidates
 
     def advise(self) -> Advice | None:
         """The advisor's :class:`~specdash.advisor.Advice` for the measurements so far (None
@@ -583,10 +590,10 @@ def advise_from(inputs: AdviceInputs) -> Advice | None:
     speculative measurement with tok/s and accept length exists yet)."""
     from specdash.advisor import advise
 
-    ms, baseline, current = inputs
+    ms, baseline, current, candidates = inputs
     if not any(m.settings is not None and m.tau() and m.tok_s() for m in ms):
         return None
-    return advise(ms, baseline, current=current)
+    return advise(ms, baseline, current=current, candidates=candidates)
 
 
 def _launch_info(spec: LaunchSpec) -> LaunchInfo:
