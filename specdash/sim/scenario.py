@@ -15,9 +15,12 @@ Timing model (per scheduler iteration, calibrated to published measurements):
   i.e. memory-bound with a mild per-token growth, then compute-bound past the knee
   (a roofline-ish shape).  ``eager_factor`` multiplies it when the batch exceeds the
   largest captured CUDA-graph size.
-* draft step over ``n`` tokens (batch × topk): ``t_draft(n) = draft.step_ms · (1 + draft.per_token_growth · (n − 1))``.
+* draft step over ``n`` tokens (batch × topk): ``t_draft(n) = draft.step_ms · (1 + draft.per_token_growth · (n − 1))``;
+  with ``draft.topk_growth`` set, batch and tree width grow it apart:
+  ``t_draft(b, k) = draft.step_ms · (1 + per_token_growth · (b − 1)) · (1 + topk_growth · (k − 1))`` (a tree
+  step's top-k selection and tree bookkeeping cost more than another request's token; the H200 testbed).
 * one decode round without speculation: ``t_fwd(b) + nospec_overhead_ms``; it yields one token per request.
-* one speculative round: ``steps · t_draft(b · topk) + t_fwd(b · num_draft_tokens) +
+* one speculative round: ``steps · t_draft(b, topk) + t_fwd(b · num_draft_tokens) +
   round_overhead_ms + per_request_overhead_ms · b``; it yields ``1 + accepted`` tokens per request.
 * a prefill batch: ``prefill.base_ms + prefill.ms_per_token · uncached tokens (+ spec_extra_ms with speculation)``;
   it yields the first token of every request in it.
@@ -111,6 +114,9 @@ class DraftSpec:
     round_overhead_ms: float = 0.6
     per_request_overhead_ms: float = 0.01
     weights_gib: float | None = None
+    #: growth of a draft step per extra top-k candidate, apart from the batch's (None: one growth,
+    #: ``per_token_growth``, over batch × topk tokens)
+    topk_growth: float | None = None
 
 
 @dataclass
@@ -196,10 +202,13 @@ class Scenario:
         n = max(1, int(tokens))
         return t.step_ms * (1.0 + t.per_token_growth * (n - 1)) + max(0, n - t.knee_tokens) * t.compute_ms_per_token
 
-    def t_draft(self, tokens: int) -> float:
-        """One draft step over ``tokens`` tokens (ms)."""
-        n = max(1, int(tokens))
-        return self.draft.step_ms * (1.0 + self.draft.per_token_growth * (n - 1))
+    def t_draft(self, batch: int, topk: int = 1) -> float:
+        """One draft step for ``batch`` requests of ``topk`` candidates each (ms; module docstring)."""
+        d = self.draft
+        b, k = max(1, int(batch)), max(1, int(topk))
+        if d.topk_growth is None:
+            return d.step_ms * (1.0 + d.per_token_growth * (b * k - 1))
+        return d.step_ms * (1.0 + d.per_token_growth * (b - 1)) * (1.0 + d.topk_growth * (k - 1))
 
     def round_ms(self, batch: int, spec: SpecShape | None, *, eager: bool = False) -> float:
         """One decode iteration for ``batch`` running requests (ms, before jitter).
@@ -211,7 +220,7 @@ class Scenario:
         factor = self.target.eager_factor if eager else 1.0
         if spec is None:
             return self.t_forward(b) * factor + self.target.nospec_overhead_ms
-        draft = spec.steps * self.t_draft(b * spec.topk)
+        draft = spec.steps * self.t_draft(b, spec.topk)
         verify = self.t_forward(b * spec.num_draft_tokens)
         return (draft + verify) * factor + self.draft.round_overhead_ms + self.draft.per_request_overhead_ms * b
 
@@ -225,7 +234,7 @@ class Scenario:
             return {"decode": self.t_forward(b) * d.verify_fraction}
         out: dict[str, float] = {}
         if spec.steps > 1:
-            out["eagle_draft"] = (spec.steps - 1) * self.t_draft(b * spec.topk) * d.draft_fraction
+            out["eagle_draft"] = (spec.steps - 1) * self.t_draft(b, spec.topk) * d.draft_fraction
         out["target_verify"] = self.t_forward(b * max(1, spec.num_draft_tokens)) * d.verify_fraction
         out["eagle_draft_extend"] = (self.draft.round_overhead_ms * d.draft_extend_fraction
                                      * (1.0 + d.draft_extend_growth * (b - 1)))
