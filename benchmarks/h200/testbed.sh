@@ -57,6 +57,8 @@ POINTS=${POINTS:-"2,1,3 3,1,4 1,1,2 3,4,5"}
 SWEEP=${SWEEP:-1,8}
 BENCH_EXTRA=()
 TUNE_BUDGET=${TUNE_BUDGET:-6}
+TUNE_MAX_S=${TUNE_MAX_S:-300}
+TUNES=${TUNES:-"relaunch-bad-c1 live-bad-c8"}
 PHASE_BUDGET_S=${PHASE_BUDGET_S:-510}
 NEED_S=${NEED_S:-120}
 POINT_MAX_S=${POINT_MAX_S:-300}
@@ -77,10 +79,12 @@ elif [[ $PHASE =~ ^sweep-L([0-9]+(\.[0-9]+)?)$ ]]; then
   KIND=sweep C=1 L=${BASH_REMATCH[1]}
 elif [[ $PHASE =~ ^tune-(live|relaunch)-(seeds|bad|eagle3)-c([0-9]+)-L([0-9]+(\.[0-9]+)?)$ ]]; then
   KIND=tune MODE=${BASH_REMATCH[1]} START=${BASH_REMATCH[2]} C=${BASH_REMATCH[3]} L=${BASH_REMATCH[4]}
+elif [[ $PHASE =~ ^tunes-L([0-9]+(\.[0-9]+)?)$ ]]; then
+  KIND=tunes L=${BASH_REMATCH[1]}
 elif [[ $PHASE = baseline || $PHASE = check ]]; then
   KIND=$PHASE
 else
-  echo "usage: testbed.sh check | baseline | grid-c<N>-L<x> | sweep-L<x> | tune-{live,relaunch}-{seeds,bad,eagle3}-c<N>-L<x>" >&2
+  echo "usage: testbed.sh check | baseline | grid-c<N>-L<x> | sweep-L<x> | tune-{live,relaunch}-{seeds,bad,eagle3}-c<N>-L<x> | tunes-L<x>" >&2
   echo "testbed.sh: unknown phase '$PHASE'" | tee -a "$LOG" >&2
   exit 2
 fi
@@ -96,9 +100,9 @@ nvidia-smi --query-gpu=index,name,memory.used,memory.total,utilization.gpu --for
 
 # --- pack: called on every exit path ------------------------------------------------------------------
 collect() {
-  local attach=()
-  [[ -s $W/tune.json ]] && attach=(--attach "tune_report=$W/tune.json")
-  [[ -s $W/tune.err ]] && attach+=(--attach "tune_stderr=$W/tune.err")
+  local attach=() f n
+  for f in "$W"/tune*.json; do [[ -s $f ]] && n=$(basename "$f" .json) && attach+=(--attach "${n/tune/tune_report}=$f"); done
+  for f in "$W"/tune*.err; do [[ -s $f ]] && n=$(basename "$f" .err) && attach+=(--attach "${n/tune/tune_stderr}=$f"); done
   $GRID collect --phase "$PHASE" --out "$OUT/$PHASE.json" --notes-file "$NOTES" ${attach[@]+"${attach[@]}"} \
       "$W"/runs/*/ > "$W/collect.txt" 2> "$W/collect.err" || log "collect failed: $(tail -1 "$W/collect.err")"
 }
@@ -113,8 +117,8 @@ pack() {
 }
 
 # --- set-up: the model pair, the profile and suite copies ----------------------------------------------
-python3 benchmarks/h200/testbed.py --root "$MODELS" > "$W/testbed.txt" 2>&1
-rc=$?
+if [[ ${SIM:-0} = 1 ]]; then echo "SIM=1: a dry run on specdash's simulator, no model dirs" > "$W/testbed.txt"; rc=0
+else python3 benchmarks/h200/testbed.py --root "$MODELS" > "$W/testbed.txt" 2>&1; rc=$?; fi
 log "testbed.py --root $MODELS exit $rc: $(tail -1 "$W/testbed.txt")"
 if (( rc != 0 )); then note "model dirs not ready (see testbed.txt in the tarball): phase stopped"; cat "$W/testbed.txt" >> "$LOG"; pack; exit 1; fi
 
@@ -124,6 +128,7 @@ mkprof() {
   out="$W/profiles/$1${2:+-L$2}${3:+-$(tr ',' '_' <<< "$3")}.toml"
   [[ -n $2 ]] && args+=(--acc-len "$2")
   [[ -n $3 ]] && args+=(--point "$3")
+  [[ ${SIM:-0} = 1 ]] && args+=(--sim)
   if $GRID profile "$src" --out "$out" "${args[@]}" > /dev/null 2>> "$W/mkprof.err"; then echo "$out"; else
     log "profile copy of $1 (L ${2:-profile's}, point ${3:-profile's}) failed: $(tail -1 "$W/mkprof.err")" >&2; return 1; fi
 }
@@ -177,6 +182,55 @@ doctor_all() {
   done
 }
 
+# one `specdash tune`: mode $1 (live | relaunch), start $2 (seeds | bad | eagle3), concurrency $3, file tag $4
+# ("" = tune.json / tune.err, else tune$4.json ...).  --max-time: what is left of the phase, at most TUNE_MAX_S;
+# --baseline-from: the run directory under BASELINE_DIR measured at L's server without speculation, when given.
+run_tune() {
+  local mode=$1 start=$2 c=$3 tag=$4 base s P t rc launches bdir args extra
+  case $start in seeds) base=h200-8b-seeds-start ;; bad) base=h200-8b-bad-start ;; *) base=h200-8b-eagle3 ;; esac
+  s=$(mksuite "$c") || { note "suite copy failed: $(tail -1 "$W/mksuite.err")"; return 1; }
+  P=$(mkprof "$base" "$L" "") || { note "profile copy of $base failed"; return 1; }
+  $SD tune --help > "$W/tune-help.txt" 2>&1
+  args=(--profile "$P" --budget "$TUNE_BUDGET" --json)
+  if [[ $mode = live ]]; then
+    if ! grep -q -- '--live' "$W/tune-help.txt"; then
+      note "NOT RUN: this checkout's 'specdash tune' has no --live flag (tune-help.txt in the tarball lists its flags); merge the --live work and run this phase again"
+      return 3
+    fi
+    args=(--profile "$P" --live --budget "$TUNE_BUDGET" --json)
+    # shellcheck disable=SC2206  # LIVE_EXTRA is split on purpose (e.g. "--chain-launches 2 --no-schedule")
+    [[ -n ${LIVE_EXTRA:-} ]] && args+=($LIVE_EXTRA)
+  fi
+  # shellcheck disable=SC2206  # TUNE_EXTRA is split on purpose (e.g. "--no-final-ab")
+  [[ -n ${TUNE_EXTRA:-} ]] && args+=($TUNE_EXTRA)
+  if [[ -n ${BASELINE_DIR:-} ]]; then
+    bdir=$(dirname "$(find "$ROOT/$BASELINE_DIR" -name summary.json -path '*baseline*' | head -1)" 2>/dev/null)
+    if [[ -n $bdir && -d $bdir ]]; then args+=(--baseline-from "$bdir"); else
+      note "BASELINE_DIR $BASELINE_DIR holds no baseline run directory: the tune launches its own baseline"; fi
+  fi
+  mkdir -p "$W/presets" "$W/config"
+  wait_gpu_idle
+  t=$(left); (( t -= 15 ))
+  if (( t < NEED_S )); then note "NOT RUN: tune$tag needs at least ${NEED_S}s, ${t}s left"; return 1; fi
+  (( t > TUNE_MAX_S )) && t=$TUNE_MAX_S
+  args+=(--max-time "$(( t - 25 ))")
+  extra=(--suite "$s" --out "$W/runs" --save-to "$W/presets")
+  log "tune$tag ($mode) from $(basename "$P") at c$c: specdash tune ${args[*]} ${extra[*]}, timeout ${t}s"
+  # cwd = $W and XDG_CONFIG_HOME under it: defaults (runs/, the user preset dir) land in the tarball too
+  ( cd "$W" && XDG_CONFIG_HOME="$W/config" timeout -k 30 "$t" $SD tune "${args[@]}" "${extra[@]}" ) \
+      > "$W/tune$tag.json" 2> "$W/tune$tag.err"
+  rc=$?
+  launches=$(find "$W" -name summary.json -path '*/runs/*' | wc -l)
+  if (( rc == 124 || rc == 137 )); then
+    note "tune$tag ($mode) CUT at the phase deadline ($launches launch(es) in the work dir so far): no tune report; the finished launches are the rows"
+  else
+    log "tune$tag ($mode) exit $rc ($launches launch(es) in the work dir so far): $(python3 -c 'import json,sys;d=json.load(open(sys.argv[1]));print("best",d.get("best"),"start",d.get("start"),"launches",d.get("launches"),"stop:",d.get("stop_reason"))' "$W/tune$tag.json" 2>&1 | tail -1)"
+  fi
+  (( rc != 0 )) && tail -5 "$W/tune$tag.err" | sed 's/^/    /' >> "$LOG"
+  collect
+  return 0
+}
+
 case $KIND in
   check)
     python3 benchmarks/h200/testbed.py --check --root "$MODELS" > "$W/testbed-check.txt" 2>&1
@@ -211,44 +265,16 @@ case $KIND in
     done
     ;;
   tune)
-    case $START in seeds) base=h200-8b-seeds-start ;; bad) base=h200-8b-bad-start ;; *) base=h200-8b-eagle3 ;; esac
-    s=$(mksuite "$C") || { note "suite copy failed: $(tail -1 "$W/mksuite.err")"; pack; exit 1; }
-    P=$(mkprof "$base" "$L" "") || { note "profile copy of $base failed"; pack; exit 1; }
-    $SD tune --help > "$W/tune-help.txt" 2>&1
-    args=(--profile "$P" --budget "$TUNE_BUDGET" --json)
-    if [[ $MODE = live ]]; then
-      if ! grep -q -- '--live' "$W/tune-help.txt"; then
-        note "NOT RUN: this checkout's 'specdash tune' has no --live flag (tune-help.txt in the tarball lists its flags); merge the --live work and run this phase again"
-        pack; exit 3
-      fi
-      args=(--profile "$P" --live --budget "$TUNE_BUDGET" --json)
-      # shellcheck disable=SC2206  # TUNE_EXTRA is split on purpose (e.g. "--chain-launches 2 --no-schedule")
-      [[ -n ${TUNE_EXTRA:-} ]] && args+=($TUNE_EXTRA)
-    fi
-    extra=(--suite "$s" --out "$W/runs" --save-to "$W/presets")
-    mkdir -p "$W/presets" "$W/config"
-    wait_gpu_idle
-    t=$(left); (( t -= 10 ))
-    if (( t < NEED_S )); then note "NOT RUN: tune needs at least ${NEED_S}s, ${t}s left"; pack; exit 1; fi
-    log "tune ($MODE) from $(basename "$P") at c$C: specdash tune ${args[*]} ${extra[*]}, timeout ${t}s"
-    # cwd = $W and XDG_CONFIG_HOME under it: defaults (runs/, the user preset dir) land in the tarball too
-    ( cd "$W" && XDG_CONFIG_HOME="$W/config" timeout -k 30 "$t" $SD tune "${args[@]}" "${extra[@]}" ) \
-        > "$W/tune.json" 2> "$W/tune.err"
-    rc=$?
-    if (( rc == 2 )) && grep -q "unrecognized arguments" "$W/tune.err"; then
-      note "tune rejected '${extra[*]}' ($(grep -m1 'unrecognized arguments' "$W/tune.err")): retrying as exactly 'specdash tune ${args[*]}' (its default suite and out dir, cwd $W)"
-      t=$(left); (( t -= 10 ))
-      ( cd "$W" && XDG_CONFIG_HOME="$W/config" timeout -k 30 "$t" $SD tune "${args[@]}" ) > "$W/tune.json" 2> "$W/tune.err"
-      rc=$?
-    fi
-    launches=$(find "$W" -name summary.json -path '*/runs/*' | wc -l)
-    if (( rc == 124 || rc == 137 )); then
-      note "tune ($MODE) CUT at the phase deadline after $launches finished launch(es): no tune report; the finished launches are the rows"
-    else
-      log "tune ($MODE) exit $rc after $launches launch(es): $(python3 -c 'import json,sys;d=json.load(open(sys.argv[1]));print("best",d.get("best"),"start",d.get("start"),"stop:",d.get("stop_reason"))' "$W/tune.json" 2>&1 | tail -1)"
-    fi
-    (( rc != 0 )) && tail -5 "$W/tune.err" | sed 's/^/    /' >> "$LOG"
-    # tune's default --out is cwd/runs; the retry without --out writes there too (= $W/runs)
+    run_tune "$MODE" "$START" "$C" ""
+    (( $? == 3 )) && { pack; exit 3; }
+    ;;
+  tunes)
+    log "tunes at L $L: $TUNES"
+    for item in $TUNES; do
+      if [[ ! $item =~ ^(live|relaunch)-(seeds|bad|eagle3)-c([0-9]+)$ ]]; then
+        note "SKIPPED tune '$item': not MODE-START-cN (e.g. relaunch-bad-c1)"; continue; fi
+      run_tune "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" "-${item}"
+    done
     ;;
 esac
 pack

@@ -123,8 +123,12 @@ def _reroot(path: str | None, root: str | None) -> str | None:
 
 def profile_copy(src: Path, out: Path, *, acc_len: float | str | None = None,
                  point: tuple[int, int, int] | None = None, root: str | None = None,
-                 name: str | None = None) -> Path:
+                 name: str | None = None, sim: bool = False) -> Path:
     """Write the copy (see the module docstring) and validate it with ``specdash.profile.load_profile``.
+
+    ``sim``: a dry run of the device script on this machine — the same profile served by specdash's
+    simulator (launcher ``sim``, the ``h200-8b-testbed`` scenario calibrated to the real testbed,
+    real time), SGLang's flags and ``[env]`` kept.
 
     Raises:
         ValueError: a grid point for a profile without speculation.
@@ -152,6 +156,14 @@ def profile_copy(src: Path, out: Path, *, acc_len: float | str | None = None,
         if data.get("speculative", {}).get("draft_model_path"):
             data["speculative"]["draft_model_path"] = _reroot(data["speculative"]["draft_model_path"], root)
         changes.append(f"models under {root}")
+    if sim:
+        data["server"].update(launcher="sim", model_path="sim:llama-3.1-8b")
+        data["server"].pop("sglang_version", None)
+        if data.get("speculative", {}).get("draft_model_path"):
+            data["speculative"]["draft_model_path"] = "sim:llama-3.1-8b-eagle3"
+        data.setdefault("env", {})["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"] = "1"
+        data["sim"] = {"scenario": "h200-8b-testbed", "time_scale": 1.0, "seed": 1}
+        changes.append("served by the simulator (scenario h200-8b-testbed)")
     data["name"] = base
     if changes:
         data["description"] = f"H200 8B testbed, copy of {src.stem}: {'; '.join(changes)}"
@@ -332,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--point", help="steps,topk,draft_tokens")
     pp.add_argument("--root", help=f"move model paths from {DEFAULT_MODEL_ROOT} to this directory")
     pp.add_argument("--name")
+    pp.add_argument("--sim", action="store_true", help="serve the copy with specdash's simulator (a dry run)")
     ps = sub.add_parser("suite")
     ps.add_argument("src")
     ps.add_argument("--out", required=True)
@@ -359,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.cmd == "profile":
                 out = profile_copy(Path(args.src), Path(args.out), acc_len=args.acc_len,
                                    point=parse_point(args.point) if args.point else None,
-                                   root=args.root, name=args.name)
+                                   root=args.root, name=args.name, sim=args.sim)
             else:
                 out = suite_copy(Path(args.src), Path(args.out), concurrency=args.concurrency,
                                  repeats=args.repeats)
