@@ -7,8 +7,11 @@ Compares, for a finished run (``requests.jsonl`` + ``metrics-before/after.txt`` 
   vs SGLang's per-request ``meta_info.spec_accept_length`` (token-weighted, i.e. the same
   pooling) vs the ``/metrics`` counter deltas Δgeneration_tokens_total / Δspec_verify_calls_total;
 - output tok/s: specdash's client-side Σ tokens / wall duration vs Σ completion_tokens / Σ
-  ``meta_info.e2e_latency`` (the server's own per-request latency; concurrency 1 runs) and vs the
-  ``/metrics`` Δgeneration_tokens_total over the same wall window.
+  ``meta_info.e2e_latency`` (the server's own per-request latency; concurrency 1 runs only: with
+  requests in flight together Σ e2e is not the run's wall time, so it is null there) and vs the
+  ``/metrics`` Δgeneration_tokens_total over the same wall window;
+- per-request tok/s (every concurrency): the mean over requests of completion_tokens / the client's
+  e2e vs completion_tokens / ``meta_info.e2e_latency``.
 
 Usage: ``python benchmarks/h200/agreement.py RUNDIR [RUNDIR …]`` — prints JSON, one object per run.
 """
@@ -54,7 +57,10 @@ def agreement(run_dir: Path, point: int = 0) -> dict:
     d_ver = counter_delta(before, after, "sglang:spec_verify_calls_total")
     metrics_tau = d_gen / d_ver if d_gen and d_ver else None
     server_e2e = sum(r["server_e2e_s"] for r in recs if r.get("server_e2e_s"))
-    meta_tok_s = tokens / server_e2e if server_e2e else None
+    meta_tok_s = tokens / server_e2e if server_e2e and (conc or 1) == 1 else None
+    both = [r for r in recs if r.get("server_e2e_s") and r.get("e2e_s")]
+    per_client = sum(r["completion_tokens"] / r["e2e_s"] for r in both) / len(both) if both else None
+    per_meta = sum(r["completion_tokens"] / r["server_e2e_s"] for r in both) / len(both) if both else None
     dur = summary["duration_s"]
     return {
         "run_dir": str(run_dir),
@@ -70,6 +76,7 @@ def agreement(run_dir: Path, point: int = 0) -> dict:
                          "metrics_generation_tokens_delta": d_gen,
                          "rel_vs_meta": rel(summary["output_tok_s"], meta_tok_s),
                          "rel_vs_metrics": rel(summary["output_tok_s"], (d_gen / dur) if d_gen and dur else None)},
+        "per_request_tok_s": {"specdash": per_client, "meta_info": per_meta, "rel_vs_meta": rel(per_client, per_meta)},
     }
 
 

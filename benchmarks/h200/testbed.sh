@@ -36,13 +36,24 @@
 #                               call: it is cut at the phase deadline (~4-5 launches: the baseline, the start and
 #                               the first 2-3 of the advisor's points; each finished launch's run dir is kept and
 #                               collected). TUNE_BUDGET=N changes the budget.
+#   tunes-L<x>                  several tunes in one call, in the order of TUNES (default "relaunch-bad-c1
+#                               live-bad-c8"; items MODE-START-cN), each `specdash tune ... --max-time T`, T = min(what
+#                               is left of the phase - 15 s, TUNE_MAX_S (300)) - 25 s, --baseline-from the run
+#                               directory under BASELINE_DIR (a carried copy of a sweep's baseline, e.g. .whl/base)
+#                               when given; LIVE_EXTRA adds flags to the live ones (e.g. "--chain-launches 2
+#                               --no-schedule"), TUNE_EXTRA to all (e.g. "--no-final-ab").  One report per item:
+#                               attached."tune_report-<item>" in <PHASE>.json.
+# Dry run on this machine (no GPU, no SGLang): SIM=1 serves every profile copy with specdash's simulator
+# (scenario h200-8b-testbed, real time) and skips the model dirs, e.g.
+#   SIM=1 OUT=/tmp/o WORK=/tmp/w BASELINE_DIR=<a sim baseline run dir's parent> bash benchmarks/h200/testbed.sh tunes-L4.2
 # Results (at most 3 files come back, all directly under $OUT): steps.log (every step, as it happens),
 # <PHASE>.json (one row per run: output_tok_s, accept_length, accept_rate, TTFT/TPOT, time to ready, the
 # agreement figures of benchmarks/h200/agreement.py; notes on skipped points; the tune report), <PHASE>.tar.gz
 # (the work dir: run dirs, profile/suite copies, show/doctor JSON, stderr of every command; big logs trimmed).
 # Exit status: 0 done (skipped points and cut runs are in the notes), 1 nothing measured or the set-up failed,
 # 2 usage, 3 tune-live-* without --live in this checkout.
-# Knobs (environment): POINTS, TUNE_BUDGET (6), TUNE_EXTRA (more tune --live flags, e.g. "--chain-launches 2 --no-schedule"), PHASE_BUDGET_S (510: script seconds before no new launch is
+# Knobs (environment): POINTS, TUNE_BUDGET (6), TUNE_EXTRA / LIVE_EXTRA (more tune flags: all / --live only),
+# TUNES, TUNE_MAX_S (300), BASELINE_DIR, SIM, PHASE_BUDGET_S (510: script seconds before no new launch is
 # started and running ones are stopped), NEED_S (120: seconds a new launch needs), POINT_MAX_S (300),
 # MODELS (/root/models), SPECDASH_READY_TIMEOUT (300), OUT, WORK.
 set -uo pipefail
