@@ -182,3 +182,26 @@ def test_tune_reuses_a_baseline_and_keeps_to_its_time_budget(tmp_path):
     assert report["exploration_launches"] == 1
     assert report["stop_reason"].startswith("time budget of 1 s") and report["time_budget_cut"]
     assert "only the 10 chains are candidates" in report["candidates_note"]
+
+
+def test_live_pair_after_the_spread_is_the_reachable_chain():
+    """The real H200 live tune at concurrency 8, L 4.2 (tunes-L4.2-a.json): launch 1 interleaved steps 1 and 15
+    (τ 2.00 and 4.22, tiers: no histogram).  With the family fit alone its second launch paired steps 5 and 6 and
+    the tune chose 5 / 1 / 6, 4.2 % slower in decode than the grid's 4 / 1 / 5 (round 8.335 vs 8.015 ms for
+    4.18 vs 4.20 tokens).  A chain of S drafts accepts at most S + 1 tokens, so steps 4 is the shallowest that
+    can reach 4.22: it comes first now.  On the L 3 c1 run (τ 3.00 at steps 15) the same rule gives steps 2,
+    the grid's best there."""
+    from specdash.advisor.planner import reachable_chain
+
+    base = Measurement(None, 1648.4, concurrency=8)
+    tiers = [Measurement(Settings(1, 1, 2), 2300.3, concurrency=8, accept_length=2.0, source="tier", launch=0),
+             Measurement(Settings(15, 1, 16), 2977.9, concurrency=8, accept_length=4.2204, source="tier", launch=0)]
+    assert reachable_chain(tiers) == Settings(4, 1, 5)
+    chains = [Settings(s, 1, s + 1) for s in range(1, 11)]
+    pl = TunePlanner(Settings(15, 1, 16), budget=6, baseline=base, candidates=chains)
+    assert 4 in pl.chain_tiers([base, *tiers], max_tiers=2)
+    l3 = [Measurement(Settings(1, 1, 2), 339.1, accept_length=2.0, source="tier", launch=0),
+          Measurement(Settings(15, 1, 16), 309.0, accept_length=3.0, source="tier", launch=0)]
+    assert reachable_chain(l3) == Settings(2, 1, 3)
+    # nothing shallower can reach what the deepest chain measured: no suggestion
+    assert reachable_chain([Measurement(Settings(3, 1, 4), 450.0, accept_length=3.9, launch=1)]) is None

@@ -53,6 +53,30 @@ def cheapest_matching_chain(measurements: Sequence[Measurement]) -> Settings | N
     return _effective(k, 1, k + 1) or chain(k)
 
 
+def reachable_chain(measurements: Sequence[Measurement], *, se_floor: float = 0.02) -> Settings | None:
+    """The cheapest chain that can reach the accept length the deepest measured chain reached, from
+    accept lengths alone (adaptive tiers have no histogram): a chain of S drafts accepts at most S + 1
+    tokens a round, so with τ measured at depth D the chain of S = ⌈τ − 1 − 2·se⌉ steps (se: the
+    measurement's standard error, at least ``se_floor``) is the shallowest that could match it —
+    exactly the one that does when acceptance is a step, as under SGLang's ``SGLANG_SIMULATE_ACC_LEN``
+    (min(L, S + 1) a round), and the short end worth measuring otherwise.  None without a chain
+    deeper than that S.
+
+    Example (the H200 testbed at L 4.2, concurrency 8): tiers steps 1 (τ 2.00) and steps 15
+    (τ 4.22) → steps 4, the grid's best; the family fit alone sent the live tune to steps 5 and 6.
+    """
+    chains = [m for m in _spec(measurements) if m.settings.topk == 1 and m.tau() is not None]
+    if not chains:
+        return None
+    deep = max(chains, key=lambda m: (min(m.settings.steps, m.settings.draft_tokens - 1), m.tau()))
+    depth = min(deep.settings.steps, deep.settings.draft_tokens - 1)
+    se = max(se_floor, deep.accept_length_se or 0.0)
+    k = max(1, math.ceil(deep.tau() - 1.0 - 2.0 * se))
+    if k >= depth:
+        return None
+    return _effective(k, 1, k + 1) or chain(k)
+
+
 #: The deepest chain :meth:`TunePlanner.chain_tiers` names for adaptive tiers: one past the 7 of SGLang's
 #: default batch-1 adaptive slot ([1, 3, 7]), as before the candidate steps grew to 10.  A live launch
 #: measures two tiers at once and its per-tier figures carry a few % of launch-to-launch bias, so its
@@ -315,7 +339,8 @@ class TunePlanner:
         """Chain step counts (topk 1, draft tokens = steps + 1) worth measuring together, as
         adaptive tiers of one launch, sorted; empty when no chain is worth measuring.
 
-        With measurements: the cheapest matching chain first (when unmeasured), then the
+        With measurements: the cheapest matching chain first (when unmeasured; from accept lengths
+        alone, :func:`reachable_chain`, when no chain histogram says it), then the
         unmeasured chains whose upper interval end beats the best measured tok/s by more than
         ``min_gain``, by optimistic score μ + ½(hi − μ).  Before any measurement: the spread of
         SGLang's default adaptive slot for batch 1 ([1, 3, 7]) around the start — steps 1, the
@@ -328,7 +353,7 @@ class TunePlanner:
             return sorted({1, s, min(top, 2 * s + 1)})[:max_tiers]
         measured = self._measured(measurements)
         out: list[int] = []
-        cut = cheapest_matching_chain(measurements)
+        cut = cheapest_matching_chain(measurements) or reachable_chain(measurements)
         if cut is not None and cut not in measured:
             out.append(cut.steps)
         try:
