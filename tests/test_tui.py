@@ -83,6 +83,8 @@ async def test_demo_launch_tweak_relaunch_save_quit(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: app.active_tab == "live", what="live tab")
         await wait_for(pilot, lambda: _tile_value(screen_text(app, "#live-stats"), "Accept length (run)") > 1.2,
                        what="accept length on screen")
+        # the GPU sampler polls on its own period: under load its first simulated reading may lag the tiles
+        await wait_for(pilot, lambda: s.collector.snapshot().gpu.status == "simulated", what="simulated GPUs")
         snap = s.collector.snapshot()
         assert snap.gpu.status == "simulated" and snap.gpu.devices
         assert snap.latest_metrics is not None
