@@ -124,6 +124,10 @@ class ProfileRun:
         #: why the run ended early (the server exited or stalled mid-run), else None
         self.fault: ServerFault | None = None
         self._abandon: asyncio.Event | None = None  # set when a watched load is being abandoned
+        #: why the server's ``/metrics`` could not be used (not Prometheus text), else None
+        self.metrics_error: str | None = None
+        #: ``/server_info`` fields dropped for their types (``checked_server_info``), else empty
+        self.server_info_errors: list[str] = []
 
     @property
     def server(self):
@@ -206,6 +210,7 @@ class ProfileRun:
                 t_ready = await self.launch.wait_ready(client, READY_TIMEOUT_S)
                 self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
             info = await client.server_info()
+            self._warn_invalid_info(info)
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
@@ -251,6 +256,7 @@ class ProfileRun:
             if not await self._note_exit():  # not the server dying under us: a real error
                 raise
         self.rundir.write_text(f"metrics-before{suffix}.txt", metrics_before)
+        metrics_before = self._usable_metrics(metrics_before)
         self._log_start = await self._settled_log_count()
         items = self._remaining_items()
         if tag:  # a sweep point keeps its batch full: at least 2 × concurrency requests
@@ -286,12 +292,43 @@ class ProfileRun:
         if self.fault is None:
             metrics_after = await client.metrics_text()
             self.rundir.write_text(f"metrics-after{suffix}.txt", metrics_after)
+            metrics_after = self._usable_metrics(metrics_after)
             info_after = await client.server_info()
         await self._settled_log_count()
         run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
         run["partial"] = self.fault is not None
         run["partial_reason"] = self.fault.reason if self.fault is not None else None
         return run
+
+    def _warn_invalid_info(self, info: dict) -> None:
+        """Say which ``/server_info`` fields had types SGLang never sends (they were dropped, see
+        :func:`specdash.sglang.client.checked_server_info`): the run goes on with them unknown."""
+        from specdash.sglang.client import INVALID_FIELDS_KEY
+
+        bad = info.get(INVALID_FIELDS_KEY)
+        if bad:
+            self.server_info_errors = list(bad)
+            self._say(f"[{self.profile.name}] warning: /server_info fields with types SGLang never sends were "
+                      f"ignored ({'; '.join(bad)}): is this an SGLang server? Speculative settings and the release "
+                      "read back from it are unknown for this run")
+
+    def _usable_metrics(self, text: str | None) -> str | None:
+        """``text`` when it parses as Prometheus exposition, else None — once per run, a warning that
+        the server-side cross-checks (server τ, device timer, adaptive gauges) are skipped; the raw
+        text stays in the run directory (``metrics-*.txt``) as evidence."""
+        from specdash.sglang.metrics import MetricsFormatError, parse_metrics
+
+        if not text:
+            return text
+        try:
+            parse_metrics(text)
+        except MetricsFormatError as exc:
+            if self.metrics_error is None:
+                self.metrics_error = str(exc)
+                self._say(f"[{self.profile.name}] warning: {exc} — the server-side cross-checks (server accept "
+                          "length, device timer) are skipped; the client's figures stand")
+            return None
+        return text
 
     # -- faults: the server exits or stalls mid-run ---------------------------------------------
     async def _send_watched(self, client, items, *, concurrency: int, max_tokens: int, segment: int,
@@ -457,6 +494,8 @@ class ProfileRun:
             **self._load_fields(),
             **s,
             "server_accept_length": server_al,
+            "metrics_error": self.metrics_error,
+            "server_info_errors": self.server_info_errors or None,
             **adaptive.fields(),
             "verification": {"status": ver.status, "findings": [f.to_json() for f in ver.findings]},
             "run_dir": str(self.rundir.path),

@@ -85,14 +85,20 @@ def render_table(runs: list[dict]) -> str:
     out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
     for r in runs:
         eff = r.get("effective") or {}
-        if eff.get("speculative_algorithm"):
+        version = r.get("sglang_version") or "unknown"
+        if r.get("server_info_errors"):
+            out.append(f"{r['profile']}: speculative settings and release unknown — /server_info fields with types "
+                       f"SGLang never sends were ignored: {'; '.join(r['server_info_errors'])}")
+        elif eff.get("speculative_algorithm"):
             out.append(
                 f"{r['profile']}: {eff['speculative_algorithm']} steps {eff['speculative_num_steps']}, "
                 f"topk {eff['speculative_eagle_topk']}, draft tokens {eff['speculative_num_draft_tokens']} "
-                f"(read back from the server, SGLang {r.get('sglang_version')})"
+                f"(read back from the server, SGLang {version})"
             )
         else:
-            out.append(f"{r['profile']}: no speculation (SGLang {r.get('sglang_version')})")
+            out.append(f"{r['profile']}: no speculation (SGLang {version})")
+        if r.get("metrics_error"):
+            out.append(f"  {r['metrics_error']} — server τ and the device timer were skipped")
         if r.get("acceptance_simulated"):
             out.append("  simulated acceptance: SGLANG_SIMULATE_ACC_LEN is set, so accept length and rate are the "
                        "variable's, not the draft's (the timings still hold)")

@@ -140,7 +140,7 @@ class SGLangClient:
         self._server_info_path, info = await self._get_json_with_fallback(
             self._server_info_path, ("/server_info", "/get_server_info")
         )
-        return info
+        return checked_server_info(info)
 
     async def model_info(self) -> dict:
         """``GET /model_info`` (fallback ``/get_model_info``): ``model_path``,
@@ -351,7 +351,9 @@ class SGLangClient:
         try:
             return orjson.loads(r.content)
         except orjson.JSONDecodeError as e:
-            raise SGLangError(f"{r.request.url.path} returned non-JSON: {self._redact(r.text[:200])}") from e
+            kind = r.headers.get("content-type", "no content type")
+            raise SGLangError(f"{r.request.url.path} returned non-JSON ({kind}): {self._redact(r.text[:200])} — is "
+                              f"{redact_url(self.base_url)} an SGLang server (not a proxy or a login page)?") from e
 
     def _check(self, r: httpx.Response) -> None:
         if r.status_code != 200:
@@ -371,3 +373,41 @@ class SGLangClient:
 def new_rid() -> str:
     """A fresh request id in SGLang's format (32 hex digits)."""
     return uuid.uuid4().hex
+
+
+#: ``/server_info`` fields specdash reads, and the JSON types SGLang gives them (``ServerArgs`` in
+#: ``srt/server_args.py``; ``version`` from ``sglang.version``).  None is allowed for all but ``simulated``.
+SERVER_INFO_TYPES: dict[str, tuple[type, ...]] = {
+    "version": (str,), "model_path": (str,), "tokenizer_path": (str,), "served_model_name": (str,),
+    "speculative_algorithm": (str,), "speculative_draft_model_path": (str,),
+    "speculative_num_steps": (int,), "speculative_eagle_topk": (int,), "speculative_num_draft_tokens": (int,),
+    "tp_size": (int,), "dp_size": (int,), "pp_size": (int,), "max_total_num_tokens": (int,),
+    "max_running_requests": (int,), "context_length": (int,), "cuda_graph_max_bs": (int,),
+    "mem_fraction_static": (int, float), "internal_states": (list,), "simulated": (bool,),
+}
+
+#: Where :func:`checked_server_info` lists the fields it dropped ("name: type value").
+INVALID_FIELDS_KEY = "specdash_invalid_fields"
+
+
+def checked_server_info(info) -> dict:
+    """``info`` with every field of :data:`SERVER_INFO_TYPES` whose value has another JSON type removed
+    (an int where SGLang sends a string, a string for a step count, a bool for an int …), so that a
+    non-SGLang or broken server's values never reach results as if they were SGLang's; the dropped
+    fields are listed under :data:`INVALID_FIELDS_KEY` for the caller to report.  A body that is not a
+    JSON object becomes ``{INVALID_FIELDS_KEY: ["/server_info: <type>"]}``."""
+    if not isinstance(info, dict):
+        return {INVALID_FIELDS_KEY: [f"/server_info: a JSON {type(info).__name__}, not an object"]}
+    bad = []
+    out = dict(info)
+    for key, types in SERVER_INFO_TYPES.items():
+        if key not in out or (out[key] is None and key != "simulated"):
+            continue
+        v = out[key]
+        ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
+        if not ok:
+            bad.append(f"{key}: {type(v).__name__} {str(v)[:40]!r}")
+            del out[key]
+    if bad:
+        out[INVALID_FIELDS_KEY] = bad
+    return out

@@ -35,6 +35,7 @@ __all__ = [
     "METRICS",
     "Histogram",
     "MetricDef",
+    "MetricsFormatError",
     "MetricsSnapshot",
     "counter_delta",
     "counter_deltas_by",
@@ -250,14 +251,26 @@ def parse_metrics(text: str, t: float | None = None) -> MetricsSnapshot:
         t: the scrape time (s, any monotonic clock); defaults to ``time.monotonic()``.
 
     Raises:
-        ValueError: the text is not valid exposition format (from prometheus_client).
+        MetricsFormatError: the text is not valid exposition format (prometheus_client's reason and
+            the first line, in the message).
     """
     snap = MetricsSnapshot(t=time.monotonic() if t is None else t)
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            snap.samples.setdefault(s.name, []).append((s.labels, float(s.value)))
-            snap.types.setdefault(s.name, fam.type)
+    try:
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                snap.samples.setdefault(s.name, []).append((s.labels, float(s.value)))
+                snap.types.setdefault(s.name, fam.type)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        first = next((ln for ln in str(text).splitlines() if ln.strip()), "")[:80]
+        raise MetricsFormatError(
+            f"/metrics is not Prometheus text exposition ({type(exc).__name__}: {exc}; first line {first!r}): "
+            "is this an SGLang server started with --enable-metrics?") from None
     return snap
+
+
+class MetricsFormatError(ValueError):
+    """``GET /metrics`` answered with text prometheus_client cannot parse (a proxy's page, another
+    server, a truncated body)."""
 
 
 def counter_delta(before: MetricsSnapshot, after: MetricsSnapshot, name: str, **label_filter: str) -> float | None:

@@ -1,0 +1,170 @@
+"""Attaching to a server that misbehaves (issue 13): garbage ``/metrics``, ``/server_info`` values of types
+SGLang never sends, a body that is not JSON, a server that hangs after sending its headers.  Each ends with a
+clear line on stderr, figures only where they are the client's own, and a bounded wait — never a traceback,
+never another server's values copied into the results as if SGLang had sent them.
+
+The fake server is a small Starlette app on 127.0.0.1 (uvicorn in a thread); its stream is SGLang's
+``/generate`` shape (``data: {...}`` events, ``meta_info`` with ``finish_reason`` on the last one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from specdash.cli import main
+from specdash.sglang.client import INVALID_FIELDS_KEY, checked_server_info
+from specdash.sglang.metrics import MetricsFormatError, parse_metrics
+
+GARBAGE_METRICS = 'this is {not} prometheus\n# TYPE x counter\nx{a="1" 3\n'
+GOOD_INFO = {"version": "0.5.14", "model_path": "m", "speculative_algorithm": None}
+BAD_INFO = {"version": 5, "model_path": ["x"], "speculative_algorithm": 7, "speculative_num_steps": "three",
+            "speculative_eagle_topk": True, "max_total_num_tokens": "lots"}
+
+
+def _app(mode: str) -> Starlette:
+    async def health(req):
+        return PlainTextResponse("")
+
+    async def server_info(req):
+        if mode == "html":
+            return Response("<html>login</html>", media_type="text/html")
+        return JSONResponse(BAD_INFO if mode == "types" else GOOD_INFO)
+
+    async def metrics(req):
+        return PlainTextResponse(GARBAGE_METRICS if mode == "garbage" else "")
+
+    async def generate(req):
+        async def gen():
+            if mode == "hang":
+                await asyncio.sleep(3600)
+            for i in range(1, 9):
+                meta = {"completion_tokens": i, "prompt_tokens": 3, "e2e_latency": 0.001 * i}
+                if i == 8:
+                    meta["finish_reason"] = {"type": "length", "length": 8}
+                yield ("data: " + json.dumps({"text": "x" * i, "meta_info": meta}) + "\n\n").encode()
+                await asyncio.sleep(0.002)
+            yield b"data: [DONE]\n\n"
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    async def flush(req):
+        return PlainTextResponse("Cache flushed")
+
+    return Starlette(routes=[Route("/health", health), Route("/server_info", server_info),
+                             Route("/model_info", lambda r: JSONResponse({"model_path": "m"})),
+                             Route("/metrics", metrics), Route("/generate", generate, methods=["POST"]),
+                             Route("/flush_cache", flush, methods=["POST", "GET"])])
+
+
+class _Server:
+    def __init__(self, mode: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(_app(mode), host="127.0.0.1", port=self.port,
+                                                    log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.server.force_exit = True
+        self.thread.join(10)
+
+
+def _suite(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('[suite]\nname = "s"\nmax_tokens = 8\nwarmup = 0\n[[prompts]]\ntext = "hello"\n'
+                 '[[prompts]]\ntext = "again"\n')
+    return p
+
+
+def _bench(tmp_path, url, capsys, *extra):
+    rc = main(["--bench", "--url", url, "--suite", str(_suite(tmp_path)), "--out", str(tmp_path / "runs"),
+               *extra])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out
+    return rc, out
+
+
+def _run(tmp_path) -> dict:
+    (d,) = list((tmp_path / "runs").iterdir())
+    return json.loads((d / "summary.json").read_text())["runs"][0]
+
+
+def test_garbage_metrics_is_named_and_the_run_stands(tmp_path, capsys):
+    with _Server("garbage") as url:
+        rc, out = _bench(tmp_path, url, capsys)
+    assert rc == 0
+    assert "/metrics is not Prometheus text exposition" in out.err and "--enable-metrics" in out.err
+    run = _run(tmp_path)
+    assert run["requests"] == 2 and run["output_tokens"] == 16 and run["server_accept_length"] is None
+    assert "Invalid labels" in run["metrics_error"]
+    (d,) = list((tmp_path / "runs").iterdir())
+    assert (d / "metrics-before.txt").read_text() == GARBAGE_METRICS  # the evidence is kept as it came
+
+
+def test_wrongly_typed_server_info_never_reaches_the_results(tmp_path, capsys):
+    with _Server("types") as url:
+        rc, out = _bench(tmp_path, url, capsys)
+    assert rc == 0
+    assert "types SGLang never sends were ignored" in out.err and "speculative_num_steps: str 'three'" in out.err
+    run = _run(tmp_path)
+    assert run["sglang_version"] is None
+    assert run["effective"]["speculative_num_steps"] is None and run["effective"]["speculative_algorithm"] is None
+    assert len(run["server_info_errors"]) == 6
+    assert "speculative settings and release unknown" in out.out
+
+
+def test_a_server_that_is_not_json_is_a_clear_error(tmp_path, capsys):
+    with _Server("html") as url:
+        rc, out = _bench(tmp_path, url, capsys)
+    assert rc in (1, 2) and "server_info" in out.err and len(out.err.strip().splitlines()) <= 4, out.err
+
+
+def test_hang_after_headers_is_bounded_and_partial(tmp_path, capsys, monkeypatch):
+    import specdash.commands.bench as bench_cmd
+
+    real = bench_cmd._options
+    monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), stall_s=1.5))
+    t0 = time.monotonic()
+    with _Server("hang") as url:
+        rc, out = _bench(tmp_path, url, capsys)
+    assert time.monotonic() - t0 < 20
+    assert rc == 1 and "no token progress for 1.5 s" in out.err and "--resume" in out.err
+    run = _run(tmp_path)
+    assert run["partial"] is True and run["requests"] == 0
+
+
+def test_checked_server_info_keeps_sglang_types():
+    good = {"version": "0.5.14", "speculative_algorithm": "EAGLE3", "speculative_num_steps": 3,
+            "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4, "mem_fraction_static": 0.6,
+            "internal_states": [{}], "simulated": False, "unrelated": {"x": 1}}
+    assert checked_server_info(good) == good
+    bad = checked_server_info(BAD_INFO)
+    assert set(bad) == {INVALID_FIELDS_KEY}
+    assert "speculative_eagle_topk: bool 'True'" in bad[INVALID_FIELDS_KEY]
+    assert checked_server_info(["not", "a", "dict"]) == {INVALID_FIELDS_KEY: ["/server_info: a JSON list, not an object"]}
+    assert checked_server_info({"speculative_num_steps": None})["speculative_num_steps"] is None
+
+
+def test_metrics_format_error_names_the_first_line():
+    with pytest.raises(MetricsFormatError, match=r"first line 'this is \{not\} prometheus'"):
+        parse_metrics(GARBAGE_METRICS)
+    assert parse_metrics("# HELP a b\n# TYPE a counter\na_total 3\n").total("a_total") == 3
