@@ -201,6 +201,52 @@ def server_fields(info: dict, ready_s: float | None) -> dict:
 
 
 # -- the launch ---------------------------------------------------------------------------------
+def secrets_via_config(argv: list[str]) -> tuple[list[str], str | None, str | None]:
+    """``argv`` with SGLang's secret flags (``--api-key``, ``--admin-api-key``) moved into a ``--config``
+    file, so other local users cannot read the key in ``ps`` / ``/proc/<pid>/cmdline``; returns
+    ``(argv, private dir holding the file or None, note or None)``.
+
+    SGLang reads ``--config FILE.yaml`` before parsing its flags (``prepare_server_args`` in
+    ``srt/server_args.py``, ``ConfigArgumentMerger`` in ``srt/server_args_config_parser.py``, 0.5.11–
+    0.5.14: a YAML mapping of flag names to values, merged as ``--name value``).  The file is
+    ``{"api-key": …}`` (JSON, which YAML reads as a flow mapping), mode 0600 in a fresh 0700 directory
+    of the temp dir; :class:`ServerLaunch` deletes it once the server is ready (or failed, or stopped).
+    When ``argv`` already has a ``--config`` (SGLang takes one), the key stays in argv and the note says
+    so.  Without secret flags ``argv`` is returned unchanged.
+    """
+    import json
+    import os
+    import tempfile
+
+    from specdash.sglang.secrets import SECRET_FLAGS
+
+    secrets: dict[str, str] = {}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, val = a.partition("=")
+        if name in SECRET_FLAGS and eq:
+            secrets[name[2:]] = val
+        elif a in SECRET_FLAGS and i + 1 < len(argv):
+            secrets[a[2:]] = argv[i + 1]
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    if not secrets:
+        return list(argv), None, None
+    if "--config" in out or any(x.startswith("--config=") for x in out):
+        return list(argv), None, ("the profile passes its own --config and SGLang reads only one, so the API key "
+                                  "stays on the command line (visible to other local users in ps)")
+    d = tempfile.mkdtemp(prefix="specdash-secret-")  # mode 0700
+    path = os.path.join(d, "server-secrets.yaml")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(secrets) + "\n")
+    return out + ["--config", path], d, None
+
+
 @dataclass
 class ServerLaunch:
     """One server launch into a run directory (see the module docstring).
@@ -273,11 +319,31 @@ class ServerLaunch:
 
         if self.server is not None:
             raise RuntimeError("ServerLaunch already started")
-        server = ServerProcess(self.spec.argv, env=self.spec.env, log_path=self.rundir.server_log_path,
-                               run_dir=self.rundir.path, url=self.spec.base_url, name=self.profile.name)
-        server.start()
+        argv, self._secret_dir, self.secret_note = secrets_via_config(self.spec.argv)
+        from specdash.sglang.secrets import secret_values
+
+        server = ServerProcess(argv, env=self.spec.env, log_path=self.rundir.server_log_path,
+                               run_dir=self.rundir.path, url=self.spec.base_url, name=self.profile.name,
+                               secrets=secret_values(self.spec.argv))
+        try:
+            server.start()
+        except BaseException:
+            self._drop_secrets()
+            raise
         self.server = server
         return server
+
+    _secret_dir: str | None = field(default=None, repr=False)
+    #: why an API key stayed in argv (a ``--config`` of the profile's own), else None
+    secret_note: str | None = None
+
+    def _drop_secrets(self) -> None:
+        """Delete the private ``--config`` file that carried the API key (the server has read it)."""
+        import shutil
+
+        if self._secret_dir:
+            shutil.rmtree(self._secret_dir, ignore_errors=True)
+            self._secret_dir = None
 
     async def wait_ready(self, client: SGLangClient, timeout_s: float = READY_TIMEOUT_S) -> float:
         """Poll ``/health`` through ``client`` until 200; returns (and keeps in
@@ -289,7 +355,10 @@ class ServerLaunch:
         """
         if self.server is None:
             raise RuntimeError("ServerLaunch not started")
-        self.ready_s = await self.server.wait_ready(client, timeout_s)
+        try:
+            self.ready_s = await self.server.wait_ready(client, timeout_s)
+        finally:  # read at start-up (ServerArgs parsing): not needed once it answers, or once it failed
+            self._drop_secrets()
         return self.ready_s
 
     def record_server(self, info: dict) -> dict:
@@ -306,6 +375,7 @@ class ServerLaunch:
     def stop(self) -> int | None:
         """Stop the whole server tree (SIGTERM, then SIGKILL); idempotent.  Returns the exit
         code (None when never started)."""
+        self._drop_secrets()
         return self.server.stop() if self.server is not None else None
 
     async def astop(self) -> int | None:

@@ -125,3 +125,55 @@ def test_engines_never_import_the_command_layer():
             offenders += [f"{rel}: {n}" for n in names if n == "specdash.commands" or n.startswith("specdash.commands.")
                           or n == "specdash.cli"]
     assert offenders == []
+
+
+def test_api_key_reaches_the_server_through_a_private_config_file(tmp_path: Path):
+    """Not in argv (other local users read /proc/<pid>/cmdline): SGLang's --config YAML, 0600 in a 0700
+    directory, gone once the server answers; the server still enforces the key."""
+    import asyncio
+    import os
+    import stat
+
+    import psutil
+
+    from specdash.launch import secrets_via_config
+    from specdash.sglang.client import SGLangClient, SGLangHTTPError
+
+    argv, d, note = secrets_via_config(["python", "-m", "sglang.launch_server", "--api-key", SECRET,
+                                        "--admin-api-key=adm-2", "--port", "1"])
+    assert SECRET not in " ".join(argv) and "adm-2" not in " ".join(argv) and note is None
+    path = Path(argv[argv.index("--config") + 1])
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {"api-key": SECRET, "admin-api-key": "adm-2"}
+    own = ["x", "--config", "mine.yaml", "--api-key", SECRET]
+    kept, none, why = secrets_via_config(own)
+    assert kept == own and none is None and "its own --config" in why
+    import shutil
+
+    shutil.rmtree(d)
+
+    prof = parse_profile({"name": "k", "server": {"launcher": "sim", "model_path": "sim:llama-3.1-8b",
+                                                  "api_key": SECRET},
+                          "env": {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}, "sim": {"time_scale": 8.0}})
+    launch = ServerLaunch.prepare(prof, RunDir(tmp_path / "run"))
+    server = launch.start()
+    try:
+        cmdline = " ".join(psutil.Process(server.pid).cmdline())
+        assert SECRET not in cmdline and "--config" in cmdline
+        secret_dir = launch._secret_dir
+        assert secret_dir and Path(secret_dir).is_dir()
+
+        async def check():
+            async with SGLangClient(launch.base_url, api_key=SECRET) as c:
+                await launch.wait_ready(c, 60)
+                assert not Path(secret_dir).exists()  # read at start-up, deleted once ready
+                body = await c.generate("hi", {"max_new_tokens": 4})
+                assert body["meta_info"]["completion_tokens"] == 4
+            async with SGLangClient(launch.base_url) as c:  # and the key is enforced
+                with pytest.raises(SGLangHTTPError):
+                    await c.generate("hi", {"max_new_tokens": 4})
+
+        asyncio.run(check())
+    finally:
+        launch.stop()
+    assert SECRET not in (tmp_path / "run" / "server.log").read_text()

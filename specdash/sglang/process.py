@@ -147,6 +147,9 @@ class ServerProcess:
         ring: the :class:`LogRing` to feed (a new one by default; see :attr:`ring`).
         log_path: the log file, overriding ``run_dir / log_name``.
         name: a label (e.g. the profile name) for log messages and the records.
+        secrets: values to write as ``***`` besides the ``--api-key`` / ``--admin-api-key`` values of
+            ``argv`` (a key handed to SGLang in a ``--config`` file instead, see
+            :func:`specdash.launch.secrets_via_config`).
 
     Use as a context manager (``with ServerProcess(...).start() as srv``) or call
     :meth:`stop`.  Methods are safe to call from any thread; :meth:`stop` blocks.
@@ -165,13 +168,15 @@ class ServerProcess:
         log_name: str = "server.log",
         log_path: str | os.PathLike | None = None,
         name: str | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         if isinstance(argv, str) or not argv:
             raise ValueError("argv must be a non-empty list of strings (no shell command lines)")
         self.argv = [str(a) for a in argv]
         #: values of --api-key / --admin-api-key: written as *** to the log file, ring and records
         #: (SGLang prints them in its ``server_args=ServerArgs(…)`` line).
-        self._secrets = [v.encode() for v in secret_values(self.argv)]
+        #: ``secrets``: more values to hide (an API key handed over in a --config file, not argv).
+        self._secrets = [v.encode() for v in [*secret_values(self.argv), *secrets] if v]
         self.env = dict(env or {})
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if log_path is not None:

@@ -59,6 +59,59 @@ class SimOptions:
     prompt_tokens: int = 20
 
 
+def expand_config(argv: list[str]) -> list[str]:
+    """SGLang's ``--config FILE.yaml``: the file's mapping as flags, placed before the other arguments
+    (``ConfigArgumentMerger.merge_config_with_args`` in ``srt/server_args_config_parser.py``, 0.5.14:
+    ``--key value`` per scalar, ``--key v1 v2`` per list, ``--key`` for a true boolean, nothing for a
+    false one).  Read with PyYAML when it is installed, else as JSON (specdash's own secret files are
+    JSON, which YAML reads too).
+
+    Raises:
+        UsageError: two ``--config``, no path after it, not ``.yaml``/``.yml``, unreadable, or not a
+            mapping — SGLang's own wording where it has one.
+    """
+    idx = [i for i, a in enumerate(argv) if a == "--config"]
+    if not idx:
+        return list(argv)
+    if len(idx) > 1:
+        raise UsageError("Multiple config files specified! Only one allowed.")
+    i = idx[0]
+    if i == len(argv) - 1:
+        raise UsageError("No config file specified after --config flag!")
+    path = Path(argv[i + 1])
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise UsageError(f"Config file must be YAML format, got: {path.suffix}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"Config file not found: {path} ({exc.strerror})") from None
+    try:
+        import yaml
+
+        data = yaml.safe_load(text)
+    except ImportError:
+        try:
+            data = json.loads(text) if text.strip() else None
+        except ValueError as exc:
+            raise UsageError(f"{path}: not JSON, and PyYAML is not installed to read YAML ({exc})") from None
+    except Exception as exc:  # yaml.YAMLError and friends
+        raise UsageError(f"{path}: {exc}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise UsageError("Config file must contain a dictionary at root level")
+    extra: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            if value:
+                extra.append(f"--{key}")
+        elif isinstance(value, list):
+            if value:
+                extra += [f"--{key}", *map(str, value)]
+        else:
+            extra += [f"--{key}", str(value)]
+    return extra + argv[:i] + argv[i + 2:]
+
+
 def split_argv(argv: list[str]) -> tuple[list[str], SimOptions]:
     """Separate the simulator's options from SGLang's flags.
 

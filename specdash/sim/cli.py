@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from specdash.sim.scenario import ScenarioError, load_scenario
 
     try:
-        sg_argv, opts = A.split_argv(argv)
+        sg_argv, opts = A.split_argv(A.expand_config(argv))
         checked = A.check_flags(sg_argv, opts.version)
     except A.UsageError as exc:
         return _usage_error(str(exc))
