@@ -199,6 +199,8 @@ class ProfileRun:
                                            extra_manifest=self.opt.extra_manifest)
         self._say(f"[{self.profile.name}] launching: {self.launch.spec.shell_line()}")
         self.launch.start()
+        if self.launch.secret_note:
+            self._say(f"[{self.profile.name}] warning: {self.launch.secret_note}")
         return self.launch.base_url, self.launch.api_key, self.launch.manifest
 
     async def _run(self, segment: int) -> dict:

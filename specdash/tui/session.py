@@ -328,7 +328,8 @@ class Session(PresetsMixin):
             self._collapse = None
             self._launch = launch
             info.started_at = launch.start().started_at
-            self._set_state(ServerState.STARTING, f"starting {launch.profile.name} on {launch.base_url}")
+            self._set_state(ServerState.STARTING, f"starting {launch.profile.name} on {launch.base_url}"
+                            + (f" — {launch.secret_note}" if launch.secret_note else ""))
             self.client = SGLangClient(launch.base_url, api_key=launch.api_key)
             self.collector = LiveCollector(self.client, server=self.server, intervals=self.intervals,
                                            gpu_source=self.gpu_source)
