@@ -21,9 +21,9 @@ fails on an odd input becomes a CHECKPOINT warning.  Only an unreadable profile 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from specdash.checkpoint.hub import cached_snapshot, is_hub_id
 from specdash.checkpoint.reader import CheckpointError, ModelDir, interpret_draft, read_model_dir
 from specdash.eagle3.findings import SEVERITIES, DoctorReport
 from specdash.eagle3.rules.adaptive import rule_adaptive
@@ -45,29 +45,35 @@ RULES = (rule_flags, rule_draft_path, rule_algo, rule_weight_keys, rule_vocab, r
          rule_spec_args, rule_adaptive, rule_context, rule_dtype, rule_memory, rule_simulated, rule_exposed)
 
 
-def _is_hub_id(path: str) -> bool:
-    """``owner/name`` that is not a local path: a Hugging Face repo id SGLang would download."""
-    return bool(re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", path)) and not path.startswith((".", "/", "~"))
-
-
 def _open_model(ctx: RuleContext, path: str | None, role: str) -> ModelDir | None:
     """Read a model dir; turn every failure into a DRAFT_PATH / CHECKPOINT finding."""
     if not path:
         return None
     code = "DRAFT_PATH" if role == "draft" else "CHECKPOINT"
     if not path.startswith("sim:") and not Path(path).expanduser().exists():
-        if _is_hub_id(path):
-            ctx.add(code, "info", f"{role} {path!r} is not a local directory (a Hugging Face repo id?); "
-                    f"checks that need its config and tensors were skipped",
-                    "SGLang downloads hub ids at start-up; specdash only inspects local directories.",
-                    f"download it (huggingface-cli download {path} --local-dir DIR) and point the profile at DIR "
-                    f"to have it checked", path=path)
+        if is_hub_id(path):
+            flag = "--speculative-draft-model-revision" if role == "draft" else "--revision"
+            rev = ctx.flags.get(flag)
+            hub = cached_snapshot(path, rev if isinstance(rev, str) else None)
+            if hub.path is None:
+                ctx.add(code, "warning", f"{role} {path!r} is a Hugging Face repo id {hub.why}: checks that need "
+                        f"its config and tensors were NOT run",
+                        "SGLang downloads hub ids at start-up; specdash checks only files on disk, so nothing "
+                        "about this checkpoint (architecture, keys, shapes, d2t, aux layers) was checked.",
+                        f"hf download {path}{f' --revision {hub.revision}' if rev else ''} (then run the doctor "
+                        f"again: it checks the cached snapshot SGLang will load)", path=path, role=role)
+                return None
+            ctx.add(code, "info", f"{role} {path!r} (a Hugging Face repo id): checked its cached snapshot "
+                    f"{hub.path} (revision {hub.revision})",
+                    "SGLang loads the same snapshot from the local cache when it is complete.",
+                    "nothing to do", path=path, snapshot=str(hub.path), role=role)
+            path = str(hub.path)
         else:
             ctx.add(code, "error", f"{role} path {path} does not exist",
                     "SGLang fails at start-up when the model path is neither a directory nor a hub id.",
                     f"fix the {'[speculative] draft_model_path' if role == 'draft' else '[server] model_path'} "
                     f"in the profile", path=path)
-        return None
+            return None
     try:
         md = read_model_dir(path)
     except CheckpointError as exc:
