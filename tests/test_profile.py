@@ -159,3 +159,16 @@ def test_variant_maker_and_preset_writer(tmp_path):
         write_preset(v, "a/b", directory=tmp_path, note="x")
     assert write_preset(v, "a/b", directory=tmp_path, note="x", description="d", on_exists="overwrite") == first
     assert load_profile(str(first)).description == "d"
+
+
+@pytest.mark.parametrize("env,words", [
+    ('"A=B" = "1"', "name 'A=B' cannot be an environment variable"),
+    ('"" = "1"', "name '' cannot be an environment variable"),
+    ('X = "a\\u0000b"', "X: the value holds a NUL byte"),
+])
+def test_env_that_no_process_can_carry_is_refused_at_load(tmp_path, env, words):
+    """Python's subprocess raises on these at launch (after the preflight); the profile says it first."""
+    p = _write(tmp_path, "e.toml", f'name="x"\n[server]\nmodel_path="/m"\n[env]\n{env}\n')
+    with pytest.raises(ProfileError) as ei:
+        load_profile(str(p))
+    assert str(p) in str(ei.value) and words in str(ei.value)

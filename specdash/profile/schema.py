@@ -138,9 +138,22 @@ class Profile(_Strict):
     @field_validator("env", mode="before")
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return {str(k): (str(int(x)) if isinstance(x, bool) else str(x)) for k, x in v.items()}
-        return v
+        """Values as strings (``true`` → ``"1"``); names a process environment can hold: no ``=`` and no
+        NUL in a name (POSIX ``environ`` is ``NAME=value`` C strings; Python's ``subprocess`` refuses
+        both), no NUL in a value.  Raises ValueError naming the variable (shown as the profile's error)."""
+        if not isinstance(v, dict):
+            return v
+        out = {}
+        for k, x in v.items():
+            name, value = str(k), (str(int(x)) if isinstance(x, bool) else str(x))
+            if not name or "=" in name or "\x00" in name:
+                raise ValueError(f"[env] name {name!r} cannot be an environment variable (empty, or holds '=' or a "
+                                 "NUL byte): rename it, e.g. NCCL_SOCKET_IFNAME = \"eth0\"")
+            if "\x00" in value:
+                raise ValueError(f"[env] {name}: the value holds a NUL byte, which no environment variable can "
+                                 "carry: remove it")
+            out[name] = value
+        return out
 
     @property
     def path(self) -> Path | None:
