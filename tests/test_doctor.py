@@ -522,3 +522,34 @@ def test_exposed_server_without_api_key(tmp_path, monkeypatch, host, key, warned
     assert bool(got) is warned
     if warned:
         assert host in got[0].message and "127.0.0.1" in got[0].fix and "sk-test" not in json.dumps(got[0].to_json())
+
+
+def test_draft_quantization_rules(tmp_path):
+    """sglang#39087 / #36599: a quantized drafter collapses acceptance; a BF16 draft inherits the target's
+    --quantization unless --speculative-draft-model-quantization says otherwise (server_args.py 0.5.14)."""
+    q = {"quant_method": "compressed-tensors", "format": "pack-quantized",
+         "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}}}}
+    rep = doctor(tmp_path / "a", draft_kw={"extra_cfg": {"quantization_config": q}})
+    (f,) = find(rep, "DRAFT_QUANT", "warning")
+    assert "compressed-tensors, 4-bit" in f.message and f.evidence["case"] == "sglang#39087"
+    rep = doctor(tmp_path / "b", extra_args=["--quantization", "fp8"])
+    (f,) = find(rep, "DRAFT_QUANT", "warning")
+    assert "inherits the target's --quantization fp8" in f.message and "unquant" in f.fix
+    rep = doctor(tmp_path / "c", extra_args=["--quantization", "fp8"],
+                 spec_extra_args=["--speculative-draft-model-quantization", "unquant"])
+    assert not find(rep, "DRAFT_QUANT")
+    assert not find(doctor(tmp_path / "d"), "DRAFT_QUANT")
+
+
+def test_mla_eagle3_head_needs_0_5_12(tmp_path):
+    """sglang#25673: Eagle3DeepseekV2ForCausalLM (srt/models/kimi_k25_eagle3.py) is in the 0.5.12 wheel, not in
+    0.5.11's: on 0.5.11 every rank fails while the draft's config is read."""
+    kw = {"arch": "Eagle3DeepseekV2ForCausalLM"}
+    old = doctor(tmp_path / "a", draft_kw=kw, version="0.5.11")
+    (f,) = [x for x in find(old, "ALGO_MISMATCH", "error") if "first appears" in x.message]
+    assert "SGLang 0.5.11" in f.message and f.evidence["first_release"] == "0.5.12"
+    new = doctor(tmp_path / "b", draft_kw=kw, version="0.5.14")
+    assert not [x for x in find(new, "ALGO_MISMATCH") if "model class" in x.message]
+    odd = doctor(tmp_path / "c", draft_kw={"arch": "Eagle3Speculator"}, version="0.5.14")
+    assert any("no model class for the draft architecture Eagle3Speculator" in x.message
+               for x in find(odd, "ALGO_MISMATCH", "error"))

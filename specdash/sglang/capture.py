@@ -26,9 +26,25 @@ from __future__ import annotations
 
 from specdash.sglang.versions import has_feature
 
-#: Draft architectures SGLang has an EAGLE3 model class for (``EntryClass`` of
-#: ``srt/models/llama_eagle3.py`` and, from 0.5.14, ``kimi_k25_eagle3.py``).
-SGLANG_EAGLE3_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM")
+#: Draft architectures SGLang has an EAGLE3 model class for, with the first release that has it
+#: (``EntryClass`` of ``srt/models/llama_eagle3.py``; ``kimi_k25_eagle3.py``, the MLA head, is in the
+#: 0.5.12 wheel and absent from 0.5.11's — read from the released wheels).
+EAGLE3_ARCH_SINCE = {"LlamaForCausalLMEagle3": "0.5.0", "Eagle3DeepseekV2ForCausalLM": "0.5.12"}
+SGLANG_EAGLE3_ARCHS = tuple(EAGLE3_ARCH_SINCE)
+
+
+def eagle3_arch_release(arch: str, version: str) -> tuple[bool, str | None]:
+    """(whether SGLang ``version`` has a model class for the EAGLE3 draft architecture ``arch``, the first
+    release that has one or None when no release does)."""
+    from specdash.sglang.versions import parse_version
+
+    since = EAGLE3_ARCH_SINCE.get(arch)
+    if since is None:
+        return False, None
+    try:
+        return parse_version(version) >= parse_version(since), since
+    except (TypeError, ValueError):
+        return True, since
 
 #: Target architecture prefixes whose checkpoints bundle MTP/draft weights: without a draft
 #: path SGLang uses the target path as the draft (``speculative_hook.py`` ``_handle_eagle_family``:
@@ -114,10 +130,12 @@ def capture_plan(target_architectures: list[str], num_layers: int, ids: list[int
 __all__ = [
     "BUNDLED_MTP_PREFIXES",
     "CAPTURE_PREFIXES",
+    "EAGLE3_ARCH_SINCE",
     "SGLANG_EAGLE3_ARCHS",
     "bundles_mtp",
     "capture_plan",
     "default_aux_ids",
+    "eagle3_arch_release",
     "implements_capture",
     "target_family",
 ]

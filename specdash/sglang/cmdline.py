@@ -63,7 +63,8 @@ VALUE_FLAGS = frozenset({
     "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode", "--speculative-algorithm",
     "--speculative-draft-model-path", "--speculative-num-steps", "--speculative-eagle-topk",
     "--speculative-num-draft-tokens", "--speculative-draft-load-format", "--speculative-adaptive-config",
-    "--speculative-token-map", "--revision", "--download-dir",
+    "--speculative-token-map", "--revision", "--download-dir", "--speculative-draft-model-quantization",
+    "--speculative-draft-model-revision", "--config",
 })
 #: Terminal colour / cursor escape sequences a copied terminal line may carry.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specdash.checkpoint.reader import DraftInfo
 from specdash.eagle3.rules.context import RuleContext
-from specdash.sglang.capture import SGLANG_EAGLE3_ARCHS, bundles_mtp
+from specdash.sglang.capture import bundles_mtp, eagle3_arch_release
 from specdash.sglang.speculative import EAGLE_FAMILY
 
 
@@ -53,7 +53,7 @@ def _fc_desc(d: DraftInfo) -> str:
 def rule_algo(ctx: RuleContext) -> None:
     """ALGO_MISMATCH: the draft's head kind (:attr:`~specdash.checkpoint.reader.DraftInfo.head_kind`)
     against ``--speculative-algorithm``, and whether SGLang has a model class for the draft
-    architecture (:data:`specdash.sglang.capture.SGLANG_EAGLE3_ARCHS`).
+    architecture in the judged release (:data:`specdash.sglang.capture.EAGLE3_ARCH_SINCE`).
 
     An EAGLE3 head under EAGLE starts and accepts nothing (``llama_eagle3.py`` runs ``fc`` only when
     the input width differs from ``hidden_size``); an EAGLE-2 head under EAGLE3 fails with a shape
@@ -105,12 +105,34 @@ def rule_algo(ctx: RuleContext) -> None:
                 f"the draft ({arch}) looks like a full language model, served with --speculative-algorithm EAGLE",
                 "EAGLE expects an EAGLE head fed by the target's hidden state; a separate small LM is what "
                 "STANDALONE serves (speculative/spec_info.py).", "set [speculative] algorithm = \"STANDALONE\"", **ev)
-    if ctx.algo in ("EAGLE", "EAGLE3") and kind == "eagle3" and d.model.architectures and not any(
-            a in SGLANG_EAGLE3_ARCHS for a in d.model.architectures):
+    if ctx.algo in ("EAGLE", "EAGLE3") and kind == "eagle3" and d.model.architectures:
+        _arch_in_release(ctx, d, arch, ev)
+
+
+def _arch_in_release(ctx: RuleContext, d: DraftInfo, arch: str, ev: dict) -> None:
+    """ALGO_MISMATCH: the draft architecture has no model class in any SGLang release, or not yet in
+    the judged one (public case sglang#25673: an MLA EAGLE-3 head on 0.5.11 fails while its config is
+    read, on every TP rank)."""
+    known = [(a, *eagle3_arch_release(a, ctx.version)) for a in d.model.architectures]
+    if any(ok for _, ok, _ in known):
+        return
+    later = [(a, since) for a, _, since in known if since]
+    if later:
+        a, since = later[0]
         ctx.add("ALGO_MISMATCH", "error",
-                f"SGLang has no model class for the draft architecture {arch}",
-                "SGLang loads EAGLE3 heads only as LlamaForCausalLMEagle3 (or Eagle3DeepseekV2ForCausalLM for "
-                "MLA drafts); a speculators-format export (Eagle3Speculator) fails with 'Model architectures "
-                "… are not supported' (SGLang srt/models/*eagle3*.py EntryClass).",
-                "re-export the head in SGLang's layout: architectures [\"LlamaForCausalLMEagle3\"], Llama config "
-                "keys at the top level of config.json, tensors midlayer.*/fc/norm/lm_head/d2t", **ev)
+                f"SGLang {ctx.version} has no model class for the draft architecture {a}: it first appears in "
+                f"SGLang {since}",
+                f"SGLang builds the draft from config.json's architectures; {a} is registered from {since} on "
+                "(srt/models/kimi_k25_eagle3.py EntryClass), so on this release every rank fails at start-up "
+                "while the draft's config is read (sglang#25673).",
+                f"serve with SGLang {since} or later (pin [server] sglang_version once installed), or use an "
+                "EAGLE3 head in the LlamaForCausalLMEagle3 layout", first_release=since, case="sglang#25673",
+                **ev)
+        return
+    ctx.add("ALGO_MISMATCH", "error",
+            f"SGLang has no model class for the draft architecture {arch}",
+            "SGLang loads EAGLE3 heads only as LlamaForCausalLMEagle3 (or Eagle3DeepseekV2ForCausalLM for "
+            "MLA drafts, 0.5.12+); a speculators-format export (Eagle3Speculator) fails with 'Model architectures "
+            "… are not supported' (SGLang srt/models/*eagle3*.py EntryClass).",
+            "re-export the head in SGLang's layout: architectures [\"LlamaForCausalLMEagle3\"], Llama config "
+            "keys at the top level of config.json, tensors midlayer.*/fc/norm/lm_head/d2t", **ev)
