@@ -530,15 +530,15 @@ def test_draft_quantization_rules(tmp_path):
     q = {"quant_method": "compressed-tensors", "format": "pack-quantized",
          "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}}}}
     rep = doctor(tmp_path / "a", draft_kw={"extra_cfg": {"quantization_config": q}})
-    (f,) = find(rep, "DRAFT_QUANT", "warning")
+    (f,) = find(rep, "QUANT", "warning")
     assert "compressed-tensors, 4-bit" in f.message and f.evidence["case"] == "sglang#39087"
     rep = doctor(tmp_path / "b", extra_args=["--quantization", "fp8"])
-    (f,) = find(rep, "DRAFT_QUANT", "warning")
+    (f,) = find(rep, "QUANT", "warning")
     assert "inherits the target's --quantization fp8" in f.message and "unquant" in f.fix
     rep = doctor(tmp_path / "c", extra_args=["--quantization", "fp8"],
                  spec_extra_args=["--speculative-draft-model-quantization", "unquant"])
-    assert not find(rep, "DRAFT_QUANT")
-    assert not find(doctor(tmp_path / "d"), "DRAFT_QUANT")
+    assert not find(rep, "QUANT")
+    assert not find(doctor(tmp_path / "d"), "QUANT")
 
 
 def test_mla_eagle3_head_needs_0_5_12(tmp_path):

@@ -1,4 +1,4 @@
-"""How the draft is quantized: DRAFT_QUANT.
+"""How the draft is quantized: QUANT.
 
 SGLang 0.5.14 (``srt/server_args.py``, after ``_handle_modelscope_paths``): when
 ``--speculative-draft-model-quantization`` is not given the draft takes the target's ``--quantization``;
@@ -38,7 +38,7 @@ def _bits(q: dict) -> int | None:
 
 
 def rule_quant(ctx: RuleContext) -> None:
-    """DRAFT_QUANT: a quantized draft, or a target quantization the draft inherits (module docstring)."""
+    """QUANT: a quantized draft, or a target quantization the draft inherits (module docstring)."""
     if ctx.algo not in EAGLE_FAMILY and ctx.algo != "STANDALONE":
         return
     target_q = ctx.flags.get("--quantization")
@@ -47,7 +47,7 @@ def rule_quant(ctx: RuleContext) -> None:
     if own is not None:
         method = own.get("quant_method") or "unknown method"
         bits = _bits(own)
-        ctx.add("DRAFT_QUANT", "warning",
+        ctx.add("QUANT", "warning",
                 f"the draft is quantized ({method}{f', {bits}-bit weights' if bits else ''}, from its config.json "
                 "quantization_config)",
                 "Quantized drafters have been reported to load and serve without a warning while accept length "
@@ -57,7 +57,7 @@ def rule_quant(ctx: RuleContext) -> None:
                 "serve the BF16 draft, or measure both: specdash --bench --profile P --vs P-bf16 (the accept "
                 "length decides)", quant_method=method, bits=bits, case="sglang#39087")
     if target_q not in (None, True, False) and draft_q in (None, True) and own is None and ctx.draft is not None:
-        ctx.add("DRAFT_QUANT", "warning",
+        ctx.add("QUANT", "warning",
                 f"the draft inherits the target's --quantization {target_q}: it has no quantization_config of its "
                 "own and no --speculative-draft-model-quantization is given",
                 "SGLang 0.5.14 sets speculative_draft_model_quantization = quantization when it is not given "
