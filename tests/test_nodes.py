@@ -376,3 +376,14 @@ def test_show_commands_run_on_the_simulator_then_bench_attaches_to_node0(tmp_pat
             proc.terminate()
         for proc in procs:
             proc.wait(10)
+
+
+async def test_dashboard_session_refuses_a_multi_node_launch_before_preflight(tmp_path, monkeypatch):
+    from specdash.tui.session import Session
+
+    monkeypatch.setenv("K", "k")
+    s = Session(parse_profile(two_nodes(), tmp_path / "two.toml"), out_dir=tmp_path / "runs")
+    with pytest.raises(ProfileError, match="--url http://10.0.0.1:30000"):
+        await s.launch()
+    assert s.preflight_report is None and not (tmp_path / "runs").exists()
+    assert "--node-rank" in s.preview_launch().argv  # the launch panel shows node 0's command
