@@ -387,3 +387,11 @@ async def test_dashboard_session_refuses_a_multi_node_launch_before_preflight(tm
         await s.launch()
     assert s.preflight_report is None and not (tmp_path / "runs").exists()
     assert "--node-rank" in s.preview_launch().argv  # the launch panel shows node 0's command
+
+
+def test_tune_refuses_a_multi_node_profile_before_writing_anything(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("K", "k")
+    p = tmp_path / "two.toml"
+    p.write_text(profile_to_toml(parse_profile(two_nodes())))
+    assert main(["tune", "--profile", str(p), "--budget", "1", "--out", str(tmp_path / "t")]) == 2
+    assert "specdash --bench --profile" in capsys.readouterr().err and not (tmp_path / "t").exists()

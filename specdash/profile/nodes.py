@@ -195,8 +195,9 @@ def launch_refusal(prof: Profile) -> str:
                "(the ssh and slurm backends are the next step)")
     return (f"profile {prof.name!r} runs on {prof.num_nodes} nodes; specdash did not launch it: {why}. "
             f"Start every node yourself with the command `specdash profile show {name}` prints for it "
-            f"(node 0 waits in torch.distributed's rendezvous until all have joined), then run against node 0 "
-            f"with --url {node_url(prof)}")
+            f"(node 0 waits in torch.distributed's rendezvous until all have joined), then attach to node 0 with "
+            f"--url {node_url(prof)}: `specdash --bench --profile {name} --url {node_url(prof)}` or "
+            f"`specdash --url {node_url(prof)}` (tune relaunches servers, so it waits for those backends)")
 
 
 __all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "node_url",

@@ -324,10 +324,12 @@ def _format_validation(exc: ValidationError, model: type[BaseModel], path: Path 
 
 
 def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
-    """Validate a profile dict.
+    """Validate a profile dict (and, for ``[[nodes]]``, its multi-node structure:
+    :func:`specdash.profile.nodes.check_nodes`).
 
     Raises:
-        ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys.
+        ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys, a broken
+            multi-node structure (ranks, ``nnodes``, ``dist_init_addr``).
     """
     try:
         prof = Profile.model_validate(data)
