@@ -285,11 +285,16 @@ class ServerLaunch:
         ``sglang_version`` and write the manifest.  Starts nothing.
 
         Raises:
-            ProfileError: the profile cannot be expanded or turned into a command line.
+            ProfileError: the profile cannot be expanded or turned into a command line, or it
+                spans several nodes (specdash starts no remote node yet:
+                :func:`specdash.profile.nodes.launch_refusal` says what to do instead).
         """
-        from specdash.profile import build_launch
+        from specdash.profile import ProfileError, build_launch
+        from specdash.profile.nodes import launch_refusal
         from specdash.sglang.process import free_port
 
+        if profile.multi_node:
+            raise ProfileError(launch_refusal(profile))
         prof = profile.expanded()
         port = prof.server.port or free_port()
         spec = build_launch(prof, version=sglang_version, port=port)

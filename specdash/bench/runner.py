@@ -157,6 +157,11 @@ class ProfileRun:
 
     async def run(self) -> dict:
         """Execute the run; always stops a server it started (also on errors/cancellation)."""
+        if not self.opt.url and self.profile.multi_node:  # before preflight and the run directory
+            from specdash.profile import ProfileError
+            from specdash.profile.nodes import launch_refusal
+
+            raise ProfileError(launch_refusal(self.profile))
         if self.opt.preflight and not self.opt.url:
             self.run_preflight()
         if self.opt.url:

@@ -1,9 +1,10 @@
 """``specdash profile import|show|list``.
 
 ``import`` turns a pasted SGLang launch command (environment assignments in front) into a
-profile file (never overwriting one without ``--force``); ``show`` prints the exact argv
-and env a profile runs, after SGLang's own normalisation (asked vs effective); ``list``
-lists presets and user profiles.  Exit codes (:mod:`specdash.commands.errors`): 0 done;
+profile file (never overwriting one without ``--force``; node 0's command plus ``--node HOST``
+per machine for a multi-node server); ``show`` prints the exact argv and env a profile runs —
+for a multi-node profile, per node — after SGLang's own normalisation (asked vs effective);
+``list`` lists presets and user profiles.  Exit codes (:mod:`specdash.commands.errors`): 0 done;
 2 a profile or command line that cannot be read, or a file that exists.
 """
 
@@ -26,6 +27,7 @@ from specdash.profile import (
     profile_to_toml,
     write_new_file,
 )
+from specdash.profile.nodes import NODE_FLAGS, NodeLaunch, build_node_launches, node_url, parse_host_port
 from specdash.sglang.cmdline import ParsedCommand, flags_to_argv, parse_command_line, strip_terminal_codes
 from specdash.sglang.launchspec import LaunchSpec
 from specdash.sglang.secrets import is_secret_flag, redact_text
@@ -86,7 +88,7 @@ def _env_references(cmd: ParsedCommand) -> dict[str, str]:
 
 
 def profile_from_command(
-    text: str, *, name: str | None = None, version: str | None = None
+    text: str, *, name: str | None = None, version: str | None = None, nodes: list[str] | None = None
 ) -> tuple[Profile, ParsedCommand]:
     """Build a :class:`Profile` from a pasted ``sglang.launch_server`` / ``sglang serve`` line.
 
@@ -98,9 +100,18 @@ def profile_from_command(
     in front of the interpreter (``uv run``, ``conda run -n X``) cannot be kept (the
     profile holds one interpreter path): it is dropped with a note in ``cmd.notes``.
 
+    Multi-node: ``text`` is node 0's command (``--nnodes N --node-rank 0 --dist-init-addr HOST:PORT``)
+    and ``nodes`` the N machines' hosts, node 0 first; they become ``[server] nnodes`` /
+    ``dist_init_addr`` and one ``[[nodes]]`` entry each (the pasted environment stays in the shared
+    ``[env]``; per-node differences such as ``NCCL_SOCKET_IFNAME`` go in ``[nodes.env]`` by hand).
+    ``profile show`` then prints each node's command: node 0's is the pasted one, node R's the same
+    with ``--node-rank R`` (SGLang runs the same command on every node, ``srt/server_args.py``).
+
     Raises:
         ProfileError: not an SGLang launch command, several of them, no ``--model-path``,
-            an ambiguous flag abbreviation, a bad value or an invalid ``name``.
+            an ambiguous flag abbreviation, a bad value or an invalid ``name``; multi-node: a
+            command of another node than 0, ``--node`` hosts that do not match ``--nnodes``, no
+            ``--dist-init-addr``.
     """
     if name is not None:
         check_profile_name(name)
@@ -121,6 +132,10 @@ def profile_from_command(
         )
     if "--model-path" not in cmd.flags:
         raise ProfileError("profile import: the command has no --model-path")
+    if "--nccl-init-addr" in cmd.flags:  # SGLang's alias (server_args.py)
+        cmd.flags["--dist-init-addr"] = cmd.flags.pop("--nccl-init-addr")
+        cmd.order[cmd.order.index("--nccl-init-addr")] = "--dist-init-addr"
+    node_fields = _node_fields(cmd, nodes or [])
     server: dict = {"launcher": "sglang"}
     spec: dict = {}
     extra_server: dict = {}
@@ -145,7 +160,7 @@ def profile_from_command(
             elif flag in _SPEC_FIELDS:
                 key, typ = _SPEC_FIELDS[flag]
                 spec[key] = typ(value)
-            elif flag == "--enable-metrics":
+            elif flag == "--enable-metrics" or (node_fields and flag in NODE_FLAGS):
                 continue
             elif flag.startswith("--speculative-"):
                 extra_spec[flag] = value
@@ -155,6 +170,8 @@ def profile_from_command(
             raise ProfileError(f"profile import: {flag} {value!r} is not a valid value") from None
     _take_interpreter(cmd, server)
     server["extra_args"] = flags_to_argv(extra_server)
+    if node_fields:
+        server.update(node_fields["server"])
     data: dict = {
         "name": name or default_name(server.get("model_path", "model"), spec.get("algorithm")),
         "description": "imported from an SGLang launch command",
@@ -164,7 +181,58 @@ def profile_from_command(
     if spec:
         spec["extra_args"] = flags_to_argv(extra_spec)
         data["speculative"] = spec
+    if node_fields:
+        data["nodes"] = node_fields["nodes"]
     return parse_profile(data, "<imported command>"), cmd
+
+
+def _node_fields(cmd: ParsedCommand, hosts: list[str]) -> dict | None:
+    """``{"server": {nnodes, dist_init_addr}, "nodes": [{host, node_rank}, …]}`` for node 0's
+    multi-node command and its hosts; None for a single-node command (its ``--dist-init-addr``,
+    if any, stays in ``extra_args`` as before).
+
+    Raises:
+        ProfileError: hosts without ``--nnodes`` > 1 or the other way round, a count mismatch,
+            another node's command, no or a malformed ``--dist-init-addr``.
+    """
+    raw_n = cmd.flags.get("--nnodes")
+    try:
+        nnodes = int(raw_n) if raw_n not in (None, True) else 1
+    except (TypeError, ValueError):
+        raise ProfileError(f"profile import: --nnodes {raw_n!r} is not a whole number") from None
+    if nnodes <= 1 and not hosts:
+        return None
+    if nnodes <= 1:
+        raise ProfileError(
+            f"profile import: --node was given {len(hosts)} time(s) but the command is not a multi-node one "
+            "(no --nnodes N > 1): paste node 0's command with --nnodes N --node-rank 0 --dist-init-addr HOST:PORT")
+    if not hosts:
+        raise ProfileError(
+            f"profile import: the command runs on {nnodes} nodes (--nnodes {nnodes}): name each node's host, node 0 "
+            f"first: --node HOST0 --node HOST1{' …' if nnodes > 2 else ''}")
+    if len(hosts) != nnodes:
+        raise ProfileError(f"profile import: --nnodes {nnodes} but {len(hosts)} --node host(s) given "
+                           f"({', '.join(hosts)}): give one --node per machine, node 0 first")
+    rank = cmd.flags.get("--node-rank", "0")
+    if str(rank) != "0":
+        raise ProfileError(f"profile import: this is node {rank}'s command (--node-rank {rank}): paste node 0's "
+                           "(--node-rank 0); specdash derives the others")
+    addr = cmd.flags.get("--dist-init-addr")
+    if addr in (None, True):
+        raise ProfileError("profile import: a multi-node command needs --dist-init-addr HOST:PORT (node 0's "
+                           "rendezvous address, which every node connects to)")
+    try:
+        host, _ = parse_host_port(str(addr))
+    except ValueError as exc:
+        raise ProfileError(f"profile import: --dist-init-addr: {exc}") from None
+    if host != hosts[0]:
+        cmd.notes.append(f"--dist-init-addr {addr} names {host}, not node 0's host {hosts[0]}: fine if it is another "
+                         "address of node 0 (specdash doctor checks it)")
+    if cmd.env:
+        cmd.notes.append("the pasted environment is written to [env] for every node; put per-node values "
+                         "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA …) in that node's [nodes.env]")
+    return {"server": {"nnodes": nnodes, "dist_init_addr": str(addr)},
+            "nodes": [{"host": h, "node_rank": i} for i, h in enumerate(hosts)]}
 
 
 def _take_interpreter(cmd: ParsedCommand, server: dict) -> None:
@@ -195,28 +263,54 @@ def default_name(model_path: str, algorithm: str | None) -> str:
     return f"{slug}-{(algorithm or 'baseline').lower()}"
 
 
-def render_show(launch: LaunchSpec, profile: Profile) -> str:
-    """Human-readable ``profile show``: argv, env, asked vs effective speculative values."""
-    spec = launch.spec
-    lines = [f"profile   {profile.name}  ({profile.path or 'unsaved'})"]
-    ver, src = profile.judged_version()
-    lines.append(f"judged    SGLang {ver} ({src})")
-    lines.append("")
-    lines.append("env:")
+def _command_lines(launch: LaunchSpec, indent: str = "") -> list[str]:
+    """``env:`` and ``argv:`` blocks of one command (secrets as ``***``), one flag with its values a line."""
+    lines = [f"{indent}env:"]
     for k, v in launch.redacted_env().items() or {}:
-        lines.append(f"  {k}={shlex.quote(v)}")
+        lines.append(f"{indent}  {k}={shlex.quote(v)}")
     if not launch.env:
-        lines.append("  (none beyond the inherited environment)")
-    lines.append("argv:")
+        lines.append(f"{indent}  (none beyond the inherited environment)")
+    lines.append(f"{indent}argv:")
     argv = [shlex.quote(w) for w in launch.redacted_argv()]
-    lines.append("  " + " ".join(argv[:3]))
+    lines.append(f"{indent}  " + " ".join(argv[:3]))
     i = 3
     while i < len(argv):
         j = i + 1
         while j < len(argv) and not argv[j].startswith("--"):  # one flag with all its values
             j += 1
-        lines.append("    " + " ".join(argv[i:j]))
+        lines.append(f"{indent}    " + " ".join(argv[i:j]))
         i = j
+    return lines
+
+
+def render_show(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | None = None) -> str:
+    """Human-readable ``profile show``: argv, env, asked vs effective speculative values; for a
+    multi-node profile (``nodes``) each node's env, argv and the exact line to run on it."""
+    spec = launch.spec
+    lines = [f"profile   {profile.name}  ({profile.path or 'unsaved'})"]
+    ver, src = profile.judged_version()
+    lines.append(f"judged    SGLang {ver} ({src})")
+    lines.append("")
+    if not nodes:
+        lines.extend(_command_lines(launch))
+    else:
+        url = node_url(profile, launch.port)
+        lines.append(f"{len(nodes)} nodes, the same command on each with its --node-rank (dist_init_addr "
+                     f"{profile.server.dist_init_addr}); only node 0 serves the HTTP API, at {url}")
+        for n in nodes:
+            role = "serves the HTTP API" if n.serves_api else "no HTTP API: a stand-in /health, as SGLang's engine.py"
+            gpus = n.node.gpus or profile.server.gpus_per_node
+            lines.append("")
+            lines.append(f"node {n.rank}  host {n.node.host}  ({role}"
+                         + (f"; {gpus} GPUs" if gpus else "") + ")")
+            if n.node.workdir:
+                lines.append(f"  workdir: {n.node.workdir}")
+            lines.extend(_command_lines(n.spec, indent="  "))
+            lines.append("  run on the node:")
+            lines.append(f"    {n.shell_line()}")
+        lines.append("")
+        lines.append(f"specdash does not start these nodes yet: run each line on its node, then attach with "
+                     f"--url {url}")
     lines.append("")
     if not spec.enabled and not spec.rejections:
         lines.append("speculation: off")
@@ -250,10 +344,23 @@ def _fmt(v) -> str:
     return "(unset)" if v is None else str(v)
 
 
-def show_json(launch: LaunchSpec, profile: Profile) -> dict:
-    """``profile show --json``: argv, env (redacted), asked, effective, adjustments, rejections."""
+def show_json(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | None = None) -> dict:
+    """``profile show --json``: argv, env (redacted), asked, effective, adjustments, rejections.
+
+    A multi-node profile adds ``nodes``: per node (node 0 first) ``node_rank``, ``host``, ``gpus``,
+    ``workdir``, ``serves_api``, ``argv``, ``env`` and ``shell_line`` (what to run there), plus
+    ``url`` (node 0's API); top-level ``argv`` / ``env`` are node 0's.
+    """
     spec = launch.spec
     ver, src = profile.judged_version()
+    extra: dict = {}
+    if nodes:
+        extra = {"url": node_url(profile, launch.port), "dist_init_addr": profile.server.dist_init_addr,
+                 "node_launcher": profile.server.node_launcher or "attach",
+                 "nodes": [{"node_rank": n.rank, "host": n.node.host,
+                            "gpus": n.node.gpus or profile.server.gpus_per_node, "workdir": n.node.workdir,
+                            "serves_api": n.serves_api, "argv": n.spec.redacted_argv(),
+                            "env": n.spec.redacted_env(), "shell_line": n.shell_line()} for n in nodes]}
     return {
         "profile": profile.name,
         "profile_path": str(profile.path) if profile.path else None,
@@ -268,7 +375,7 @@ def show_json(launch: LaunchSpec, profile: Profile) -> dict:
             for a in spec.adjustments
         ],
         "rejections": [{"message": r.message, "exception": r.exception, "fix": r.fix} for r in spec.rejections],
-    }
+    } | extra
 
 
 PROG = "specdash profile"
@@ -283,6 +390,9 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--out", help="file to write (default ./<name>.toml)")
     imp.add_argument("--force", action="store_true", help="overwrite an existing file")
     imp.add_argument("--sglang-version", help="expand flag abbreviations as this SGLang release would")
+    imp.add_argument("--node", action="append", metavar="HOST",
+                     help="multi-node: one machine's host, node 0 first, once per node (the command is node 0's, "
+                          "with --nnodes N --node-rank 0 --dist-init-addr HOST:PORT)")
     show = sub.add_parser("show", help="print the argv + env a profile runs, asked vs effective")
     show.add_argument("profile", help="profile name or path")
     show.add_argument("--json", action="store_true")
@@ -299,7 +409,7 @@ def profile_main(argv: list[str]) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    prof, cmd = profile_from_command(args.command, name=args.name, version=args.sglang_version)
+    prof, cmd = profile_from_command(args.command, name=args.name, version=args.sglang_version, nodes=args.node)
     for note in cmd.notes:
         print(f"note: {note}")
     out = Path(args.out or f"{prof.name}.toml")
@@ -311,6 +421,7 @@ def _import(args: argparse.Namespace) -> int:
     header = (
         f"Imported by specdash profile import from:\n{_wrap(strip_terminal_codes(redact_text(args.command, secrets)))}\n"
         "Flags specdash does not model are kept in extra_args; --enable-metrics is always on."
+        + (f"\nNodes (--node, node 0 first): {', '.join(args.node)}" if args.node else "")
     )
     write_new_file(out, profile_to_toml(prof, header=header), force=args.force)
     print(f"wrote {out}")
@@ -328,10 +439,11 @@ def _import(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     prof = load_profile(args.profile).expanded()
     launch = build_launch(prof, version=args.sglang_version)
+    nodes = build_node_launches(prof, version=args.sglang_version) if prof.nodes else None
     if args.json:
-        print(json.dumps(show_json(launch, prof), indent=2))
+        print(json.dumps(show_json(launch, prof, nodes), indent=2))
     else:
-        print(render_show(launch, prof))
+        print(render_show(launch, prof, nodes))
     return ExitCode.OK
 
 

@@ -138,6 +138,12 @@ def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None
     data = profile.model_dump(exclude_none=True, exclude_defaults=False)
     if not data.get("env"):
         data.pop("env", None)
+    if not data.get("nodes"):
+        data.pop("nodes", None)
+    for node in data.get("nodes") or []:  # [[nodes]] tables without empty env / extra_args
+        for key in ("env", "extra_args"):
+            if not node.get(key):
+                node.pop(key, None)
     if profile.server.launcher != "sim":
         data.pop("sim", None)
     if base_text is not None:

@@ -11,6 +11,8 @@ A profile says how to launch a server::
     [speculative]        # algorithm, draft_model_path, num_steps, eagle_topk, num_draft_tokens, extra_args
     [env]                # NCCL_* / SGLANG_* variables for the server process
     [sim]                # scenario, seed, time_scale, sglang_version (simulator only)
+    [[nodes]]            # multi-node only: host, node_rank, gpus, env, workdir, python, extra_args
+                         # (with [server] nnodes, dist_init_addr, node_launcher, gpus_per_node)
 
 A suite says what to send it: ``[suite]`` (max_tokens, temperature, repeats, warmup,
 concurrency, ignore_eos, api, prompts_file) and ``[[prompts]]``.
@@ -79,6 +81,38 @@ class ServerSection(_Strict):
     python: str | None = Field(None, description="interpreter for sglang.launch_server (default python3)")
     sglang_version: str | None = Field(None, description="pin the SGLang version judgements use")
     extra_args: list[str] = Field(default_factory=list, description="further SGLang flags, as argv words")
+    # Multi-node (SGLang: the same command on every node plus --nnodes / --node-rank / --dist-init-addr;
+    # python/sglang/srt/server_args.py, srt/entrypoints/engine.py).  Checked by specdash.profile.nodes.
+    nnodes: int | None = Field(None, ge=1, description="--nnodes: machines the server spans (= number of [[nodes]])")
+    dist_init_addr: str | None = Field(
+        None, description="--dist-init-addr HOST:PORT: node 0's rendezvous address for torch.distributed (every "
+        "node connects to it; a port apart from the HTTP port)")
+    node_launcher: Literal["attach", "ssh", "slurm"] | None = Field(
+        None, description="how the nodes are started: 'attach' (you start them, specdash attaches with --url to "
+        "node 0; the default), 'ssh' or 'slurm' (not built yet: such launches are refused)")
+    gpus_per_node: int | None = Field(None, ge=1, description="GPUs on each node (the doctor checks tp x pp against "
+                                      "it); a node's own `gpus` wins")
+
+
+class NodeSection(_Strict):
+    """``[[nodes]]``: one machine of a multi-node server (node 0 first; it alone serves the HTTP API)."""
+
+    host: str = Field(min_length=1, description="the machine's address or name (node 0's is the API's host)")
+    node_rank: int = Field(ge=0, description="--node-rank of this machine: 0 … nnodes-1, each once")
+    gpus: int | None = Field(None, ge=1, description="GPUs this node gives the server (default [server] gpus_per_node)")
+    env: dict[str, str] = Field(default_factory=dict, description="variables added for this node only, over [env] "
+                                "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, GLOO_SOCKET_IFNAME …)")
+    workdir: str | None = Field(None, description="directory the command runs in on this node")
+    python: str | None = Field(None, description="interpreter on this node (default [server] python)")
+    extra_args: list[str] = Field(default_factory=list, description="SGLang flags for this node only (never model, "
+                                  "parallelism or speculative flags: the doctor's NODES check refuses those)")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_strings(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): (str(int(x)) if isinstance(x, bool) else str(x)) for k, x in v.items()}
+        return v
 
 
 class SpeculativeSection(_Strict):
@@ -132,6 +166,7 @@ class Profile(_Strict):
     speculative: SpeculativeSection | None = None
     env: dict[str, str] = Field(default_factory=dict)
     sim: SimSection = Field(default_factory=SimSection)
+    nodes: list[NodeSection] = Field(default_factory=list, description="multi-node: one entry per machine")
 
     _path: Path | None = PrivateAttr(default=None)
 
@@ -159,6 +194,20 @@ class Profile(_Strict):
     def path(self) -> Path | None:
         """The file this profile was read from, if any."""
         return self._path
+
+    @property
+    def multi_node(self) -> bool:
+        """True when the server spans several machines (``[[nodes]]`` or ``nnodes`` > 1)."""
+        return bool(self.nodes) or (self.server.nnodes or 1) > 1
+
+    @property
+    def num_nodes(self) -> int:
+        """Machines the server spans (1 for a single-node profile)."""
+        return len(self.nodes) or self.server.nnodes or 1
+
+    def node(self, rank: int) -> NodeSection | None:
+        """The ``[[nodes]]`` entry of ``node_rank`` ``rank`` (None: single-node or no such rank)."""
+        return next((n for n in self.nodes if n.node_rank == rank), None)
 
     @property
     def spec_enabled(self) -> bool:
@@ -288,15 +337,20 @@ def _format_validation(exc: ValidationError, model: type[BaseModel], path: Path 
 
 
 def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
-    """Validate a profile dict.
+    """Validate a profile dict (and, for ``[[nodes]]``, its multi-node structure:
+    :func:`specdash.profile.nodes.check_nodes`).
 
     Raises:
-        ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys.
+        ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys, a broken
+            multi-node structure (ranks, ``nnodes``, ``dist_init_addr``).
     """
     try:
         prof = Profile.model_validate(data)
     except ValidationError as exc:
         raise ProfileError(_format_validation(exc, Profile, path)) from None
+    from specdash.profile.nodes import check_nodes
+
+    check_nodes(prof, path)
     prof._path = Path(path) if not str(path).startswith("<") else None
     return prof
 

@@ -10,6 +10,11 @@ argparse for the emulated release):
 ``--expected``                print the analytic expectation for these flags as JSON and exit
                               (with ``--concurrency N``, ``--max-new-tokens M``, ``--prompt-tokens P``)
 
+Multi-node (SGLang's own flags, :mod:`specdash.sim.nodes`): ``--nnodes N --node-rank R
+--dist-init-addr HOST:PORT [--dist-timeout S]``: node 0 waits at HOST:PORT until nodes 1 … N-1 have
+joined (else it exits 1 after S seconds, default 600, with torch's ``Timed out … waiting for clients``),
+then serves as usual; a node R > 0 joins, then answers only a stand-in ``/health`` (always 200).
+
 Exit codes: 0 after SIGTERM/SIGINT or ``--expected``; 1 when the emulated server would crash
 at start-up; 2 for command lines SGLang's argparse refuses (and bad simulator options).
 """
@@ -46,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
         return _usage_error(str(exc))
     if "--model-path" not in checked.flags or checked.flags["--model-path"] is True:
         return _usage_error("the following arguments are required: --model-path/--model")
+    from specdash.sim.nodes import NodeArgsError, node_args
+
+    try:
+        node_args(checked.flags)
+    except NodeArgsError as exc:
+        return _usage_error(str(exc))
     try:
         scenario = load_scenario(opts.scenario)
     except ScenarioError as exc:

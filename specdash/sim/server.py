@@ -32,6 +32,14 @@ from specdash.sim import args as A
 from specdash.sim.engine import Engine, EngineConfig
 from specdash.sim.logfmt import LogWriter
 from specdash.sim.metrics import TPOT_SINCE, SimMetrics
+from specdash.sim.nodes import (
+    Rendezvous,
+    RendezvousError,
+    dist_traceback,
+    lost_traceback,
+    node_args,
+    standin_app,
+)
 from specdash.sim.scenario import Scenario, SpecShape
 from specdash.sim.tiers import AdaptiveSetup
 from specdash.sim.wiring import Fatal, Wiring, analyse
@@ -72,7 +80,13 @@ class SimServer:
         self.env.update(checked.env)
         flags = checked.flags
         self.tp = int(A.coerce(flags.get("--tp-size", 1), 1) or 1)
+        self.pp = int(A.coerce(flags.get("--pp-size", 1), 1) or 1)
         self.log = log or LogWriter(str(flags.get("--log-level", "info")), tp_size=self.tp)
+        self.nodes = node_args(flags)  # the CLI has refused bad multi-node flags already
+        self.local_ranks = self.nodes.local_ranks(self.tp * self.pp) if self.nodes.multi else range(self.tp)
+        if self.nodes.node_rank:  # node R's first scheduler is TP<first local rank>
+            self.log.scheduler_prefix = f" TP{self.local_ranks[0]}"
+        self.rendezvous: Rendezvous | None = None
         self.enable_metrics = bool(flags.get("--enable-metrics"))
         self.incremental = bool(flags.get("--incremental-streaming-output"))
         self.api_key = flags.get("--api-key") if isinstance(flags.get("--api-key"), str) else None
@@ -113,6 +127,18 @@ class SimServer:
             SimCrash: a rejected combination (traceback printed).
         """
         flags = self.checked.flags
+        if self.nodes.multi and (self.tp * self.pp) % self.nodes.nnodes:  # server_args.py check_server_args
+            self.crash_message = "AssertionError: tp_size must be divisible by number of nodes"
+            if self.quiet:
+                raise SimCrash(1)
+            sys.stderr.write("Traceback (most recent call last):\n"
+                             '  File "sglang/launch_server.py", line 32, in <module>\n'
+                             "    server_args = prepare_server_args(sys.argv[1:])\n"
+                             '  File "sglang/srt/server_args.py", line 6633, in check_server_args\n'
+                             "    assert (\n"
+                             "AssertionError: tp_size must be divisible by number of nodes\n")
+            sys.stderr.flush()
+            raise SimCrash(1)
         self.target, self.target_assumed = self._model(str(flags.get("--model-path")), self.sc.target_model,
                                                        "model path")
         draft_path = flags.get("--speculative-draft-model-path")
@@ -225,17 +251,19 @@ class SimServer:
         log.line(A.server_args_line(self.args))
         log.line("Using default HuggingFace chat template with detected content format: string")
         await self._phase(0.15)
-        if self.tp > self.sc.gpu.count:
+        if len(self.local_ranks) > self.sc.gpu.count:  # per node: (tp x pp) / nnodes ranks on GPUs 0…
             self._crash_scheduler(Fatal("RuntimeError", "CUDA error: invalid device ordinal"))
         mem = self._memory()
-        ranks = range(self.tp) if self.tp > 1 else [None]
+        ranks = self.local_ranks if self.tp > 1 or self.nodes.multi else [None]
 
         def per_rank(msg: str) -> None:
             for r in ranks:
                 log.line(msg, prefix="" if r is None else f" TP{r}")
 
         per_rank("Init torch distributed begin.")
-        per_rank("Init torch distributed ends. elapsed=0.19 s, mem usage=0.09 GB")
+        t_dist = time.monotonic()
+        await self._rendezvous()
+        per_rank(f"Init torch distributed ends. elapsed={0.19 + time.monotonic() - t_dist:.2f} s, mem usage=0.09 GB")
         per_rank(f"Load weight begin. avail mem={A.gb(mem.avail_start_gib)} GB")
         await self._phase(0.25)
         arch = (self.target.architectures or ["LlamaForCausalLM"])[0]
@@ -291,6 +319,31 @@ class SimServer:
                       f"{self.args.get('chunked_prefill_size')}, max_prefill_tokens={self.args.get('max_prefill_tokens')}"
                       f", max_running_requests={self.max_running}, context_len={self.context_len}, "
                       f"available_gpu_mem={A.gb(mem.avail_end_gib)} GB")
+
+    async def _rendezvous(self) -> None:
+        """Multi-node: wait in distributed init until every node has joined (node 0) or until node 0
+        answers (node R > 0); a timeout ends the process as SGLang's scheduler does (exit 1)."""
+        if not self.nodes.multi:
+            return
+        self.rendezvous = Rendezvous(self.nodes, self.tp * self.pp, self.log, on_lost=self._node_lost)
+        try:
+            await self.rendezvous.run()
+        except RendezvousError as exc:
+            self.log.scheduler(dist_traceback(exc.exception, exc.message), level="error")
+            self.log.line("Received sigquit from a child process. It usually means the child failed.", level="error")
+            raise SimCrash(1) from None
+
+    def _node_lost(self, rank: int) -> None:
+        """A joined node's connection ended: the deployment cannot go on (NCCL's peers are gone)."""
+        if self.stopping:
+            return
+        self.log.scheduler(lost_traceback(
+            "torch.distributed.DistBackendError",
+            f"NCCL error: remote process exited or there was a network error (node {rank} of "
+            f"{self.nodes.nnodes} went away)"), level="error")
+        self.log.line("Received sigquit from a child process. It usually means the child failed.", level="error")
+        self.exit_code = 1
+        self._on_signal(None)
 
     def _adaptive_init(self) -> list[str]:
         """The adaptive controller's first lines (built with the worker, before graph capture)."""
@@ -512,7 +565,7 @@ class SimServer:
         devices = []
         for i in range(sc.gpu.count):
             used = 0.0
-            active = i < self.tp and mem is not None
+            active = i < len(self.local_ranks) and mem is not None
             if active:
                 used = (sc.gpu.context_reserve_mib + (mem.static_gib + mem.graph_gib) * 1024.0)
             devices.append({
@@ -525,17 +578,21 @@ class SimServer:
         return {"simulated": True, "time": time.time(), "devices": devices}
 
     # -- run -------------------------------------------------------------------------------------------
-    def _on_signal(self, signame: str) -> None:
+    def _on_signal(self, signame: str | None) -> None:
+        """Shut down (SIGTERM / SIGINT; None: a failure already logged, e.g. a lost node)."""
         if self.stopping:
             return
         self.stopping = True
-        self.log.line(f"{signame} received. signum=None frame=None. Draining requests and shutting down...")
+        if signame:
+            self.log.line(f"{signame} received. signum=None frame=None. Draining requests and shutting down...")
         if self.engine is not None:  # end open streams now (they get an abort event and [DONE])
             self._stop_task = asyncio.ensure_future(self.engine.stop())
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
         if self._startup_task is not None and not self._startup_task.done():
             self._startup_task.cancel()
+        if self.rendezvous is not None:
+            self.rendezvous.close()
         timer = threading.Timer(1.6, lambda: os._exit(self.exit_code))
         timer.daemon = True
         timer.start()
@@ -590,6 +647,9 @@ class SimServer:
         t0 = time.time()
         self.resolve()
         await self.startup()
+        if self.nodes.node_rank > 0:
+            await self._start_standin()
+            return
         self.build_engine()
         sock = self._bind()
 
@@ -620,6 +680,32 @@ class SimServer:
         self.startup_seconds = time.time() - t0
         self.ready = True
         log.line("The server is fired up and ready to roll!")
+
+    async def _start_standin(self) -> None:
+        """Node R > 0 once its schedulers are up: SGLang's stand-in server (always-200 ``/health``,
+        nothing else useful; :func:`specdash.sim.nodes.standin_app`) on ``--host`` / ``--port``, logging
+        at warning level as SGLang's does (no uvicorn lines, no ``fired up`` line)."""
+        import uvicorn
+
+        sock = self._bind()
+
+        class _Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self):
+                yield
+
+            def install_signal_handlers(self) -> None:
+                return None
+
+        config = uvicorn.Config(standin_app(self.nodes, enable_metrics=self.enable_metrics), log_config=None,
+                                access_log=False, lifespan="off", timeout_graceful_shutdown=1, loop="asyncio",
+                                http="h11", ws="none", log_level="warning")
+        server = _Server(config)
+        self._uvicorn = server
+        self._serve_task = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not self._serve_task.done():
+            await asyncio.sleep(0.005)
+        self.ready = True
 
 
 def banner(opts: A.SimOptions, scenario: Scenario, time_scale: float) -> str:

@@ -308,6 +308,11 @@ class Session(PresetsMixin):
             await self._stop_locked()
             if self.profile is None:
                 raise ProfileError("no profile chosen")
+            if self.profile.multi_node:  # specdash starts no remote node yet: before preflight and a run directory
+                from specdash.profile.nodes import launch_refusal
+
+                self._set_state(ServerState.IDLE, "a multi-node profile: start its nodes yourself, then attach")
+                raise ProfileError(launch_refusal(self.profile))
             report = self.run_preflight()
             if self.preflight_error:
                 self._set_state(ServerState.FAILED, self.preflight_error)

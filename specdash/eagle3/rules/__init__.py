@@ -7,6 +7,9 @@ are decided:
 
 ==============  ====================  ========================================================
 FLAG            ``flags``             flags the judged release does not accept (argparse: exit 2)
+NODES           ``nodes``             multi-node profiles: tp × pp vs GPUs per node × nodes, per-node
+                                      overrides of model / speculative flags, the rendezvous address
+                                      (``dist_init_addr``) and its port vs the HTTP port
 DRAFT_PATH      ``draft``             no draft path (bundled-MTP targets only), or a missing path
 ALGO_MISMATCH   ``draft``             head kind vs ``--speculative-algorithm`` (an EAGLE3 head
                                       served with EAGLE accepts nothing)

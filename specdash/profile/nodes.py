@@ -1,0 +1,204 @@
+"""Multi-node profiles: validation, the per-node commands, and why specdash does not start them yet.
+
+SGLang runs one server over several machines by starting **the same command on every node** with
+``--nnodes N --node-rank R --dist-init-addr HOST:PORT`` added (``python/sglang/srt/server_args.py``:
+``nnodes``, ``node_rank``, ``dist_init_addr``; ``--tp-size`` is the total over all nodes, e.g. TP 16
+over two 8-GPU nodes).  Only node 0 serves the HTTP API, the real ``/health`` and the tokenizer's
+metrics; nodes > 0 run their schedulers and answer a stand-in ``/health`` that is always 200
+(``srt/entrypoints/engine.py`` ``_launch_subprocesses`` → ``launch_dummy_health_check_server`` in
+``srt/utils/common.py``).  ``dist_init_addr`` is where rank 0's ``torch.distributed`` rendezvous listens
+(``srt/model_executor/model_runner.py``: ``tcp://HOST:PORT``); a node that never joins leaves node 0
+waiting there until ``--dist-timeout`` (torch's default for NCCL: 600 s).
+
+A profile says so with ``[server] nnodes`` / ``dist_init_addr`` and one ``[[nodes]]`` entry per machine
+(``host``, ``node_rank``, optional ``gpus``, ``env`` additions, ``workdir``, ``python``, ``extra_args``).
+:func:`check_nodes` validates the structure (every ``parse_profile`` runs it); the doctor's ``NODES``
+rule (:mod:`specdash.eagle3.rules.nodes`) judges consistency.  :func:`build_node_launches` gives each
+node's exact argv and env (``profile show``).  specdash starts no remote node yet
+(``node_launcher = "ssh"`` / ``"slurm"`` are accepted in the schema for the backends to come):
+:func:`launch_refusal` is the message every launch of a multi-node profile ends with.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from specdash.profile.schema import ProfileError
+
+if TYPE_CHECKING:
+    from specdash.profile.schema import NodeSection, Profile
+    from specdash.sglang.launchspec import LaunchSpec
+
+#: The flags that say how a server spans nodes: profile fields, never ``extra_args``
+#: (``--nccl-init-addr`` is SGLang's alias of ``--dist-init-addr``, server_args.py).
+NODE_FLAGS = ("--nnodes", "--node-rank", "--dist-init-addr", "--nccl-init-addr")
+
+_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[^\s:\[\]/]+)):(?P<port>\d{1,5})$")
+
+
+def parse_host_port(addr: str) -> tuple[str, int]:
+    """``"10.0.0.1:50000"`` → ``("10.0.0.1", 50000)``; ``"[fd00::1]:50000"`` → ``("fd00::1", 50000)``.
+
+    Raises:
+        ValueError: not ``HOST:PORT`` (IPv6 in brackets), or the port is outside 1–65535.
+    """
+    m = _HOST_PORT.match(str(addr).strip())
+    if not m:
+        raise ValueError(f"{addr!r} is not HOST:PORT (e.g. 10.0.0.1:50000, [fd00::1]:50000)")
+    port = int(m.group("port"))
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{addr!r}: port {port} is outside 1-65535")
+    return (m.group("v6") or m.group("host")), port
+
+
+def _flag_words(words: list[str]) -> list[str]:
+    return [w.split("=", 1)[0].replace("_", "-") for w in words if w.startswith("--")]
+
+
+def check_nodes(prof: Profile, path: Path | str = "<profile>") -> None:
+    """Validate a profile's multi-node structure (nothing to check for a single-node profile).
+
+    Rules: ``[[nodes]]`` holds at least two machines; ``nnodes`` (when given) equals their number;
+    ``nnodes`` > 1 needs ``[[nodes]]``; node ranks are 0 … N-1, each once, node 0 first;
+    ``dist_init_addr`` is ``HOST:PORT`` (required with nodes); ``--nnodes`` / ``--node-rank`` /
+    ``--dist-init-addr`` are never in ``extra_args`` of a multi-node profile; ``node_launcher`` only
+    with nodes.
+
+    Raises:
+        ProfileError: every broken rule, one line each, naming the file, the key and the fix.
+    """
+    s, nodes = prof.server, prof.nodes
+    errs: list[str] = []
+    if not nodes and (s.nnodes or 1) == 1:
+        if s.node_launcher is not None:
+            errs.append("server.node_launcher is set but the profile has no [[nodes]]: remove it, or add one "
+                        "[[nodes]] entry per machine")
+        if s.dist_init_addr is not None:
+            try:
+                parse_host_port(s.dist_init_addr)
+            except ValueError as exc:
+                errs.append(f"server.dist_init_addr: {exc}")
+        if errs:
+            raise ProfileError("\n".join(f"{path}: {e}" for e in errs))
+        return
+    if not nodes:
+        errs.append(f"server.nnodes = {s.nnodes} but there are no [[nodes]] entries: add one per machine, node 0 "
+                    "first, e.g. [[nodes]] host = \"10.0.0.1\" node_rank = 0")
+    elif len(nodes) == 1:
+        errs.append("[[nodes]] has a single entry: a one-machine server needs no [[nodes]] (remove it; the "
+                    "HTTP address is [server] host)")
+    if len(nodes) > 1 and s.nnodes is not None and s.nnodes != len(nodes):
+        errs.append(f"server.nnodes = {s.nnodes} but [[nodes]] lists {len(nodes)} machines: make them agree "
+                    f"(nnodes = {len(nodes)}, or one [[nodes]] entry per machine)")
+    if nodes:
+        n = len(nodes)
+        ranks = [x.node_rank for x in nodes]
+        dup = sorted({r for r in ranks if ranks.count(r) > 1})
+        missing = sorted(set(range(n)) - set(ranks))
+        beyond = sorted(r for r in set(ranks) if r >= n)
+        if dup:
+            errs.append(f"[[nodes]] node_rank {', '.join(map(str, dup))} appears more than once: each rank 0-{n - 1} "
+                        "exactly once")
+        if beyond:
+            errs.append(f"[[nodes]] node_rank {', '.join(map(str, beyond))} is out of range for {n} nodes: ranks are "
+                        f"0-{n - 1}")
+        if missing and not dup and not beyond:
+            errs.append(f"[[nodes]] has no node_rank {', '.join(map(str, missing))}: ranks are 0-{n - 1}, each once")
+        if ranks and ranks[0] != 0:
+            errs.append(f"the first [[nodes]] entry has node_rank {ranks[0]}: list node 0 first (it serves the "
+                        "HTTP API and the rendezvous)")
+        if s.dist_init_addr is None:
+            host = nodes[0].host
+            errs.append(f"server.dist_init_addr is missing: every node connects to node 0's rendezvous there; "
+                        f"set dist_init_addr = \"{host}:50000\" (node 0's host, a free port apart from the HTTP "
+                        f"port {s.port})")
+    if s.dist_init_addr is not None:
+        try:
+            parse_host_port(s.dist_init_addr)
+        except ValueError as exc:
+            errs.append(f"server.dist_init_addr: {exc}")
+    for where, words in (("server.extra_args", s.extra_args),
+                         ("speculative.extra_args", prof.speculative.extra_args if prof.speculative else []),
+                         *((f"nodes[{i}].extra_args", x.extra_args) for i, x in enumerate(nodes))):
+        for flag in _flag_words(list(words)):
+            if flag in NODE_FLAGS:
+                key = {"--nnodes": "server.nnodes", "--node-rank": "[[nodes]] node_rank"}.get(
+                    flag, "server.dist_init_addr")
+                errs.append(f"{where} holds {flag}: in a multi-node profile it comes from {key} (specdash adds it "
+                            f"to each node's command); remove it from {where}")
+    if errs:
+        raise ProfileError("\n".join(f"{path}: {e}" for e in errs))
+
+
+# -- per-node commands -------------------------------------------------------------------------------
+@dataclass
+class NodeLaunch:
+    """One node's command: ``spec`` (argv / env, the profile's ``[env]`` then the node's additions),
+    the node entry, and where it runs (``workdir``: None = wherever it is started)."""
+
+    node: NodeSection
+    spec: LaunchSpec
+
+    @property
+    def rank(self) -> int:
+        """``--node-rank``."""
+        return self.node.node_rank
+
+    @property
+    def serves_api(self) -> bool:
+        """True for node 0 (the only node with SGLang's HTTP API, engine.py)."""
+        return self.node.node_rank == 0
+
+    def shell_line(self) -> str:
+        """The copy-pasteable line to run on this node (secrets as ``***``): ``cd WORKDIR && ENV… argv``."""
+        line = self.spec.shell_line()
+        if self.node.workdir:
+            line = f"cd {shlex.quote(self.node.workdir)} && {line}"
+        return line
+
+
+def node_url(prof: Profile, port: int | None = None) -> str:
+    """``http://<node 0's host>:<port>``: where the multi-node server's API answers."""
+    host = prof.nodes[0].host if prof.nodes else prof.server.host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port if port is not None else prof.server.port}"
+
+
+def build_node_launches(prof: Profile, *, version: str | None = None) -> list[NodeLaunch]:
+    """Each node's exact command, node 0 first: :func:`~specdash.profile.flags.build_launch` of the
+    profile plus ``--nnodes N --node-rank R --dist-init-addr HOST:PORT`` (after ``--tp-size``), the
+    node's ``extra_args`` last; env = ``[env]`` then the node's ``env`` (a node's value wins).
+
+    Raises:
+        ProfileError: not a multi-node profile, or via :func:`build_launch`.
+    """
+    from specdash.profile.flags import build_launch
+
+    if not prof.nodes:
+        raise ProfileError(f"profile {prof.name!r} is a single-node profile (no [[nodes]])")
+    return [NodeLaunch(n, build_launch(prof, version=version, node_rank=n.node_rank)) for n in prof.nodes]
+
+
+def launch_refusal(prof: Profile) -> str:
+    """Why a multi-node profile is not launched, and what to do instead (what, why, the fix)."""
+    how = prof.server.node_launcher or "attach"
+    name = str(prof.path) if prof.path else prof.name
+    if how == "attach":
+        why = ('node_launcher = "attach" (the default): you start the nodes, specdash attaches to node 0')
+    else:
+        why = (f'node_launcher = "{how}" is not built yet: specdash does not start remote nodes '
+               "(the ssh and slurm backends are the next step)")
+    return (f"profile {prof.name!r} runs on {prof.num_nodes} nodes; specdash did not launch it: {why}. "
+            f"Start every node yourself with the command `specdash profile show {name}` prints for it "
+            f"(node 0 waits in torch.distributed's rendezvous until all have joined), then attach to node 0 with "
+            f"--url {node_url(prof)}: `specdash --bench --profile {name} --url {node_url(prof)}` or "
+            f"`specdash --url {node_url(prof)}` (tune relaunches servers, so it waits for those backends)")
+
+
+__all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "node_url",
+           "parse_host_port"]
