@@ -19,6 +19,11 @@ with a note saying why.  After a live tune, :mod:`specdash.bench.schedule` turns
 model into a per-batch-size adaptive config for the target release and verifies it with
 paired A/Bs against the best static setting at two or more concurrencies.
 
+Where launches are dear: ``--baseline-from RUN_DIR`` reuses a measured no-speculation run
+(:func:`load_baseline_run`) instead of the baseline launch, ``--max-time S`` starts no launch that
+would end past S seconds (:func:`_time_left`: judged by the longest launch so far), and under SGLang's
+simulated acceptance only chains are searched (:func:`tune_candidates`).
+
 ``--budget`` counts exploration launches (the starting profile, or the live launches,
 included); the baseline run, the final A/B and the schedule's verification are extra.  The
 report's ``launches`` counts every launch (all of them listed in ``launch_log``).  The
@@ -346,6 +351,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         say(f"tune: baseline from {baseline_run.get('run_dir')} ({baseline_run.get('output_tok_s'):.1f} tok/s, "
             "measured earlier; no baseline launch)")
         base_run, base_launch, later = baseline_run, None, opts
+        for n in baseline_notes:
+            say(f"tune: note: {n}")
     else:
         say(f"tune: baseline run of {profile.name} without speculation")
         base_run, _, base_entry = await log.run(base_prof, suite, opts, "baseline")
