@@ -1,0 +1,155 @@
+"""Fuzzing the readers a user's files and a server's answers reach (issue 13, "zero tracebacks"): every input
+either loads or raises the reader's own error — ProfileError for profiles and suites (naming the file),
+MetricsFormatError for ``/metrics`` text — and ``/server_info`` bodies of any JSON shape are made safe
+(:func:`specdash.sglang.client.checked_server_info`).  Profiles and suites are generated around the real
+schema's keys (with wrong types, unknown keys, odd strings and nesting) so the validators, not only the TOML
+parser, are exercised.  Inputs tried per run: the ``max_examples`` below (1,150 in all).
+"""
+
+from __future__ import annotations
+
+import string
+
+import tomlkit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from specdash.profile import ProfileError, load_profile, load_suite
+from specdash.sglang.client import INVALID_FIELDS_KEY, checked_server_info
+from specdash.sglang.metrics import MetricsFormatError, parse_metrics
+
+
+def fuzz(n: int):
+    """``n`` examples, no deadline (a shared 2-core CI machine), tmp_path reused across examples (each
+    example writes its own file over the last one)."""
+    return settings(max_examples=n, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+text = st.text(alphabet=string.printable + "é✓\u200b", max_size=40)
+scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
+                   text, st.lists(text, max_size=3))
+#: values TOML can carry (no None), nested a little
+toml_value = st.recursive(st.one_of(st.booleans(), st.integers(-10**12, 10**12),
+                                    st.floats(allow_nan=False, allow_infinity=False), text),
+                          lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                  st.dictionaries(text.filter(bool), inner, max_size=3)),
+                          max_leaves=6)
+
+SERVER_KEYS = ["launcher", "model_path", "tp_size", "mem_fraction_static", "host", "port", "context_length",
+               "enable_metrics", "api_key", "python", "sglang_version", "extra_args", "nnodes", "dist_init_addr"]
+SPEC_KEYS = ["algorithm", "draft_model_path", "num_steps", "eagle_topk", "num_draft_tokens", "extra_args"]
+SUITE_KEYS = ["name", "max_tokens", "temperature", "repeats", "warmup", "concurrency", "ignore_eos", "api"]
+
+
+def _section(keys):
+    good = st.fixed_dictionaries({}, optional={k: toml_value for k in keys})
+    return st.one_of(good, st.dictionaries(text.filter(bool), toml_value, max_size=3), toml_value)
+
+
+#: a profile that is valid but for the generated values: the simulator launcher, a model path, then any of
+#: the schema's keys with any value (so the field validators and the launch builder are reached)
+near_valid_profile = st.fixed_dictionaries(
+    {"name": st.text(alphabet=string.ascii_letters + "-_", min_size=1, max_size=12),
+     "server": st.fixed_dictionaries({"launcher": st.just("sim"), "model_path": st.just("sim:llama-3.1-8b")},
+                                     optional={k: toml_value for k in SERVER_KEYS[2:]})},
+    optional={"speculative": st.fixed_dictionaries(
+        {"algorithm": st.sampled_from(["EAGLE3", "EAGLE", "NEXTN", "STANDALONE", "eagle3", "BOGUS"])},
+        optional={k: toml_value for k in SPEC_KEYS[1:]}),
+        "env": st.dictionaries(text, toml_value, max_size=3)})
+profile_doc = st.fixed_dictionaries(
+    {"name": st.one_of(text, toml_value)},
+    optional={"server": _section(SERVER_KEYS), "speculative": _section(SPEC_KEYS),
+              "env": st.dictionaries(text, toml_value, max_size=3), "sim": _section(["scenario", "time_scale", "seed"]),
+              "nodes": st.lists(_section(["host", "node_rank", "env", "gpus"]), max_size=3),
+              "testbed": toml_value, "extra": toml_value})
+suite_doc = st.fixed_dictionaries(
+    {"suite": _section(SUITE_KEYS)},
+    optional={"prompts": st.one_of(st.lists(_section(["text", "category"]), max_size=3), toml_value)})
+
+
+def _write(tmp_path, name: str, doc) -> str:
+    p = tmp_path / name
+    p.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return str(p)
+
+
+@fuzz(300)
+@given(doc=st.one_of(profile_doc, near_valid_profile))
+def test_any_profile_loads_or_says_which_file(tmp_path, doc):
+    """Loads, then builds its launch (what ``profile show`` and every launch do), or raises ProfileError."""
+    from specdash.profile import build_launch
+
+    try:
+        path = _write(tmp_path, "fuzz.toml", doc)
+    except (TypeError, ValueError):  # tomlkit cannot write this shape (e.g. a mixed array): not an input
+        return
+    try:
+        prof = load_profile(path)
+        build_launch(prof.expanded())
+    except ProfileError as exc:
+        assert str(tmp_path) in str(exc) or "fuzz" in str(exc) or prof_named(exc), exc
+        return
+    assert prof.name  # a profile that loads has a name
+
+
+def prof_named(exc: Exception) -> bool:
+    """Launch-time errors name the setting rather than the file (the profile was read already)."""
+    return any(w in str(exc) for w in ("steps", "topk", "draft", "server", "env", "speculative", "flag", "--"))
+
+
+@fuzz(250)
+@given(doc=suite_doc)
+def test_any_suite_loads_or_says_which_file(tmp_path, doc):
+    try:
+        path = _write(tmp_path, "suite.toml", doc)
+    except (TypeError, ValueError):
+        return
+    try:
+        suite = load_suite(path)
+    except ProfileError as exc:
+        assert str(tmp_path) in str(exc) or "suite" in str(exc), exc
+        return
+    assert suite.prompts
+
+
+@fuzz(150)
+@given(raw=st.binary(max_size=200))
+def test_any_bytes_as_a_profile_or_suite(tmp_path, raw):
+    p = tmp_path / "raw.toml"
+    p.write_bytes(raw)
+    for loader in (load_profile, load_suite):
+        try:
+            loader(str(p))
+        except ProfileError as exc:
+            assert str(p) in str(exc), exc
+
+
+@fuzz(250)
+@given(body=st.text(max_size=300))
+def test_any_metrics_text_parses_or_is_named(body):
+    try:
+        parse_metrics(body)
+    except MetricsFormatError as exc:
+        assert "/metrics is not Prometheus text exposition" in str(exc)
+
+
+json_value = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), text),
+                          lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                  st.dictionaries(text, inner, max_size=4)), max_leaves=8)
+
+
+@fuzz(200)
+@given(body=st.one_of(json_value, st.fixed_dictionaries({}, optional={
+    k: json_value for k in ("version", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                            "speculative_num_draft_tokens", "model_path", "internal_states", "simulated")})))
+def test_any_server_info_is_made_safe(body):
+    from specdash.launch import effective_from_server_info
+
+    info = checked_server_info(body)
+    assert isinstance(info, dict)
+    eff = effective_from_server_info(info)  # what results copy from it: SGLang's types or None
+    assert eff["speculative_algorithm"] is None or isinstance(eff["speculative_algorithm"], str)
+    for k in ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"):
+        assert eff[k] is None or (isinstance(eff[k], int) and not isinstance(eff[k], bool))
+    if INVALID_FIELDS_KEY in info:
+        assert all(isinstance(x, str) for x in info[INVALID_FIELDS_KEY])
