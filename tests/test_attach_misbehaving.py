@@ -32,11 +32,13 @@ BAD_INFO = {"version": 5, "model_path": ["x"], "speculative_algorithm": 7, "spec
             "speculative_eagle_topk": True, "max_total_num_tokens": "lots"}
 
 
-def _app(mode: str) -> Starlette:
+def _app(mode: str, on_generate=None) -> Starlette:
     async def health(req):
         return PlainTextResponse("")
 
     async def server_info(req):
+        if mode == "silent-info":
+            await asyncio.sleep(3600)
         if mode == "html":
             return Response("<html>login</html>", media_type="text/html")
         return JSONResponse(BAD_INFO if mode == "types" else GOOD_INFO)
@@ -45,6 +47,11 @@ def _app(mode: str) -> Starlette:
         return PlainTextResponse(GARBAGE_METRICS if mode == "garbage" else "")
 
     async def generate(req):
+        if on_generate is not None:
+            on_generate()
+        if mode == "no-headers":
+            await asyncio.sleep(3600)
+
         async def gen():
             if mode == "hang":
                 await asyncio.sleep(3600)
@@ -67,11 +74,18 @@ def _app(mode: str) -> Starlette:
 
 
 class _Server:
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, die_after: int | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(_app(mode), host="127.0.0.1", port=self.port,
+        self.generates = 0
+
+        def counted():
+            self.generates += 1
+            if die_after is not None and self.generates > die_after:  # the server goes away mid-run
+                self.server.should_exit = self.server.force_exit = True
+
+        self.server = uvicorn.Server(uvicorn.Config(_app(mode, counted), host="127.0.0.1", port=self.port,
                                                     log_level="warning", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -168,3 +182,48 @@ def test_metrics_format_error_names_the_first_line():
     with pytest.raises(MetricsFormatError, match=r"first line 'this is \{not\} prometheus'"):
         parse_metrics(GARBAGE_METRICS)
     assert parse_metrics("# HELP a b\n# TYPE a counter\na_total 3\n").total("a_total") == 3
+
+
+def test_a_server_that_never_answers_server_info_is_bounded(tmp_path, capsys, monkeypatch):
+    import specdash.sglang.client as client_mod
+
+    monkeypatch.setattr(client_mod, "CONTROL_TIMEOUT_S", 1.0)
+    t0 = time.monotonic()
+    with _Server("silent-info") as url:
+        rc, out = _bench(tmp_path, url, capsys)
+    assert time.monotonic() - t0 < 20
+    assert rc == 1 and "/server_info" in out.err and "no answer within 1.0 s" in out.err, out.err
+
+
+def test_a_generate_without_headers_stops_the_warm_up(tmp_path, capsys, monkeypatch):
+    import specdash.commands.bench as bench_cmd
+
+    real = bench_cmd._options
+    monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), stall_s=1.0))
+    t0 = time.monotonic()
+    with _Server("no-headers") as url:
+        rc, out = main_with_warmup(tmp_path, url, capsys)
+    assert time.monotonic() - t0 < 20
+    assert rc == 1 and "warm-up" in out.err and "no complete answer in 2 s" in out.err, out.err
+
+
+def main_with_warmup(tmp_path, url, capsys):
+    p = tmp_path / "w.toml"
+    p.write_text('[suite]\nname = "w"\nmax_tokens = 8\nwarmup = 1\n[[prompts]]\ntext = "hello"\n')
+    rc = main(["--bench", "--url", url, "--suite", str(p), "--out", str(tmp_path / "runs")])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out
+    return rc, out
+
+
+def test_an_attached_server_that_goes_away_ends_the_run_partial(tmp_path, capsys):
+    p = tmp_path / "many.toml"
+    prompts = "".join(f'[[prompts]]\ntext = "prompt {i}"\n' for i in range(8))
+    p.write_text(f'[suite]\nname = "many"\nmax_tokens = 8\nwarmup = 0\n{prompts}')
+    with _Server("ok", die_after=3) as url:
+        rc = main(["--bench", "--url", url, "--suite", str(p), "--out", str(tmp_path / "runs")])
+        out = capsys.readouterr()
+    assert rc == 1 and "stopped answering" in out.err and "--resume" in out.err, out.err
+    assert out.err.count("FAILED") <= 1  # the load stops; it does not send the rest into a dead port
+    run = _run(tmp_path)
+    assert run["partial"] is True and 3 <= run["requests"] < 8  # uvicorn serves a few more while it shuts down

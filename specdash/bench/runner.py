@@ -124,6 +124,8 @@ class ProfileRun:
         #: why the run ended early (the server exited or stalled mid-run), else None
         self.fault: ServerFault | None = None
         self._abandon: asyncio.Event | None = None  # set when a watched load is being abandoned
+        #: the client of the run in progress (an attached server's health is probed through it)
+        self.client = None
         #: why the server's ``/metrics`` could not be used (not Prometheus text), else None
         self.metrics_error: str | None = None
         #: ``/server_info`` fields dropped for their types (``checked_server_info``), else empty
@@ -213,6 +215,7 @@ class ProfileRun:
 
         url, api_key, manifest = self._start()
         async with SGLangClient(url, api_key=api_key) as client:
+            self.client = client
             if self.launch is not None:
                 t_ready = await self.launch.wait_ready(client, READY_TIMEOUT_S)
                 self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
@@ -381,10 +384,12 @@ class ProfileRun:
         return ServerFault(f"server exited ({describe_exit(code)})", exit_code=code)
 
     async def _note_exit(self, wait_s: float = 1.0) -> bool:
-        """After a request failed: wait up to ``wait_s`` for the launched server to be seen exited;
-        if it did, set :attr:`fault` and return True."""
+        """After a request failed (not with an HTTP status): wait up to ``wait_s`` for the launched
+        server to be seen exited — for an attached server, whether it still answers ``/health`` — and
+        if it is gone, set :attr:`fault` and return True (the load is then cancelled and the failure
+        is not a result)."""
         if self.server is None:
-            return False
+            return await self._attached_gone(wait_s)
         deadline = time.monotonic() + wait_s
         while self.fault is None:
             self.fault = self._exit_fault()
@@ -392,6 +397,25 @@ class ProfileRun:
                 break
             await asyncio.sleep(0.02)
         return self.fault is not None
+
+    async def _attached_gone(self, wait_s: float) -> bool:
+        """An attached server that no longer answers ``/health`` within ``wait_s`` (connection refused,
+        reset, timeout): :attr:`fault` says so.  One probe per failure; the first fault wins."""
+        if self.fault is not None:
+            return True
+        if self.client is None:
+            return False
+        from specdash.sglang.secrets import redact_url
+
+        try:
+            healthy = await self.client.health(timeout=max(0.5, wait_s))
+        except Exception:  # any failure to answer is "gone" here
+            healthy = False
+        if healthy or self.fault is not None:
+            return self.fault is not None
+        self.fault = ServerFault(f"the attached server at {redact_url(self.client.base_url)} stopped answering "
+                                 "(/health failed after a request broke off)")
+        return True
 
     async def _warmup(self, client, max_tokens: int, width: int) -> None:
         """The suite's warm-up before a measured point (excluded from results): ``max(warmup,
@@ -412,10 +436,21 @@ class ProfileRun:
         params = sampling_params(self.suite, min(WARMUP_MAX_TOKENS, max_tokens))
         sem = asyncio.Semaphore(width)
 
+        limit = 2.0 * self.opt.stall_s  # a warm-up request is short: a server silent this long is stuck
+
         async def one(i: int) -> None:
             async with sem:
                 prompt = self.suite.prompts[i % len(self.suite.prompts)]
-                res = await client.generate_stream(prompt.text, params)
+                try:
+                    res = await asyncio.wait_for(client.generate_stream(prompt.text, params), timeout=limit)
+                except TimeoutError:
+                    from specdash.sglang.secrets import redact_url
+
+                    raise RunFailed(
+                        f"[{self.profile.name}] warm-up: a {WARMUP_MAX_TOKENS}-token request got no complete answer "
+                        f"in {limit:g} s from {redact_url(client.base_url)} — the server accepted it and then "
+                        "stalled (hung scheduler, a proxy holding the stream, or not SGLang); nothing was "
+                        "measured") from None
                 if not res.ok:
                     self._say(f"[{self.profile.name}] warm-up request failed: {res.error}")
 

@@ -38,6 +38,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+#: Seconds a control endpoint (``/server_info``, ``/metrics``, ``/flush_cache``, ``/model_info`` …) may take
+#: to answer; generations keep the client's read timeout.
+CONTROL_TIMEOUT_S = 30.0
+
+
 class SGLangError(Exception):
     """A request to the SGLang server failed (connection, protocol or HTTP status)."""
 
@@ -88,6 +93,7 @@ class SGLangClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._connect_timeout = connect_timeout
         self._api_key = api_key or None
         self._secrets = (self._api_key,) if self._api_key else ()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -331,8 +337,19 @@ class SGLangClient:
     # -- helpers ------------------------------------------------------------------------
 
     async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """One request; control endpoints (everything but a generation) answer within
+        :data:`CONTROL_TIMEOUT_S` or fail — a server that accepts the connection and never answers
+        ``/server_info`` must not hold a run for the 600 s generation read timeout."""
+        control = not (path.startswith("/generate") or path.startswith("/v1/"))
+        if control and "timeout" not in kw:
+            kw["timeout"] = httpx.Timeout(CONTROL_TIMEOUT_S, connect=self._connect_timeout)
         try:
             return await self._http.request(method, path, **kw)
+        except httpx.TimeoutException as e:
+            raise SGLangError(self._redact(
+                f"{method} {path} failed: {type(e).__name__}: no answer within "
+                f"{CONTROL_TIMEOUT_S if control else 'the read timeout'} s from {redact_url(self.base_url)} "
+                "(is it an SGLang server, and not overloaded or hung?)")) from None
         except httpx.HTTPError as e:
             raise SGLangError(self._redact(f"{method} {path} failed: {type(e).__name__}: {e}")) from None
 
