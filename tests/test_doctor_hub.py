@@ -77,3 +77,20 @@ def test_an_uncached_hub_id_is_a_warning_that_says_how_to_fetch_it(tmp_path, hub
     assert all("not in the local Hugging Face cache" in f.message and str(hub_cache) in f.message for f in warns)
     assert any(f.fix.startswith("hf download acme/not-here") for f in warns)
     assert "0 warning(s)" not in rep.render()
+
+
+def test_an_interrupted_download_is_a_warning_not_an_error(tmp_path, hub_cache):
+    import json
+
+    _cache(hub_cache, "acme/tiny-target", lambda d: tiny_target(d))
+
+    def config_only(d):
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64}))
+
+    _cache(hub_cache, "acme/half-eagle3", config_only)
+    rep = run_doctor(write_profile(tmp_path / "p.toml", model_path="acme/tiny-target", draft_path="acme/half-eagle3",
+                                   sglang_version="0.5.14"))
+    (w,) = [f for f in rep.findings if "has no weight files yet" in f.message]
+    assert w.severity == "warning" and "hf download" in w.fix
+    assert not any("no safetensors tensors" in f.message for f in rep.findings)

@@ -205,3 +205,16 @@ def test_live_pair_after_the_spread_is_the_reachable_chain():
     assert reachable_chain(l3) == Settings(2, 1, 3)
     # nothing shallower can reach what the deepest chain measured: no suggestion
     assert reachable_chain([Measurement(Settings(3, 1, 4), 450.0, accept_length=3.9, launch=1)]) is None
+
+
+def test_baseline_from_notes_other_server_settings(tmp_path):
+    prof = load_profile(str(sim_profile(tmp_path, "p", spec=(3, 1, 4))))
+    suite = parse_suite({"suite": {"name": "s", "max_tokens": 64, "concurrency": 1}, "prompts": [{"text": "hi"}]})
+    d = _bench_dir(tmp_path, "base", spec=None)
+    m = json.loads((d / "manifest.json").read_text())
+    m["profile_data"]["server"]["mem_fraction_static"] = 0.5
+    m["profile_data"]["env"] = {"NCCL_PROTO": "LL"}
+    (d / "manifest.json").write_text(json.dumps(m))
+    _, notes = load_baseline_run(d, prof, suite)
+    text = " | ".join(notes)
+    assert "mem_fraction_static = 0.5" in text and "NCCL_PROTO" in text

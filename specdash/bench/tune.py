@@ -248,6 +248,22 @@ def load_baseline_run(run_dir: Path, profile, suite) -> tuple[dict, list[str]]:
     if list(srv.get("extra_args") or []) != list(want.extra_args or []):
         notes.append(f"the reused baseline's server ran with extra arguments {srv.get('extra_args')} where this "
                      f"profile has {list(want.extra_args or [])}")
+    mine = profile.server.model_dump()
+    for key in sorted(srv):  # what the baseline's manifest recorded (an older manifest may record less)
+        if key in ("model_path", "launcher", "tp_size", "extra_args", "port", "api_key", "host"):
+            continue
+        if srv.get(key) != mine.get(key):
+            notes.append(f"the reused baseline's server ran with {key} = {srv.get(key)!r} where this profile has "
+                         f"{mine.get(key)!r}")
+    env_then, env_now = prof.get("env"), dict(profile.env)
+    changed = sorted(k for k in set(env_then or {}) | set(env_now)
+                     if (env_then or {}).get(k) != env_now.get(k) and (env_then or {}).get(k) != "***")
+    if env_then is not None and changed:
+        notes.append(f"the reused baseline ran with another [env] ({', '.join(changed)} differ)")
+    sim_then = prof.get("sim")
+    sim_now = profile.sim.model_dump() if profile.sim is not None else {}
+    if profile.server.launcher == "sim" and sim_then is not None and sim_then != sim_now:
+        notes.append(f"the reused baseline's simulator settings were {sim_then}, this profile's are {sim_now}")
     run["run_dir"] = str(d)
     return run, notes
 

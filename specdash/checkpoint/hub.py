@@ -31,6 +31,8 @@ class HubLookup:
     revision: str
     path: Path | None
     why: str | None = None
+    #: ``huggingface_hub`` is not installed (the cache was not searched)
+    missing_library: bool = False
 
 
 def cached_snapshot(repo_id: str, revision: str | None = None) -> HubLookup:
@@ -43,8 +45,8 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> HubLookup:
     try:
         from huggingface_hub import constants, snapshot_download
     except ImportError:
-        return HubLookup(repo_id, rev, None, "huggingface_hub is not installed (pip install huggingface_hub), "
-                                             "so the local Hugging Face cache was not searched")
+        return HubLookup(repo_id, rev, None, "huggingface_hub is not installed, so the local Hugging Face cache "
+                                             "was not searched", missing_library=True)
     try:
         path = snapshot_download(repo_id=repo_id, revision=rev, local_files_only=True)
     except Exception as exc:  # LocalEntryNotFoundError, a corrupt cache, a bad id: reported, never raised

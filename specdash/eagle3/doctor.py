@@ -53,19 +53,23 @@ def _open_model(ctx: RuleContext, path: str | None, role: str) -> ModelDir | Non
     if not path:
         return None
     code = "DRAFT_PATH" if role == "draft" else "CHECKPOINT"
+    from_hub = False
     if not path.startswith("sim:") and not Path(path).expanduser().exists():
         if is_hub_id(path):
             flag = "--speculative-draft-model-revision" if role == "draft" else "--revision"
             rev = ctx.flags.get(flag)
             hub = cached_snapshot(path, rev if isinstance(rev, str) else None)
             if hub.path is None:
-                ctx.add(code, "warning", f"{role} {path!r} is a Hugging Face repo id {hub.why}: checks that need "
-                        f"its config and tensors were NOT run",
+                fetch = f"hf download {path}{f' --revision {hub.revision}' if rev else ''}"
+                ctx.add(code, "warning", f"{role} {path!r} is a Hugging Face repo id, and {hub.why}: checks that "
+                        f"need its config and tensors were NOT run",
                         "SGLang downloads hub ids at start-up; specdash checks only files on disk, so nothing "
                         "about this checkpoint (architecture, keys, shapes, d2t, aux layers) was checked.",
-                        f"hf download {path}{f' --revision {hub.revision}' if rev else ''} (then run the doctor "
-                        f"again: it checks the cached snapshot SGLang will load)", path=path, role=role)
+                        (f"pip install huggingface_hub, then {fetch}" if hub.missing_library else fetch)
+                        + " (then run the doctor again: it checks the cached snapshot SGLang will load)",
+                        path=path, role=role)
                 return None
+            from_hub = True
             ctx.add(code, "info", f"{role} {path!r} (a Hugging Face repo id): checked its cached snapshot "
                     f"{hub.path} (revision {hub.revision})",
                     "SGLang loads the same snapshot from the local cache when it is complete.",
@@ -98,6 +102,12 @@ def _open_model(ctx: RuleContext, path: str | None, role: str) -> ModelDir | Non
                 "The draft follows --load-format unless --speculative-draft-load-format is given "
                 "(python/sglang/srt/server_args.py).",
                 f"drop the dummy {flag} and add the weights to serve real output", path=path, role=role)
+    elif not md.tensors and not md.virtual and from_hub:
+        ctx.add(code, "warning", f"{role} snapshot {path} in the Hugging Face cache has no weight files yet (an "
+                "interrupted download?): checks on tensor names, shapes and d2t were NOT run",
+                "SGLang downloads what is missing at start-up; specdash checks only what is on disk.",
+                "finish the download (hf download with the same repo id), then run the doctor again",
+                path=path, role=role)
     elif not md.tensors and not md.virtual:
         pickles = any("pickle" in n for n in md.notes)
         ctx.add("CHECKPOINT", "warning" if pickles else "error",
