@@ -395,3 +395,24 @@ def test_tune_refuses_a_multi_node_profile_before_writing_anything(tmp_path, mon
     p.write_text(profile_to_toml(parse_profile(two_nodes())))
     assert main(["tune", "--profile", str(p), "--budget", "1", "--out", str(tmp_path / "t")]) == 2
     assert "specdash --bench --profile" in capsys.readouterr().err and not (tmp_path / "t").exists()
+
+
+def test_hosts_are_checked_for_what_urls_and_ssh_will_need(tmp_path):
+    """From a newcomer's try: two nodes on one host, a loopback API bind on a remote node 0, hosts with spaces
+    or shell characters, a node rank written as a string."""
+    from specdash.eagle3.doctor import run_doctor
+    from specdash.profile import ProfileError, parse_profile
+
+    base = {"name": "n", "server": {"model_path": "/m", "tp_size": 2, "nnodes": 2, "dist_init_addr": "10.0.0.1:5000"},
+            "nodes": [{"host": "10.0.0.1", "node_rank": 0}, {"host": "10.0.0.1", "node_rank": 1}]}
+    findings = [f for f in run_doctor(parse_profile(base)).findings if f.code == "NODES"]
+    msgs = " | ".join(f.message for f in findings)
+    assert "nodes 0 and 1 are both on 10.0.0.1" in msgs
+    assert "serves the HTTP API on --host 127.0.0.1" in msgs
+    for bad in ("a b", "b;rm -rf x", "$(id)", ""):
+        with pytest.raises((ProfileError, ValueError)):
+            parse_profile({**base, "nodes": [{"host": "10.0.0.1", "node_rank": 0}, {"host": bad, "node_rank": 1}]})
+    with pytest.raises((ProfileError, ValueError)):
+        parse_profile({**base, "nodes": [{"host": "10.0.0.1", "node_rank": 0}, {"host": "h1", "node_rank": "1"}]})
+    ok = parse_profile({**base, "nodes": [{"host": "10.0.0.1", "node_rank": 0}, {"host": "[fd00::2]", "node_rank": 1}]})
+    assert ok.nodes[1].host == "[fd00::2]"

@@ -97,8 +97,10 @@ class ServerSection(_Strict):
 class NodeSection(_Strict):
     """``[[nodes]]``: one machine of a multi-node server (node 0 first; it alone serves the HTTP API)."""
 
-    host: str = Field(min_length=1, description="the machine's address or name (node 0's is the API's host)")
-    node_rank: int = Field(ge=0, description="--node-rank of this machine: 0 … nnodes-1, each once")
+    host: str = Field(min_length=1, pattern=r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9._:-]*[A-Za-z0-9])?)$",
+                      description="the machine's address or name (node 0's is the API's host): a hostname, IPv4 "
+                      "or [IPv6] address — letters, digits, '.', '-', ':' (it goes into URLs and, later, ssh)")
+    node_rank: int = Field(ge=0, strict=True, description="--node-rank of this machine: 0 … nnodes-1, each once")
     gpus: int | None = Field(None, ge=1, description="GPUs this node gives the server (default [server] gpus_per_node)")
     env: dict[str, str] = Field(default_factory=dict, description="variables added for this node only, over [env] "
                                 "(NCCL_SOCKET_IFNAME, NCCL_IB_HCA, GLOO_SOCKET_IFNAME …)")

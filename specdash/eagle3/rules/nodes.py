@@ -94,6 +94,32 @@ def rule_nodes(ctx: RuleContext) -> None:
         return
     _rendezvous_host(ctx, nodes, host, port)
     _ports(ctx, host, port)
+    _hosts(ctx, nodes)
+
+
+def _hosts(ctx: RuleContext, nodes: list) -> None:
+    """Two nodes on one host (each SGLang node takes all the GPUs it is given: on one machine they
+    would need disjoint ``CUDA_VISIBLE_DEVICES``), and node 0's API bound to loopback while its host is
+    another address (``--host 127.0.0.1`` answers only on that machine: the URL ``profile show`` prints
+    would not)."""
+    seen: dict[str, int] = {}
+    for nd in nodes:
+        if nd.host in seen and not _loopback(nd.host):  # loopback twice: a test deployment on one machine
+            ctx.add("NODES", "warning", f"nodes {seen[nd.host]} and {nd.node_rank} are both on {nd.host}",
+                    "SGLang runs one node per machine; two on one host share its GPUs unless each node's env sets "
+                    "disjoint CUDA_VISIBLE_DEVICES.",
+                    "give each node its own host, or set CUDA_VISIBLE_DEVICES per node in [nodes.env]",
+                    host=nd.host)
+        seen.setdefault(nd.host, nd.node_rank)
+    node0 = next((nd for nd in nodes if nd.node_rank == 0), None)
+    bind = str(ctx.profile.server.host)
+    if node0 is not None and _loopback(bind) and not _loopback(node0.host):
+        ctx.add("NODES", "warning", f"node 0 ({node0.host}) serves the HTTP API on --host {bind}: it answers only "
+                f"on node 0 itself, not at http://{node0.host}:{ctx.profile.server.port}",
+                "SGLang binds the API to --host (server_args.py); a loopback address is unreachable from other "
+                "machines, including the one specdash runs on when that is not node 0.",
+                f'set [server] host = "0.0.0.0" (with an API key) or host = "{node0.host}", or run specdash on '
+                "node 0", host=bind)
 
 
 def _gpus(ctx: RuleContext, nodes: list, n: int, tp: int, pp: int, total: int) -> None:
