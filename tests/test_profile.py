@@ -172,3 +172,18 @@ def test_env_that_no_process_can_carry_is_refused_at_load(tmp_path, env, words):
     with pytest.raises(ProfileError) as ei:
         load_profile(str(p))
     assert str(p) in str(ei.value) and words in str(ei.value)
+
+
+def test_a_written_profile_with_a_literal_api_key_is_private(tmp_path):
+    import stat
+
+    from specdash.profile.files import write_new_file
+
+    p = write_new_file(tmp_path / "k.toml", 'name = "k"\n[server]\nmodel_path = "/m"\napi_key = "sk-1"\n')
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    q = write_new_file(tmp_path / "r.toml", 'name = "r"\n[server]\nmodel_path = "/m"\napi_key = "${KEY}"\n')
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(q.stat().st_mode) == 0o666 & ~mask  # a reference is no secret: the usual mode

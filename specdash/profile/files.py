@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -175,7 +176,9 @@ def _merge(doc, data: dict) -> None:
 
 
 def write_new_file(path: Path, text: str, *, force: bool = False) -> Path:
-    """Write ``text`` to ``path``, refusing to overwrite unless ``force``.
+    """Write ``text`` to ``path``, refusing to overwrite unless ``force``.  A profile that holds a
+    literal API key (``api_key = "…"`` that is not a ``${VAR}`` reference) is written with mode 0600:
+    only its owner can read the key.
 
     Raises:
         ProfileError: the file exists and ``force`` is False.
@@ -185,6 +188,11 @@ def write_new_file(path: Path, text: str, *, force: bool = False) -> Path:
         raise ProfileError(f"{path} already exists; choose another name/--out, or pass --force to overwrite")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    secret = re.search(r'(?m)^\s*(admin_)?api_key\s*=\s*["\'](?!\$\{)[^"\']+["\']', text) is not None
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if secret else 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    if secret:
+        os.chmod(tmp, 0o600)  # an existing .tmp kept its old mode
     tmp.replace(path)
     return path

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import re
 import shlex
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +83,9 @@ def _decode_ansi_c(text: str) -> str:
     """``$'a\tb'`` → ``'a<TAB>b'`` (shell-quoted again), as bash reads it."""
     def one(m: re.Match) -> str:
         try:
-            raw = codecs.decode(m.group(1).encode("latin-1", "backslashreplace"), "unicode_escape")
+            with warnings.catch_warnings():  # "\ " and other escapes bash keeps literally: not our warning
+                warnings.simplefilter("ignore", DeprecationWarning)
+                raw = codecs.decode(m.group(1).encode("latin-1", "backslashreplace"), "unicode_escape")
         except (UnicodeDecodeError, ValueError):
             raw = m.group(1)
         return shlex.quote(raw)
