@@ -166,7 +166,9 @@ def render_sweep(payload: dict[str, Any]) -> str:
         ci = p.get("ci95") or [None, None]
         out.append(f"  {p['concurrency']:>4}  {f(p['output_tok_s']):>7}  {f(p['baseline_tok_s']):>8}  "
                    f"{f(p['accept_length'], 2):>10}  {('×' + f(p['speedup'], 3)) if p['speedup'] else '—':>7}  "
-                   f"[{f(ci[0], 3)}, {f(ci[1], 3)}]  {p.get('verdict') or '—'}")
+                   f"[{f(ci[0], 3)}, {f(ci[1], 3)}]  {p.get('verdict') or '—'}"
+                   + (f" ({p.get('pairs', 0)} pair{'s' if p.get('pairs', 0) != 1 else ''}: too few for an interval; "
+                      "more repeats or prompts)" if p.get("speedup") and ci[0] is None else ""))
     be, ci = payload.get("break_even_concurrency"), payload.get("break_even_ci95")
     if be is not None:
         lo, hi = (ci or [None, None])
