@@ -148,6 +148,16 @@ def merge_targets(*groups) -> tuple[ExporterTarget, ...]:
     return tuple(out.values())
 
 
+def profile_targets(profile) -> tuple[ExporterTarget, ...]:
+    """A profile's ``[[gpu_exporters]]`` as targets (none for None or a profile without any)."""
+    return tuple(ExporterTarget(e.node, normalise_url(e.url)) for e in (getattr(profile, "gpu_exporters", None) or ()))
+
+
+def cli_targets(specs) -> tuple[ExporterTarget, ...]:
+    """``--gpu-exporter NODE=URL`` values as targets (see :func:`parse_target`; raises ValueError)."""
+    return tuple(parse_target(s) for s in specs or ())
+
+
 def _value(v) -> float | None:
     """A reading, or None for NaN, ±Inf and DCGM's blank sentinels."""
     if v is None:
@@ -285,6 +295,6 @@ async def read_exporters(targets, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> li
 
 __all__ = [
     "DCGM_DEFAULT_PORT", "DEFAULT_TIMEOUT_S", "ExporterFormatError", "ExporterReading", "ExporterTarget",
-    "detect_kind", "merge_targets", "normalise_url", "parse_exporter_text", "parse_target", "read_exporter",
-    "read_exporters",
+    "cli_targets", "detect_kind", "merge_targets", "normalise_url", "parse_exporter_text", "parse_target",
+    "profile_targets", "read_exporter", "read_exporters",
 ]

@@ -138,6 +138,8 @@ def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None
     data = profile.model_dump(exclude_none=True, exclude_defaults=False)
     if not data.get("env"):
         data.pop("env", None)
+    if not data.get("gpu_exporters"):
+        data.pop("gpu_exporters", None)
     if profile.server.launcher != "sim":
         data.pop("sim", None)
     if base_text is not None:

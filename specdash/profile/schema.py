@@ -11,6 +11,8 @@ A profile says how to launch a server::
     [speculative]        # algorithm, draft_model_path, num_steps, eagle_topk, num_draft_tokens, extra_args
     [env]                # NCCL_* / SGLANG_* variables for the server process
     [sim]                # scenario, seed, time_scale, sglang_version (simulator only)
+    [[gpu_exporters]]    # GPU telemetry of other nodes: node = "node1", url = "http://node1:9400/metrics"
+                         # (dcgm-exporter or nvitop-exporter; one table per node)
 
 A suite says what to send it: ``[suite]`` (max_tokens, temperature, repeats, warmup,
 concurrency, ignore_eos, api, prompts_file) and ``[[prompts]]``.
@@ -120,6 +122,33 @@ class SimSection(_Strict):
         return ref
 
 
+class GpuExporterEntry(_Strict):
+    """``[[gpu_exporters]]``: one node's Prometheus GPU exporter (dcgm-exporter, nvitop-exporter),
+    read by :mod:`specdash.collect.exporter`."""
+
+    node: str = Field(min_length=1, description="the node's name in the GPU panel (the exporter's own host "
+                      "label wins when it has one)")
+    url: str = Field(min_length=1, description="http(s)://host:port/metrics, or host[:port] (http, port 9400, "
+                     "/metrics implied)")
+
+    @field_validator("node", "url")
+    @classmethod
+    def _stripped(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, v: str) -> str:
+        if "://" in v and not v.lower().startswith(("http://", "https://")):
+            raise ValueError(f"an exporter is read over http or https, not {v.split('://', 1)[0]}://")
+        if any(c.isspace() for c in v):
+            raise ValueError("a URL has no spaces")
+        return v
+
+
 class Profile(_Strict):
     """A launch profile (see the module docstring for the file format)."""
 
@@ -132,6 +161,8 @@ class Profile(_Strict):
     speculative: SpeculativeSection | None = None
     env: dict[str, str] = Field(default_factory=dict)
     sim: SimSection = Field(default_factory=SimSection)
+    gpu_exporters: list[GpuExporterEntry] = Field(
+        default_factory=list, description="GPU exporters of other nodes (the local host is read through NVML)")
 
     _path: Path | None = PrivateAttr(default=None)
 
