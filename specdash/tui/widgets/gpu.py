@@ -27,11 +27,11 @@ def bar(frac: float, width: int = 20) -> Text:
     return t
 
 
-def _device_table() -> Table:
+def _device_table(last: str = "server processes on it") -> Table:
     tab = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
     for col, kw in (("GPU", {"width": 4}), ("name", {"ratio": 2}), ("memory used / total", {"ratio": 2}),
                     ("", {"width": 22}), ("mem %", {"width": 7}), ("util", {"width": 6}),
-                    ("", {"width": 12}), ("server processes on it", {"ratio": 3})):
+                    ("", {"width": 12}), (last, {"ratio": 3})):
         tab.add_column(col, **kw)
     return tab
 
@@ -67,7 +67,7 @@ def _exporter_section(reading) -> list:
         head.append(reading.status, style="bold yellow")
     if not reading.devices:
         return [head]
-    tab = _device_table()
+    tab = _device_table("power · temperature")
     for d in reading.devices:
         bits = [num(d.power_w, 0, " W") if d.power_w is not None else "",
                 f"{d.temperature_c:.0f} °C" if d.temperature_c is not None else ""]
