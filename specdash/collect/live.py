@@ -91,7 +91,8 @@ class PollIntervals:
     server_info: float = 5.0
     gpu: float = 1.0
     logs: float = 0.25
-    #: dcgm-exporter itself refreshes every 30 s by default (``-c 30000``), nvitop-exporter every 1 s
+    #: dcgm-exporter itself refreshes every 30 s by default (``--collect-interval`` 30000 ms,
+    #: NVIDIA/dcgm-exporter ``pkg/cmd/app.go``), nvitop-exporter every 1 s (``--interval``)
     gpu_exporters: float = 2.0
 
 
