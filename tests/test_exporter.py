@@ -330,6 +330,7 @@ async def test_gpu_panel_shows_two_nodes_from_exporters(tmp_path: Path) -> None:
 
     from specdash.collect.live import PollIntervals
     from specdash.tui.app import create_app
+    from specdash.tui.session import ServerState
     from tests.test_tui import FAST, SIZE, config, screen_text, wait_for
 
     iv = PollIntervals(metrics=FAST.metrics, server_info=FAST.server_info, gpu=FAST.gpu, logs=FAST.logs,
@@ -358,5 +359,7 @@ async def test_gpu_panel_shows_two_nodes_from_exporters(tmp_path: Path) -> None:
             assert text.count("NVIDIA H100 80GB HBM3") == 1 + 4
             assert text.count("power · temperature") == 2 and text.count("server processes on it") == 1
             assert not app_.query_one("#gpu-panel").has_class("-no-gpu")
+            # leave only once the launch has finished (the launch worker must not outlive the screens)
+            await wait_for(pilot, lambda: app_.session.state == ServerState.READY, timeout=30, what="server ready")
             pid = app_.session.server.pid
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # stopped on exit
