@@ -80,7 +80,20 @@ def _main_parser() -> argparse.ArgumentParser:
                         ">1 more even; default 1)")
     p.add_argument("--goodput", nargs="+", metavar="METRIC:MS",
                    help="SLOs for goodput, e.g. ttft:200 tpot:30 e2e:5000 (ms): requests/s meeting all of them")
+    p.add_argument("--gpu-exporter", action="append", type=_exporter_spec, metavar="NODE=URL",
+                   help="GPU telemetry of another node from its Prometheus exporter (dcgm-exporter, e.g. "
+                        "node1=http://node1:9400/metrics, or nvitop-exporter); repeatable; for the dashboard's "
+                        "GPU panel and --bench's manifest (the local host is read through NVML)")
     return p
+
+
+def _exporter_spec(value: str) -> str:
+    """``--gpu-exporter``'s shape check (``NODE=URL``, both non-empty); the value is parsed by
+    :func:`specdash.collect.exporter.parse_target` where it is used (keeps this module's imports light)."""
+    node, sep, url = value.partition("=")
+    if not sep or not node.strip() or not url.strip():
+        raise argparse.ArgumentTypeError(f"want NODE=URL (e.g. node1=http://node1:9400/metrics), got {value!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -95,6 +95,10 @@ class RunOptions:
     arrival_seed: int = 0
     #: ``--goodput`` SLOs in ms (``{"ttft_ms": 200, "tpot_ms": 30, "e2e_ms": 5000}``), None = none
     goodput: dict[str, float] | None = None
+    #: ``--gpu-exporter``: other nodes' GPU exporters (:class:`~specdash.collect.exporter.ExporterTarget`),
+    #: read once the server is ready into the manifest's ``gpu_exporters`` (with the profile's own
+    #: ``[[gpu_exporters]]`` for the nodes not named here)
+    gpu_exporters: tuple = ()
 
 
 class ProfileRun:
@@ -210,6 +214,20 @@ class ProfileRun:
             self._say(f"[{self.profile.name}] warning: {self.launch.secret_note}")
         return self.launch.base_url, self.launch.api_key, self.launch.manifest
 
+    async def _read_gpu_exporters(self, manifest: dict) -> None:
+        """The configured GPU exporters, read once, into ``manifest["gpu_exporters"]`` (nothing is
+        added when none is configured); a node that cannot be read is named on the progress line."""
+        from specdash.collect.exporter import merge_targets, profile_targets, read_exporters
+
+        targets = merge_targets(self.opt.gpu_exporters, profile_targets(self.profile))
+        if not targets:
+            return
+        readings = await read_exporters(targets)
+        manifest["gpu_exporters"] = [r.to_json() for r in readings]
+        for r in readings:
+            self._say(f"[{self.profile.name}] GPU exporter {r.target.node}: "
+                      + (f"{len(r.devices)} device(s)" if r.status == "ok" else r.status))
+
     async def _run(self, segment: int) -> dict:
         from specdash.sglang.client import SGLangClient
 
@@ -222,6 +240,7 @@ class ProfileRun:
             info = await client.server_info()
             self._warn_invalid_info(info)
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
+            await self._read_gpu_exporters(manifest)
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
             points = list(self.opt.sweep) if self.opt.sweep else [concurrency]

@@ -35,13 +35,17 @@ class GpuSample:
     """One device at one moment.
 
     ``utilization_pct``: NVML's GPU utilisation over its last sample period (0–100);
-    ``memory_*_mib``: device memory; ``processes``: compute processes on it.
+    ``memory_*_mib``: device memory (None only when a remote exporter did not send it);
+    ``processes``: compute processes on it; ``temperature_c``: °C; ``power_w``: W;
+    ``node``: the host the device is on — ``""`` for the local host (NVML, the simulator), the
+    exporter's host label or the configured node name for a remote one
+    (:mod:`specdash.collect.exporter`).
     """
 
     index: int
     name: str
-    memory_used_mib: float
-    memory_total_mib: float
+    memory_used_mib: float | None
+    memory_total_mib: float | None
     utilization_pct: float | None
     uuid: str = ""
     temperature_c: float | None = None
@@ -49,11 +53,14 @@ class GpuSample:
     processes: list[GpuProcess] = field(default_factory=list)
     simulated: bool = False
     timestamp: float = field(default_factory=time.time)
+    node: str = ""
 
     @property
     def memory_pct(self) -> float:
-        """Used ÷ total memory, percent."""
-        return 100.0 * self.memory_used_mib / self.memory_total_mib if self.memory_total_mib else 0.0
+        """Used ÷ total memory, percent (0 when either is unknown)."""
+        if not self.memory_total_mib or self.memory_used_mib is None:
+            return 0.0
+        return 100.0 * self.memory_used_mib / self.memory_total_mib
 
     def to_json(self) -> dict:
         """A JSON-able dict (run manifests, ``--json`` outputs)."""

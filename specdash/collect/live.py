@@ -23,6 +23,10 @@ source         interval  what it gives
                          ``simulated`` flag, ``internal_states[0].avg_spec_accept_length``.
 GPU            1 s       NVML (:mod:`specdash.collect.gpu`) or, for a simulated server, its
                          ``/sim/gpus`` JSON; plus the server's process tree (psutil).
+GPU exporters  2 s       other nodes' dcgm-exporter / nvitop-exporter ``/metrics``
+                         (:mod:`specdash.collect.exporter`), all at once, when configured;
+                         a loop of its own, so an exporter that is down (3 s timeout) never
+                         slows the local readings.
 server log     0.25 s    new lines of the launched server's ``LogRing``: classified
                          (decode / prefill / warning / error / adjustment / weight skip),
                          ``Decode batch`` lines parsed into accept len / rate / gen throughput.
@@ -54,9 +58,10 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from specdash.collect.exporter import ExporterReading, ExporterTarget, read_exporters
 from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
 from specdash.collect.proc import ProcSample, ProcTreeSampler
 from specdash.collect.stream import RunStats, distribution_ms, tpot_s
@@ -86,6 +91,9 @@ class PollIntervals:
     server_info: float = 5.0
     gpu: float = 1.0
     logs: float = 0.25
+    #: dcgm-exporter itself refreshes every 30 s by default (``--collect-interval`` 30000 ms,
+    #: NVIDIA/dcgm-exporter ``pkg/cmd/app.go``), nvitop-exporter every 1 s (``--interval``)
+    gpu_exporters: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -203,12 +211,15 @@ class LogEntry:
 class GpuView:
     """The GPU panel's data: ``status`` is ``"ok"``, ``"simulated"`` or the reason NVML is
     unavailable (e.g. ``"no NVIDIA driver (NVML Shared Library Not Found)"``);
-    ``server_pids``: the PIDs of the server's process tree (to mark its GPU processes)."""
+    ``server_pids``: the PIDs of the server's process tree (to mark its GPU processes);
+    ``devices``: the local host's; ``exporters``: one :class:`~specdash.collect.exporter.ExporterReading`
+    per configured exporter of another node (empty when none is configured)."""
 
     status: str
     devices: tuple[GpuSample, ...] = ()
     server_pids: frozenset[int] = frozenset()
     t: float | None = None
+    exporters: tuple[ExporterReading, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -313,7 +324,9 @@ class LiveCollector:
         server: the ``ServerProcess`` specdash launched (log lines, process tree), or None
             when attached to a running server (``--url``).
         gpu_source: ``"auto"`` (``/sim/gpus`` when ``/server_info`` says ``simulated``,
-            NVML otherwise), ``"nvml"``, ``"sim"`` or ``"off"``.
+            NVML otherwise), ``"nvml"``, ``"sim"`` or ``"off"`` — the local host.
+        gpu_exporters: other nodes' Prometheus GPU exporters
+            (:class:`~specdash.collect.exporter.ExporterTarget`: node name, ``…/metrics`` URL).
         intervals: poll intervals (:class:`PollIntervals`).
         history: samples kept per series.
         clock: monotonic clock (tests may inject one).
@@ -328,6 +341,7 @@ class LiveCollector:
         *,
         server: Any = None,
         gpu_source: str = "auto",
+        gpu_exporters: tuple[ExporterTarget, ...] | list[ExporterTarget] = (),
         intervals: PollIntervals | None = None,
         history: int = HISTORY,
         clock: Callable[[], float] = time.monotonic,
@@ -335,6 +349,9 @@ class LiveCollector:
         self.client = client
         self.server = server
         self.gpu_source = gpu_source
+        self.gpu_exporters = tuple(gpu_exporters)
+        self._exporter_readings: tuple[ExporterReading, ...] = tuple(
+            ExporterReading(t, "waiting for the first reading") for t in self.gpu_exporters)
         self.intervals = intervals or PollIntervals()
         self.clock = clock
         self._metrics: deque[MetricsSample] = deque(maxlen=history)
@@ -384,6 +401,8 @@ class LiveCollector:
         iv = self.intervals
         loops = [("metrics", iv.metrics, self.poll_metrics), ("server_info", iv.server_info, self.poll_server_info),
                  ("gpu", iv.gpu, self.poll_gpu)]
+        if self.gpu_exporters:
+            loops.append(("gpu_exporters", iv.gpu_exporters, self.poll_gpu_exporters))
         if self.server is not None:
             loops.append(("logs", iv.logs, self.poll_logs))
         self._tasks = [asyncio.create_task(self._loop(n, i, fn), name=f"specdash-poll-{n}") for n, i, fn in loops]
@@ -625,6 +644,14 @@ class LiveCollector:
             self._gpu = GpuView(status=status, devices=tuple(devices), server_pids=server_pids, t=self.clock())
         self._version += 1
 
+    async def poll_gpu_exporters(self) -> None:
+        """One reading of every configured exporter (:func:`~specdash.collect.exporter.read_exporters`:
+        never raises; an exporter that is down or sends bad text has its reason as its status)."""
+        if not self.gpu_exporters:
+            return
+        self._exporter_readings = tuple(await read_exporters(self.gpu_exporters))
+        self._version += 1
+
     async def poll_logs(self) -> None:
         """New lines of the launched server's log (classified; decode lines parsed)."""
         self.poll_logs_sync()
@@ -686,7 +713,7 @@ class LiveCollector:
             requests=tuple(self._requests),
             log=tuple(self._log),
             log_counts=dict(self._log_counts),
-            gpu=self._gpu,
+            gpu=replace(self._gpu, exporters=self._exporter_readings) if self.gpu_exporters else self._gpu,
             procs=self._procs,
             server_info=self._info,
             run=dict(self.run_summary()),

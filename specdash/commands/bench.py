@@ -420,6 +420,8 @@ def bench_suite(args):
 
 
 def _options(args, progress) -> RunOptions:
+    from specdash.collect.exporter import cli_targets
+
     return RunOptions(
         out_dir=Path(args.out),
         url=args.url,
@@ -436,6 +438,7 @@ def _options(args, progress) -> RunOptions:
         burstiness=getattr(args, "burstiness", None) or 1.0,
         arrival_seed=getattr(args, "seed", None) or 0,
         goodput=getattr(args, "goodput_slo", None),
+        gpu_exporters=cli_targets(getattr(args, "gpu_exporter", None)),
     )
 
 

@@ -145,6 +145,8 @@ def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None
         for key in ("env", "extra_args"):
             if not node.get(key):
                 node.pop(key, None)
+    if not data.get("gpu_exporters"):
+        data.pop("gpu_exporters", None)
     if profile.server.launcher != "sim":
         data.pop("sim", None)
     if base_text is not None:

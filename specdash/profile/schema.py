@@ -13,6 +13,8 @@ A profile says how to launch a server::
     [sim]                # scenario, seed, time_scale, sglang_version (simulator only)
     [[nodes]]            # multi-node only: host, node_rank, gpus, env, workdir, python, extra_args
                          # (with [server] nnodes, dist_init_addr, node_launcher, gpus_per_node)
+    [[gpu_exporters]]    # GPU telemetry of other nodes: node = "node1", url = "http://node1:9400/metrics"
+                         # (dcgm-exporter or nvitop-exporter; one table per node)
 
 A suite says what to send it: ``[suite]`` (max_tokens, temperature, repeats, warmup,
 concurrency, ignore_eos, api, prompts_file) and ``[[prompts]]``.
@@ -156,6 +158,33 @@ class SimSection(_Strict):
         return ref
 
 
+class GpuExporterEntry(_Strict):
+    """``[[gpu_exporters]]``: one node's Prometheus GPU exporter (dcgm-exporter, nvitop-exporter),
+    read by :mod:`specdash.collect.exporter`."""
+
+    node: str = Field(min_length=1, description="the node's name in the GPU panel (the exporter's own host "
+                      "label wins when it has one)")
+    url: str = Field(min_length=1, description="http(s)://host:port/metrics, or host[:port] (http, port 9400, "
+                     "/metrics implied)")
+
+    @field_validator("node", "url")
+    @classmethod
+    def _stripped(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, v: str) -> str:
+        if "://" in v and not v.lower().startswith(("http://", "https://")):
+            raise ValueError(f"an exporter is read over http or https, not {v.split('://', 1)[0]}://")
+        if any(c.isspace() for c in v):
+            raise ValueError("a URL has no spaces")
+        return v
+
+
 class Profile(_Strict):
     """A launch profile (see the module docstring for the file format)."""
 
@@ -169,6 +198,8 @@ class Profile(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     sim: SimSection = Field(default_factory=SimSection)
     nodes: list[NodeSection] = Field(default_factory=list, description="multi-node: one entry per machine")
+    gpu_exporters: list[GpuExporterEntry] = Field(
+        default_factory=list, description="GPU exporters of other nodes (the local host is read through NVML)")
 
     _path: Path | None = PrivateAttr(default=None)
 

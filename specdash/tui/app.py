@@ -75,6 +75,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         self.session = Session(
             url=self.config.url, api_key=self.config.api_key, out_dir=self.config.out_dir,
             listener=SessionMessages(self), intervals=self.config.intervals, gpu_source=self.config.gpu_source,
+            gpu_exporters=self.config.gpu_exporters,
             ready_timeout_s=self.config.ready_timeout_s, sglang_version=self.config.sglang_version,
             baseline_tok_s=self.config.baseline_tok_s,
         )

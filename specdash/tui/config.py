@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specdash.collect.exporter import cli_targets
 from specdash.collect.live import PollIntervals
 from specdash.tui.state import ViewState
 
@@ -26,7 +27,8 @@ class AppConfig:
     ``max_tokens`` / ``concurrency`` override the suite's for the load driver;
     ``redraw_hz``: UI refresh rate (≥ 2); ``frozen``: draw this fixed :class:`ViewState` and
     start nothing (snapshot tests); ``preset_dir``: where presets are saved (default: the
-    user's profile directory); ``baseline``: profile name whose newest run under ``out_dir``
+    user's profile directory); ``gpu_exporters``: other nodes' GPU exporters
+    (:class:`~specdash.collect.exporter.ExporterTarget`, from ``--gpu-exporter NODE=URL``); ``baseline``: profile name whose newest run under ``out_dir``
     gives the baseline line; ``baseline_tok_s``: give it directly.
     """
 
@@ -52,6 +54,7 @@ class AppConfig:
     sglang_version: str | None = None
     ready_timeout_s: float | None = None
     gpu_source: str = "auto"
+    gpu_exporters: tuple = ()
 
     @classmethod
     def from_args(cls, args: Any) -> AppConfig:
@@ -69,4 +72,5 @@ class AppConfig:
             concurrency=getattr(args, "concurrency", None) or (DEMO_CONCURRENCY if demo else None),
             baseline=getattr(args, "baseline", None) or ("demo-baseline" if demo else None),
             sglang_version=getattr(args, "sglang_version", None),
+            gpu_exporters=cli_targets(getattr(args, "gpu_exporter", None)),
         )

@@ -136,6 +136,8 @@ class Session(PresetsMixin):
         listener: receives state changes (see :class:`SessionListener`).
         intervals: collector poll intervals.
         gpu_source: passed to :class:`LiveCollector`.
+        gpu_exporters: other nodes' GPU exporters (``--gpu-exporter``); the profile's
+            ``[[gpu_exporters]]`` are added for its nodes not named here.
         ready_timeout_s: how long a launched server may take to become ready.
     """
 
@@ -150,6 +152,7 @@ class Session(PresetsMixin):
         listener: SessionListener | None = None,
         intervals: PollIntervals | None = None,
         gpu_source: str = "auto",
+        gpu_exporters: tuple = (),
         ready_timeout_s: float | None = None,
         sglang_version: str | None = None,
         baseline_tok_s: float | None = None,
@@ -166,6 +169,7 @@ class Session(PresetsMixin):
         self.listener: SessionListener = listener or _NullListener()
         self.intervals = intervals or PollIntervals()
         self.gpu_source = gpu_source
+        self.gpu_exporters = tuple(gpu_exporters)
         self.ready_timeout_s = ready_timeout_s or READY_TIMEOUT_S
         self.sglang_version = sglang_version
         self.state = ServerState.IDLE
@@ -271,6 +275,12 @@ class Session(PresetsMixin):
             self._load_stop.set()
         return False
 
+    def exporter_targets(self) -> tuple:
+        """The GPU exporters to read: the command line's, then the profile's other nodes."""
+        from specdash.collect.exporter import merge_targets, profile_targets
+
+        return merge_targets(self.gpu_exporters, profile_targets(self.profile))
+
     # -- attach ---------------------------------------------------------------------------------
     async def attach(self) -> None:
         """Attach to :attr:`url`: start the collector; the state becomes ATTACHED (or FAILED
@@ -278,7 +288,8 @@ class Session(PresetsMixin):
         from specdash.sglang.client import SGLangClient
 
         self.client = SGLangClient(self.url, api_key=self.api_key)
-        self.collector = LiveCollector(self.client, intervals=self.intervals, gpu_source=self.gpu_source)
+        self.collector = LiveCollector(self.client, intervals=self.intervals, gpu_source=self.gpu_source,
+                                       gpu_exporters=self.exporter_targets())
         await self.collector.start()
         ok = False
         with contextlib.suppress(Exception):
@@ -337,7 +348,7 @@ class Session(PresetsMixin):
                             + (f" — {launch.secret_note}" if launch.secret_note else ""))
             self.client = SGLangClient(launch.base_url, api_key=launch.api_key)
             self.collector = LiveCollector(self.client, server=self.server, intervals=self.intervals,
-                                           gpu_source=self.gpu_source)
+                                           gpu_source=self.gpu_source, gpu_exporters=self.exporter_targets())
             await self.collector.start()
             try:
                 info.time_to_ready_s = await launch.wait_ready(self.client, self.ready_timeout_s)

@@ -1,6 +1,9 @@
 """The GPU panel: per device name, memory used / total (MiB and %), utilisation and the
 server's processes on it (NVML + psutil); the reason when NVML is unavailable; 'simulated'
-for the simulator's devices."""
+for the simulator's devices.  With GPU exporters of other nodes configured (``--gpu-exporter``,
+``[[gpu_exporters]]``), a header line per node (its name, the exporter and its URL, the device
+count or why it could not be read) and its devices follow the local table, power (W) and
+temperature (°C) in the last column; without any, the panel is exactly the local one."""
 
 from __future__ import annotations
 
@@ -24,6 +27,55 @@ def bar(frac: float, width: int = 20) -> Text:
     return t
 
 
+def _device_table(last: str = "server processes on it") -> Table:
+    tab = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
+    for col, kw in (("GPU", {"width": 4}), ("name", {"ratio": 2}), ("memory used / total", {"ratio": 2}),
+                    ("", {"width": 22}), ("mem %", {"width": 7}), ("util", {"width": 6}),
+                    ("", {"width": 12}), (last, {"ratio": 3})):
+        tab.add_column(col, **kw)
+    return tab
+
+
+def _add_device_row(tab: Table, d, procs: Text) -> None:
+    """One device's row; a reading an exporter did not send shows as a dash."""
+    util = d.utilization_pct
+    known = d.memory_used_mib is not None and d.memory_total_mib is not None
+    mem = f"{d.memory_used_mib:,.0f} / {d.memory_total_mib:,.0f} MiB" if known else \
+        f"{num(d.memory_used_mib, 0)} / {num(d.memory_total_mib, 0)} MiB"
+    tab.add_row(
+        str(d.index), d.name + (" (sim)" if d.simulated else ""),
+        mem, bar(d.memory_pct / 100.0),
+        f"{d.memory_pct:.1f} %" if known else DASH, DASH if util is None else f"{util:.0f} %",
+        bar((util or 0) / 100.0, 10), procs,
+    )
+
+
+def _exporter_section(reading) -> list:
+    """A header line for one exporter's node (name, exporter kind, URL, status) and its devices."""
+    kind = {"dcgm": "dcgm-exporter", "nvitop": "nvitop-exporter"}.get(reading.kind, "exporter")
+    nodes = sorted({d.node for d in reading.devices if d.node}) or [reading.target.node]
+    head = Text()
+    head.append("node ", style="dim")
+    head.append(", ".join(nodes), style="bold cyan")
+    if nodes != [reading.target.node]:
+        head.append(f" ({reading.target.node})", style="dim")
+    head.append(f" · {kind} {reading.target.url}", style="dim")
+    if reading.status == "ok":
+        head.append(f" · {len(reading.devices)} device(s)")
+    else:
+        head.append(" · ")
+        head.append(reading.status, style="bold yellow")
+    if not reading.devices:
+        return [head]
+    tab = _device_table("power · temperature")
+    for d in reading.devices:
+        bits = [num(d.power_w, 0, " W") if d.power_w is not None else "",
+                f"{d.temperature_c:.0f} °C" if d.temperature_c is not None else ""]
+        _add_device_row(tab, d, Text(" · ".join(b for b in bits if b) or "no power or temperature reading",
+                                     style="dim"))
+    return [head, tab]
+
+
 def gpu_renderable(view: ViewState):
     """The whole panel as one Rich renderable."""
     gv = view.snapshot.gpu
@@ -37,11 +89,7 @@ def gpu_renderable(view: ViewState):
         head.append(f" · {len(gv.devices)} device(s)")
     else:
         head.append(gv.status, style="bold yellow")
-    tab = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
-    for col, kw in (("GPU", {"width": 4}), ("name", {"ratio": 2}), ("memory used / total", {"ratio": 2}),
-                    ("", {"width": 22}), ("mem %", {"width": 7}), ("util", {"width": 6}),
-                    ("", {"width": 12}), ("server processes on it", {"ratio": 3})):
-        tab.add_column(col, **kw)
+    tab = _device_table()
     pids = set(gv.server_pids)
     for d in gv.devices:
         procs = Text()
@@ -52,16 +100,13 @@ def gpu_renderable(view: ViewState):
             if not mine:
                 procs.append(" (other)", style="dim")
             procs.append("\n")
-        util = d.utilization_pct
-        tab.add_row(
-            str(d.index), d.name + (" (sim)" if d.simulated else ""),
-            f"{d.memory_used_mib:,.0f} / {d.memory_total_mib:,.0f} MiB", bar(d.memory_pct / 100.0),
-            f"{d.memory_pct:.1f} %", DASH if util is None else f"{util:.0f} %",
-            bar((util or 0) / 100.0, 10), procs if procs.plain else Text("none", style="dim"),
-        )
+        _add_device_row(tab, d, procs if procs.plain else Text("none", style="dim"))
     parts = [head, tab] if gv.devices else [head, Text(
         "no devices to show" if gv.status in ("ok", "simulated") else
-        "The GPU panel needs the NVIDIA driver (NVML). Everything else works without it.", style="dim")]
+        "The GPU panel needs the NVIDIA driver (NVML). Everything else works without it."
+        if not gv.exporters else "no local devices (NVML); the other nodes' exporters follow", style="dim")]
+    for reading in gv.exporters:
+        parts += [Text(""), *_exporter_section(reading)]
     procs = view.snapshot.procs
     if procs:
         pt = Table(box=None, padding=(0, 1), show_edge=False, title="server process tree (psutil)",
@@ -88,5 +133,6 @@ class GpuPanel(VerticalScroll):
     def show(self, view: ViewState) -> None:
         """Render from ``view``; sets ``-no-gpu`` when NVML is unavailable."""
         gv = view.snapshot.gpu
-        self.set_class(gv.status not in ("ok", "simulated") and not gv.devices, "-no-gpu")
+        self.set_class(gv.status not in ("ok", "simulated") and not gv.devices
+                       and not any(r.devices for r in gv.exporters), "-no-gpu")
         self.query_one("#gpu-body", Static).update(gpu_renderable(view))
