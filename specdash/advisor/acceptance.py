@@ -136,13 +136,19 @@ def pooled_position_acceptance(chains: Sequence[tuple[Sequence[int], int]], *,
     """Per-position acceptance pooled over chains of different depths: ``chains`` = (histogram,
     steps S) pairs.  A chain's counts enter positions 1..S only (p_i does not depend on S, but a
     round of an S-step chain that accepted all S drafts never reached position S + 1)."""
+    return _estimates(_pooled_counts(chains), confidence)
+
+
+def _pooled_counts(chains: Sequence[tuple[Sequence[int], int]]) -> list[tuple[int, int]]:
+    """(accepted, reached) per position 1.. summed over (histogram, steps S) pairs, a chain counting at
+    positions 1..S only."""
     depth = max((s for _, s in chains), default=0)
     tot = [[0, 0] for _ in range(depth)]
     for hist, steps in chains:
         for i, (si, ni) in enumerate(position_counts(hist, steps)):
             tot[i][0] += si
             tot[i][1] += ni
-    return _estimates([(a, n) for a, n in tot], confidence)
+    return [(a, n) for a, n in tot]
 
 
 def chain_position_counts(measurements: Sequence[Measurement]) -> list[tuple[int, int]]:
@@ -152,15 +158,10 @@ def chain_position_counts(measurements: Sequence[Measurement]) -> list[tuple[int
     chains = [(m.accept_histogram, min(m.settings.steps, m.settings.draft_tokens - 1))
               for m in _spec(measurements)
               if m.settings.topk == 1 and m.accept_histogram and sum(m.accept_histogram) > 0]
-    depth = max((s for _, s in chains), default=0)
-    tot = [[0, 0] for _ in range(depth)]
-    for hist, steps in chains:
-        for i, (si, ni) in enumerate(position_counts(hist, steps)):
-            tot[i][0] += si
-            tot[i][1] += ni
+    tot = _pooled_counts(chains)
     while tot and tot[-1][1] == 0:
         tot.pop()
-    return [(a, n) for a, n in tot]
+    return tot
 
 
 def _estimates(counts: Sequence[tuple[int, int]], confidence: float) -> list[PositionEstimate]:

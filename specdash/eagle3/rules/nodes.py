@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 
 from specdash.eagle3.rules.context import RuleContext
+from specdash.eagle3.rules.serving import loopback_host
 from specdash.sglang.cmdline import canonical_flag
 
 #: Flags that must be the same on every node: what model is loaded, how it is split, how it speculates.
@@ -31,16 +32,6 @@ _RDZV_WHY = ("Rank 0 (node 0) opens the torch.distributed rendezvous at --dist-i
              "node connects to it (SGLang srt/model_executor/model_runner.py: init_method tcp://HOST:PORT); a node "
              "that cannot reach it never joins and node 0 hangs in distributed init until --dist-timeout "
              "(torch: 'Timed out after … seconds waiting for clients. k/n clients joined').")
-
-
-def _loopback(host: str) -> bool:
-    h = host.strip("[]")
-    if h.lower() in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(h).is_loopback
-    except ValueError:
-        return False
 
 
 def _unspecified(host: str) -> bool:
@@ -104,7 +95,7 @@ def _hosts(ctx: RuleContext, nodes: list) -> None:
     would not)."""
     seen: dict[str, int] = {}
     for nd in nodes:
-        if nd.host in seen and not _loopback(nd.host):  # loopback twice: a test deployment on one machine
+        if nd.host in seen and not loopback_host(nd.host):  # loopback twice: a test deployment on one machine
             ctx.add("NODES", "warning", f"nodes {seen[nd.host]} and {nd.node_rank} are both on {nd.host}",
                     "SGLang runs one node per machine; two on one host share its GPUs unless each node's env sets "
                     "disjoint CUDA_VISIBLE_DEVICES.",
@@ -113,7 +104,7 @@ def _hosts(ctx: RuleContext, nodes: list) -> None:
         seen.setdefault(nd.host, nd.node_rank)
     node0 = next((nd for nd in nodes if nd.node_rank == 0), None)
     bind = str(ctx.profile.server.host)
-    if node0 is not None and _loopback(bind) and not _loopback(node0.host):
+    if node0 is not None and loopback_host(bind) and not loopback_host(node0.host):
         ctx.add("NODES", "warning", f"node 0 ({node0.host}) serves the HTTP API on --host {bind}: it answers only "
                 f"on node 0 itself, not at http://{node0.host}:{ctx.profile.server.port}",
                 "SGLang binds the API to --host (server_args.py); a loopback address is unreachable from other "
@@ -199,7 +190,7 @@ def _rendezvous_host(ctx: RuleContext, nodes: list, host: str, port: int) -> Non
         ctx.add("NODES", "error", f"dist_init_addr {addr} is not an address other nodes can connect to",
                 _RDZV_WHY + " 0.0.0.0 / :: mean 'any local address' to a listener, nothing to a client.",
                 f"use node 0's address: [server] {fix_addr}", dist_init_addr=addr)
-    elif _loopback(host) and several:
+    elif loopback_host(host) and several:
         ctx.add("NODES", "error",
                 f"dist_init_addr {addr} is a loopback address but the nodes are on {len(hosts)} hosts "
                 f"({', '.join(sorted(hosts))})",
@@ -211,7 +202,7 @@ def _rendezvous_host(ctx: RuleContext, nodes: list, host: str, port: int) -> Non
                 f"dist_init_addr {addr} is node {other.node_rank}'s host, not node 0's ({node0})",
                 _RDZV_WHY + " The listener is rank 0's, which runs on node 0: it cannot listen on another "
                 "machine's address.", f"[server] {fix_addr}", dist_init_addr=addr, node0=node0)
-    elif host != node0 and not (_loopback(host) and _loopback(node0)):
+    elif host != node0 and not (loopback_host(host) and loopback_host(node0)):
         ctx.add("NODES", "warning",
                 f"dist_init_addr {addr} names {host}, which is not node 0's host ({node0})",
                 _RDZV_WHY + " This is right when it is another name or interface of node 0 (e.g. its "

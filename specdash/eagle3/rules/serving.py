@@ -15,7 +15,9 @@ from specdash.sglang.versions import has_feature
 _CTX_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 
 
-def _loopback(host: str) -> bool:
+def loopback_host(host: str) -> bool:
+    """Whether ``host`` (a name, IPv4 or [IPv6] address) is this machine's loopback: ``localhost`` or an
+    address in 127.0.0.0/8 or ::1."""
     import ipaddress
 
     h = host.strip("[]")
@@ -32,7 +34,7 @@ def rule_exposed(ctx: RuleContext) -> None:
     without ``--api-key``: anyone who reaches the port can generate, flush the cache and change internal
     state (SGLang ``srt/entrypoints/http_server.py`` checks the key only when one is set)."""
     host = ctx.flags.get("--host")
-    if not isinstance(host, str) or _loopback(host):
+    if not isinstance(host, str) or loopback_host(host):
         return
     if ctx.flags.get("--api-key") not in (None, True, ""):
         return
