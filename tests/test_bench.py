@@ -70,7 +70,9 @@ def test_measurement_agrees_with_sim_truth(tmp_path, scenario, spec, concurrency
     """Issue #2: accept_length and output_tok_s agree with /sim/truth within 2 %."""
     model, draft = ("sim:kimi-k2.5-int4", "sim:kimi-k2.5-eagle3") if scenario == "kimi-k25" else (
         "sim:llama-3.1-8b", "sim:llama-3.1-8b-eagle3")
-    ts = 20.0 if scenario == "kimi-k25" else 8.0
+    # time scale 2 (not 8): the compared window is then ~1-4 s, not ~0.3 s, so a few ms of client-side scheduling
+    # on a busy 2-core machine stays far inside the unchanged 2 % (at 8 the c4 tree missed by 3.4 %, twice)
+    ts = 20.0 if scenario == "kimi-k25" else 2.0
     args = ["--model-path", model, "--enable-metrics", "--sim-scenario", scenario, "--time-scale", str(ts),
             "--sim-seed", "3"]
     if scenario == "kimi-k25":
