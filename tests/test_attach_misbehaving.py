@@ -102,15 +102,23 @@ class _Server:
         self.thread.join(10)
 
 
-def _suite(tmp_path):
+def _suite(tmp_path, warmup: int = 0):
     p = tmp_path / "s.toml"
-    p.write_text('[suite]\nname = "s"\nmax_tokens = 8\nwarmup = 0\n[[prompts]]\ntext = "hello"\n'
+    p.write_text(f'[suite]\nname = "s"\nmax_tokens = 8\nwarmup = {warmup}\n[[prompts]]\ntext = "hello"\n'
                  '[[prompts]]\ntext = "again"\n')
     return p
 
 
-def _bench(tmp_path, url, capsys, *extra):
-    rc = main(["--bench", "--url", url, "--suite", str(_suite(tmp_path)), "--out", str(tmp_path / "runs"),
+def _stall(monkeypatch, seconds: float) -> None:
+    """The bench's no-token-progress limit (``RunOptions.stall_s``, 60 s) shortened for a test."""
+    import specdash.commands.bench as bench_cmd
+
+    real = bench_cmd._options
+    monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), stall_s=seconds))
+
+
+def _bench(tmp_path, url, capsys, *extra, warmup: int = 0):
+    rc = main(["--bench", "--url", url, "--suite", str(_suite(tmp_path, warmup)), "--out", str(tmp_path / "runs"),
                *extra])
     out = capsys.readouterr()
     assert "Traceback" not in out.err + out.out
@@ -155,10 +163,7 @@ def test_a_server_that_is_not_json_is_a_clear_error(tmp_path, capsys):
 
 
 def test_hang_after_headers_is_bounded_and_partial(tmp_path, capsys, monkeypatch):
-    import specdash.commands.bench as bench_cmd
-
-    real = bench_cmd._options
-    monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), stall_s=1.5))
+    _stall(monkeypatch, 1.5)
     t0 = time.monotonic()
     with _Server("hang") as url:
         rc, out = _bench(tmp_path, url, capsys)
@@ -198,24 +203,12 @@ def test_a_server_that_never_answers_server_info_is_bounded(tmp_path, capsys, mo
 
 
 def test_a_generate_without_headers_stops_the_warm_up(tmp_path, capsys, monkeypatch):
-    import specdash.commands.bench as bench_cmd
-
-    real = bench_cmd._options
-    monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), stall_s=1.0))
+    _stall(monkeypatch, 1.0)
     t0 = time.monotonic()
     with _Server("no-headers") as url:
-        rc, out = main_with_warmup(tmp_path, url, capsys)
+        rc, out = _bench(tmp_path, url, capsys, warmup=1)
     assert time.monotonic() - t0 < 20
     assert rc == 1 and "warm-up" in out.err and "no complete answer in 2 s" in out.err, out.err
-
-
-def main_with_warmup(tmp_path, url, capsys):
-    p = tmp_path / "w.toml"
-    p.write_text('[suite]\nname = "w"\nmax_tokens = 8\nwarmup = 1\n[[prompts]]\ntext = "hello"\n')
-    rc = main(["--bench", "--url", url, "--suite", str(p), "--out", str(tmp_path / "runs")])
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err + out.out
-    return rc, out
 
 
 def test_an_attached_server_that_goes_away_ends_the_run_partial(tmp_path, capsys):
