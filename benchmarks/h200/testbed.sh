@@ -36,6 +36,10 @@
 #                               call: it is cut at the phase deadline (~4-5 launches: the baseline, the start and
 #                               the first 2-3 of the advisor's points; each finished launch's run dir is kept and
 #                               collected). TUNE_BUDGET=N changes the budget.
+#   startup-c<N>-L<x>           launch-to-ready of one point (STARTUP_POINT, default 4,1,5) launched as the profile
+#                               says and with the start-up `specdash tune` gives exploration launches at
+#                               concurrency N (specdash.bench.explore: --skip-server-warmup, decode CUDA graphs
+#                               up to the batch N needs), alternating, STARTUP_REPS (2) times each. ~80 s a launch.
 #   tunes-L<x>                  several tunes in one call, in the order of TUNES (default "relaunch-bad-c1
 #                               live-bad-c8"; items MODE-START-cN), each `specdash tune ... --max-time T`, T = min(what
 #                               is left of the phase - 15 s, TUNE_MAX_S (300)) - 25 s, --baseline-from the run
@@ -92,10 +96,12 @@ elif [[ $PHASE =~ ^tune-(live|relaunch)-(seeds|bad|eagle3)-c([0-9]+)-L([0-9]+(\.
   KIND=tune MODE=${BASH_REMATCH[1]} START=${BASH_REMATCH[2]} C=${BASH_REMATCH[3]} L=${BASH_REMATCH[4]}
 elif [[ $PHASE =~ ^tunes-L([0-9]+(\.[0-9]+)?)$ ]]; then
   KIND=tunes L=${BASH_REMATCH[1]}
+elif [[ $PHASE =~ ^startup-c([0-9]+)-L([0-9]+(\.[0-9]+)?)$ ]]; then
+  KIND=startup C=${BASH_REMATCH[1]} L=${BASH_REMATCH[2]}
 elif [[ $PHASE = baseline || $PHASE = check ]]; then
   KIND=$PHASE
 else
-  echo "usage: testbed.sh check | baseline | grid-c<N>-L<x> | sweep-L<x> | tune-{live,relaunch}-{seeds,bad,eagle3}-c<N>-L<x> | tunes-L<x>" >&2
+  echo "usage: testbed.sh check | baseline | grid-c<N>-L<x> | sweep-L<x> | tune-{live,relaunch}-{seeds,bad,eagle3}-c<N>-L<x> | tunes-L<x> | startup-c<N>-L<x>" >&2
   echo "testbed.sh: unknown phase '$PHASE'" | tee -a "$LOG" >&2
   exit 2
 fi
@@ -133,12 +139,14 @@ else python3 benchmarks/h200/testbed.py --root "$MODELS" > "$W/testbed.txt" 2>&1
 log "testbed.py --root $MODELS exit $rc: $(tail -1 "$W/testbed.txt")"
 if (( rc != 0 )); then note "model dirs not ready (see testbed.txt in the tarball): phase stopped"; cat "$W/testbed.txt" >> "$LOG"; pack; exit 1; fi
 
-# copy of profile $1 (a name under profiles/) at acceptance $2 and point $3 ("" = the profile's own): prints its path
+# copy of profile $1 (a name under profiles/) at acceptance $2 and point $3 ("" = the profile's own), with the
+# exploration start-up of `specdash tune` at concurrency $4 when given: prints its path
 mkprof() {
   local src="profiles/$1.toml" out args=(--root "$MODELS")
-  out="$W/profiles/$1${2:+-L$2}${3:+-$(tr ',' '_' <<< "$3")}.toml"
+  out="$W/profiles/$1${2:+-L$2}${3:+-$(tr ',' '_' <<< "$3")}${4:+-fast$4}.toml"
   [[ -n $2 ]] && args+=(--acc-len "$2")
   [[ -n $3 ]] && args+=(--point "$3")
+  [[ -n ${4:-} ]] && args+=(--fast-start "$4")
   [[ ${SIM:-0} = 1 ]] && args+=(--sim)
   if $GRID profile "$src" --out "$out" "${args[@]}" > /dev/null 2>> "$W/mkprof.err"; then echo "$out"; else
     log "profile copy of $1 (L ${2:-profile's}, point ${3:-profile's}) failed: $(tail -1 "$W/mkprof.err")" >&2; return 1; fi
@@ -278,6 +286,18 @@ case $KIND in
   tune)
     run_tune "$MODE" "$START" "$C" ""
     (( $? == 3 )) && { pack; exit 3; }
+    ;;
+  startup)
+    # the same point launched as the profile says and with tune's exploration start-up, alternating
+    s=$(mksuite "$C") || { note "suite copy failed: $(tail -1 "$W/mksuite.err")"; pack; exit 1; }
+    pt=${STARTUP_POINT:-4,1,5}
+    full=$(mkprof h200-8b-eagle3 "$L" "$pt") && fast=$(mkprof h200-8b-eagle3 "$L" "$pt" "$C") || {
+      note "profile copies failed: $(tail -1 "$W/mkprof.err")"; pack; exit 1; }
+    log "startup at c$C, L $L, point $pt: $(grep -o 'exploration start-up.*' "$fast" | head -1)"
+    for r in $(seq 1 "${STARTUP_REPS:-2}"); do
+      bench "full-$r-c$C-L$L" "$full" "$s"
+      bench "fast-$r-c$C-L$L" "$fast" "$s"
+    done
     ;;
   tunes)
     log "tunes at L $L: $TUNES"

@@ -123,8 +123,12 @@ def _reroot(path: str | None, root: str | None) -> str | None:
 
 def profile_copy(src: Path, out: Path, *, acc_len: float | str | None = None,
                  point: tuple[int, int, int] | None = None, root: str | None = None,
-                 name: str | None = None, sim: bool = False) -> Path:
+                 name: str | None = None, sim: bool = False, fast_start: int | None = None) -> Path:
     """Write the copy (see the module docstring) and validate it with ``specdash.profile.load_profile``.
+
+    ``fast_start``: add the start-up flags ``specdash tune`` gives its exploration launches at that
+    concurrency (:func:`specdash.bench.explore.exploration_flags`: ``--skip-server-warmup``, the decode
+    CUDA-graph list cut to the batch the concurrency needs), to measure what they save.
 
     ``sim``: a dry run of the device script on this machine — the same profile served by specdash's
     simulator (launcher ``sim``, the ``h200-8b-testbed`` scenario calibrated to the real testbed,
@@ -164,6 +168,24 @@ def profile_copy(src: Path, out: Path, *, acc_len: float | str | None = None,
         data.setdefault("env", {})["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"] = "1"
         data["sim"] = {"scenario": "h200-8b-testbed", "time_scale": 1.0, "seed": 1}
         changes.append("served by the simulator (scenario h200-8b-testbed)")
+    if fast_start is not None:
+        from specdash.bench.explore import exploration_flags
+        from specdash.profile import parse_profile, server_flags
+
+        flags = server_flags(parse_profile(data, src))
+        plan = exploration_flags(flags, version=data["server"].get("sglang_version"), concurrency=fast_start)
+        data["server"]["extra_args"] = list(data["server"].get("extra_args", []))
+        for i, word in enumerate(plan.flags):  # replace a flag's value where the profile sets it
+            if word.startswith("--") and word in data["server"]["extra_args"] and i + 1 < len(plan.flags) \
+                    and not plan.flags[i + 1].startswith("--"):
+                j = data["server"]["extra_args"].index(word)
+                data["server"]["extra_args"][j + 1] = plan.flags[i + 1]
+            elif word.startswith("--") and word not in data["server"]["extra_args"]:
+                data["server"]["extra_args"].append(word)
+                if i + 1 < len(plan.flags) and not plan.flags[i + 1].startswith("--"):
+                    data["server"]["extra_args"].append(plan.flags[i + 1])
+        base += f"-fast{fast_start}"
+        changes.append(f"exploration start-up at concurrency {fast_start}: {' '.join(plan.flags) or 'nothing applies'}")
     data["name"] = base
     if changes:
         data["description"] = f"H200 8B testbed, copy of {src.stem}: {'; '.join(changes)}"
@@ -345,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--root", help=f"move model paths from {DEFAULT_MODEL_ROOT} to this directory")
     pp.add_argument("--name")
     pp.add_argument("--sim", action="store_true", help="serve the copy with specdash's simulator (a dry run)")
+    pp.add_argument("--fast-start", type=int, metavar="C",
+                    help="add the start-up flags specdash tune gives exploration launches at concurrency C")
     ps = sub.add_parser("suite")
     ps.add_argument("src")
     ps.add_argument("--out", required=True)
@@ -372,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.cmd == "profile":
                 out = profile_copy(Path(args.src), Path(args.out), acc_len=args.acc_len,
                                    point=parse_point(args.point) if args.point else None,
-                                   root=args.root, name=args.name, sim=args.sim)
+                                   root=args.root, name=args.name, sim=args.sim, fast_start=args.fast_start)
             else:
                 out = suite_copy(Path(args.src), Path(args.out), concurrency=args.concurrency,
                                  repeats=args.repeats)

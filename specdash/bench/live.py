@@ -341,11 +341,13 @@ class LivePlan:
                 m.accept_length = float(st[0].accept_length)
         return m
 
-    async def measure_pair(self, log, suite, opts, a: int, b: int, *, role: str = "live") -> PairResult:
+    async def measure_pair(self, log, suite, opts, a: int, b: int, *, role: str = "live",
+                           prepare=None) -> PairResult:
         """Launch tiers ``a`` and ``b`` interleaved (module docstring); returns the :class:`PairResult`.
 
         ``role``: ``"live"`` (a chain launch of the tune, counted in :attr:`launches`) or
-        ``"sweep"`` (the adaptive schedule's measurement at another concurrency)."""
+        ``"sweep"`` (the adaptive schedule's measurement at another concurrency); ``prepare``: applied
+        to the launch's profile before it starts (the tune's cheaper exploration start-up)."""
         from specdash.advisor import Measurement, chain
         from specdash.bench.stats import paired_speedup
         from specdash.collect.tiers import paired_windows, tier_stats
@@ -360,6 +362,8 @@ class LivePlan:
             n += 1
         path.write_text(json.dumps(cfg) + "\n", encoding="utf-8")
         prof = self.pair_profile(a, b, path)
+        if prepare is not None:
+            prof = prepare(prof)
         run, _, entry = await log.run(prof, suite, opts, role, tiers=[a, b], config=str(path))
         if role == "live":
             self.launches += 1

@@ -79,7 +79,9 @@ class LaunchEntry:
     ``"sweep"`` (two chain tiers at another concurrency, for the adaptive schedule), ``"verify"``
     (the adaptive schedule's A/B); ``time_to_ready_s``: process start →
     ``/health`` 200 (from the run's manifest); ``wall_s``: the launch's whole run (start,
-    warm-up, suite, stop; None for A/B sides, which :func:`run_ab` runs back to back).
+    warm-up, suite, stop; None for A/B sides, which :func:`run_ab` runs back to back);
+    ``fast_start``: the start-up flags :mod:`specdash.bench.explore` added (None: launched as
+    the profile says).
     """
 
     id: int
@@ -93,6 +95,7 @@ class LaunchEntry:
     time_to_ready_s: float | None = None
     suite_s: float | None = None
     wall_s: float | None = None
+    fast_start: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -280,6 +283,50 @@ def tune_candidates(profile) -> tuple[list | None, str | None]:
     return simulated_acceptance_candidates(profile.env, os.environ)
 
 
+class _Explorer:
+    """The cheaper start-up of :mod:`specdash.bench.explore` for one tune: the profiles it prepared, the
+    flags added to each, and the decode CUDA-graph list the first speculative launch without a
+    capture-list change reported (the basis for the later ones)."""
+
+    def __init__(self, enabled: bool, version: str | None, opts, suite) -> None:
+        self.enabled = enabled
+        self.version = version
+        self.concurrency = int(getattr(opts, "concurrency", None) or suite.suite.concurrency or 1)
+        self.open_loop = getattr(opts, "request_rate", None) is not None
+        self.captured: list[int] | None = None
+        self._graph_flag_used = False
+        self._last: list[str] | None = None
+        self.launches: list[dict[str, Any]] = []
+
+    def prepare(self, prof):
+        """``prof`` with the exploration flags (itself when disabled or nothing applies)."""
+        if not self.enabled:
+            return prof
+        from specdash.bench.explore import exploration_profile
+
+        out, plan = exploration_profile(prof, version=self.version, concurrency=self.concurrency,
+                                        captured_bs=self.captured, open_loop=self.open_loop)
+        if any(f.startswith("--cuda-graph-max-bs") for f in plan.flags):
+            self._graph_flag_used = True
+        self._last = list(plan.flags) or None
+        self.launches.append({"profile": prof.name, "flags": plan.flags, "saved": plan.saved, "notes": plan.notes})
+        return out
+
+    def learn(self, entry: LaunchEntry) -> None:
+        """Tag the launch just run with the flags it got, and keep the capture list of the first
+        speculative launch that ran with SGLang's own list (the basis of later capture-list changes)."""
+        entry.fast_start, self._last = self._last, None
+        if self.captured is not None or self._graph_flag_used or not entry.run_dir:
+            return
+        from specdash.bench.live import _captured_bs
+
+        self.captured = _captured_bs({"run_dir": entry.run_dir})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "concurrency": self.concurrency, "launches": self.launches,
+                "applies_to": "exploration and live launches (never the baseline, the final A/B or the schedule)"}
+
+
 def _time_left(t_start: float, max_time_s: float | None, log: LaunchLog, launches: int = 1) -> str | None:
     """None while ``launches`` more launches fit in ``max_time_s`` (the longest launch so far, each);
     else why not (the tune's stop reason)."""
@@ -314,7 +361,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
                opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
                sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True,
                max_time_s: float | None = None, baseline_run: dict | None = None,
-               baseline_notes: Sequence[str] = ()) -> dict:
+               baseline_notes: Sequence[str] = (), fast_explore: bool = True) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -339,6 +386,10 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             stop reason says so.  The first two launches (baseline, start) always run.
         baseline_run: a RUN without speculation measured earlier (:func:`load_baseline_run`) in
             place of the baseline launch; ``baseline_notes`` go into the report.
+        fast_explore: start the exploration and live launches with SGLang's cheaper start-up options
+            (:mod:`specdash.bench.explore`: no server warm-up request, decode CUDA graphs only up to the
+            batch the tune's concurrency needs); the baseline, the final A/B and the adaptive schedule's
+            launches never get them.  The report's ``fast_explore`` says what was added and why not.
 
     Raises:
         ValueError: the profile has no speculation to tune.
@@ -391,6 +442,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     if cand_note:
         say(f"tune: {cand_note}")
     planner = TunePlanner(start, budget=budget, baseline=baseline, candidates=candidates)
+    explorer = _Explorer(fast_explore, version, later, suite)
     rows: list[_Row] = [_Row(baseline, base_run.get("run_dir"))]
     measurements: list[Measurement] = [baseline]
     profiles: dict = {}
@@ -409,7 +461,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             a, b = pair
             say(f"tune: live launch {live_plan.launches + 1}/{chain_cap}: chain tiers steps {a} and {b} in one "
                 f"adaptive launch — {live_plan.reason}")
-            res = await live_plan.measure_pair(log, suite, later, a, b)
+            res = await live_plan.measure_pair(log, suite, later, a, b, prepare=explorer.prepare)
+            explorer.learn(log.entries[res.launch])
             pairs.append(res.to_json())
             for m in res.measurements:
                 measurements.append(m)
@@ -428,7 +481,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         prof = variant(profile, nxt.steps, nxt.topk, nxt.draft_tokens)
         if live_plan is not None:
             prof = decode_logged(prof)
-        run, _, entry = await log.run(prof, suite, later, "explore")
+        prof_launched = explorer.prepare(prof)
+        run, _, entry = await log.run(prof_launched, suite, later, "explore")
+        explorer.learn(entry)
         if live_plan is not None:
             m = live_plan.measure_static(run, launch=entry.id)
         else:
@@ -504,6 +559,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "candidates_note": cand_note,
         "max_time_s": max_time_s,
         "time_budget_cut": [n for n in (stop_note, ab_note, sched_note) if n],
+        "fast_explore": explorer.to_json(),
         "baseline_reused": None if baseline_run is None else {
             "run_dir": baseline_run.get("run_dir"), "output_tok_s": baseline_run.get("output_tok_s"),
             "notes": list(baseline_notes)},

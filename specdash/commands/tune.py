@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-final-ab", action="store_true",
                    help="skip the final A/B of the best against the start and the baseline (report the best from "
                         "the exploration's measurements; two or three launches fewer)")
+    p.add_argument("--full-start", action="store_true",
+                   help="start the exploration launches as the final ones (default: without SGLang's warm-up "
+                        "request and with decode CUDA graphs only up to the tune's concurrency — "
+                        "--skip-server-warmup, --cuda-graph-max-bs-decode — which start faster and measure the "
+                        "same; the baseline and the final A/B never get them)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="wall-clock budget of the whole tune: no launch starts that would end past it (judged by "
                         "the longest launch so far); the baseline and the starting settings always run")
@@ -113,7 +118,8 @@ def _tune(args: argparse.Namespace, progress) -> int:
                                   preset_dir=Path(args.save_to) if args.save_to else None, live=args.live,
                                   chain_budget=args.chain_launches, sweep=sweep,
                                   schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab,
-                                  max_time_s=args.max_time, baseline_run=base_run, baseline_notes=base_notes))
+                                  max_time_s=args.max_time, baseline_run=base_run, baseline_notes=base_notes,
+                                  fast_explore=not args.full_start))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)

@@ -398,14 +398,17 @@ class SimServer:
                 graphs.append(("draft decode", spec.topk))
             graphs.append(("draft extend", spec.num_draft_tokens))
         share = mem.graph_gib / len(graphs)
+        # capture time grows with the sizes captured: 0.3 of the start-up for SGLang's speculative default list
+        # up to 16 (12 sizes), less for a shorter list (--cuda-graph-max-bs-decode), at most 0.3
+        capture = 0.3 * min(1.0, len(bs) / 12)
         for name, per_bs in graphs:
             log.scheduler(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_bs={per_bs}, bs={bs}, "
                           f"avail mem={A.gb(avail)} GB")
-            await self._phase(0.3 / len(graphs))
+            await self._phase(capture / len(graphs))
             if self.wiring.fatal and self.wiring.fatal.phase == "warmup":
                 self._crash_scheduler(self.wiring.fatal)
             avail -= share
-            log.scheduler(f"Capture {name} CUDA graph end. elapsed={self.sc.startup_s * 0.3 / len(graphs):.2f} s, "
+            log.scheduler(f"Capture {name} CUDA graph end. elapsed={self.sc.startup_s * capture / len(graphs):.2f} s, "
                           f"mem usage={A.gb(share)} GB, avail mem={A.gb(avail)} GB.")
 
     def _memory(self) -> A.Memory:
@@ -675,8 +678,9 @@ class SimServer:
         while not server.started and not self._serve_task.done():
             await asyncio.sleep(0.005)
         log.line(f"INFO:     Uvicorn running on http://{self.host}:{self.port} (Press CTRL+C to quit)")
-        await asyncio.sleep(self.sc.startup_s * 0.15 / self.time_scale)
-        await self.warmup()
+        if not self.args.get("skip_server_warmup"):  # http_server.py _wait_and_warmup
+            await asyncio.sleep(self.sc.startup_s * 0.15 / self.time_scale)
+            await self.warmup()
         self.startup_seconds = time.time() - t0
         self.ready = True
         log.line("The server is fired up and ready to roll!")
