@@ -384,14 +384,20 @@ def test_svg_writers_escape_and_parse():
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "firefox")
 
 
+def _chromium() -> str | None:
+    return next((b for b in BROWSERS if shutil.which(b) and "firefox" not in b), None)
+
+
 def test_report_in_a_headless_browser(dirs, tmp_path):
+    """The sweep page as a real browser parses it: Chromium's serialised DOM (``--dump-dom``) holds every
+    chart and table of the file, no console error is logged, and a screenshot is a real PNG."""
     found = next((b for b in BROWSERS if shutil.which(b)), None)
     if found is None:
         pytest.skip(f"no headless browser installed ({', '.join(BROWSERS)} not on PATH); the page is checked with "
                     "html.parser and xml.etree instead")
-    page = dirs["single"] / "report.html"
-    if not page.is_file():
-        assert _cli(["report", str(dirs["single"])])[0] == 0
+    page = tmp_path / "sweep.html"
+    assert _cli(["report", str(dirs["sweep_dir"]), str(dirs["base_dir"]), "--out", str(page)])[0] == 0
+    text = page.read_text(encoding="utf-8")
     shot = tmp_path / "report.png"
     if "firefox" in found:
         cmd = [found, "--headless", "--screenshot", str(shot), page.resolve().as_uri()]
@@ -401,6 +407,18 @@ def test_report_in_a_headless_browser(dirs, tmp_path):
     subprocess.run(cmd, capture_output=True, timeout=120, check=False)
     assert shot.is_file() and shot.stat().st_size > 10_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    chrome = _chromium()
+    if chrome is None:
+        return
+    dump = subprocess.run([chrome, "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr",
+                           "--v=0", "--dump-dom", page.resolve().as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False)
+    dom = dump.stdout
+    for tag in ("<svg", "<table", "<polyline", "<h2"):
+        assert dom.count(tag) == text.count(tag) > 0, (tag, dom.count(tag), text.count(tag))
+    assert "break-even" in dom.lower() or "pays" in dom.lower()
+    console = [ln for ln in dump.stderr.splitlines() if "CONSOLE" in ln and ("ERROR" in ln or "error" in ln)]
+    assert console == []
 
 
 def test_compare_says_when_the_two_runs_differ_in_shape(tmp_path, capsys):
