@@ -19,7 +19,7 @@ with ``path``, ``server_log_path`` and ``write_manifest`` (a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -201,6 +201,36 @@ def server_fields(info: dict, ready_s: float | None) -> dict:
 
 
 # -- the launch ---------------------------------------------------------------------------------
+def split_secrets(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``argv`` without SGLang's secret flags (``--api-key``, ``--admin-api-key``, either spelling), and
+    those flags' values as ``{"api-key": …}`` (the ``--config`` YAML keys, see :func:`secrets_via_config`)."""
+    from specdash.sglang.secrets import SECRET_FLAGS
+
+    secrets: dict[str, str] = {}
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, val = a.partition("=")
+        if name in SECRET_FLAGS and eq:
+            secrets[name[2:]] = val
+        elif a in SECRET_FLAGS and i + 1 < len(argv):
+            secrets[a[2:]] = argv[i + 1]
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    return out, secrets
+
+
+def _own_config(argv: list[str]) -> bool:
+    return "--config" in argv or any(x.startswith("--config=") for x in argv)
+
+
+_OWN_CONFIG_NOTE = ("the profile passes its own --config and SGLang reads only one, so the API key stays on the "
+                    "command line (visible to other local users in ps)")
+
+
 def secrets_via_config(argv: list[str]) -> tuple[list[str], str | None, str | None]:
     """``argv`` with SGLang's secret flags (``--api-key``, ``--admin-api-key``) moved into a ``--config``
     file, so other local users cannot read the key in ``ps`` / ``/proc/<pid>/cmdline``; returns
@@ -218,33 +248,33 @@ def secrets_via_config(argv: list[str]) -> tuple[list[str], str | None, str | No
     import os
     import tempfile
 
-    from specdash.sglang.secrets import SECRET_FLAGS
-
-    secrets: dict[str, str] = {}
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        name, eq, val = a.partition("=")
-        if name in SECRET_FLAGS and eq:
-            secrets[name[2:]] = val
-        elif a in SECRET_FLAGS and i + 1 < len(argv):
-            secrets[a[2:]] = argv[i + 1]
-            i += 1
-        else:
-            out.append(a)
-        i += 1
+    out, secrets = split_secrets(list(argv))
     if not secrets:
         return list(argv), None, None
-    if "--config" in out or any(x.startswith("--config=") for x in out):
-        return list(argv), None, ("the profile passes its own --config and SGLang reads only one, so the API key "
-                                  "stays on the command line (visible to other local users in ps)")
+    if _own_config(out):
+        return list(argv), None, _OWN_CONFIG_NOTE
     d = tempfile.mkdtemp(prefix="specdash-secret-")  # mode 0700
     path = os.path.join(d, "server-secrets.yaml")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(json.dumps(secrets) + "\n")
     return out + ["--config", path], d, None
+
+
+def node_secrets_via_config(argv: list[str]) -> tuple[list[str], str | None, str | None]:
+    """:func:`secrets_via_config` for a node started over ssh: the ``--config`` path is
+    :data:`specdash.sglang.remote.CONFIG_WORD` (the node script writes the file there, mode 0600) and its
+    contents are returned to go over the connection's standard input; ``(argv, contents or None, note)``."""
+    import json
+
+    from specdash.sglang.remote import CONFIG_WORD
+
+    out, secrets = split_secrets(list(argv))
+    if not secrets:
+        return list(argv), None, None
+    if _own_config(out):
+        return list(argv), None, _OWN_CONFIG_NOTE
+    return out + ["--config", CONFIG_WORD], json.dumps(secrets), None
 
 
 @dataclass
@@ -269,6 +299,8 @@ class ServerLaunch:
     manifest: dict = field(default_factory=dict)
     server: ServerProcess | None = None
     ready_s: float | None = None
+    #: the SGLang release the command was built for (``prepare``'s ``sglang_version``)
+    version: str | None = None
 
     @classmethod
     def prepare(
@@ -290,18 +322,20 @@ class ServerLaunch:
                 :func:`specdash.profile.nodes.launch_refusal` says what to do instead).
         """
         from specdash.profile import ProfileError, build_launch
-        from specdash.profile.nodes import launch_refusal
+        from specdash.profile.nodes import launch_refusal, launches_nodes
         from specdash.sglang.process import free_port
 
-        if profile.multi_node:
+        if profile.multi_node and not launches_nodes(profile):
             raise ProfileError(launch_refusal(profile))
         prof = profile.expanded()
         port = prof.server.port or free_port()
         spec = build_launch(prof, version=sglang_version, port=port)
+        if prof.multi_node:  # node 0's command; its API answers on node 0's host (node_url)
+            spec = replace(spec, host=prof.nodes[0].host.strip("[]"))
         manifest = build_manifest(prof, url=spec.base_url, launch=spec, suite=suite, preflight=preflight,
                                   sglang_version=sglang_version, extra=extra_manifest)
         rundir.write_manifest(manifest)
-        return cls(prof, spec, rundir, manifest)
+        return cls(prof, spec, rundir, manifest, version=sglang_version)
 
     @property
     def base_url(self) -> str:
@@ -324,12 +358,15 @@ class ServerLaunch:
 
         if self.server is not None:
             raise RuntimeError("ServerLaunch already started")
-        argv, self._secret_dir, self.secret_note = secrets_via_config(self.spec.argv)
         from specdash.sglang.secrets import secret_values
 
-        server = ServerProcess(argv, env=self.spec.env, log_path=self.rundir.server_log_path,
-                               run_dir=self.rundir.path, url=self.spec.base_url, name=self.profile.name,
-                               secrets=secret_values(self.spec.argv))
+        if self.profile.multi_node:
+            server = self._node_group()
+        else:
+            argv, self._secret_dir, self.secret_note = secrets_via_config(self.spec.argv)
+            server = ServerProcess(argv, env=self.spec.env, log_path=self.rundir.server_log_path,
+                                   run_dir=self.rundir.path, url=self.spec.base_url, name=self.profile.name,
+                                   secrets=secret_values(self.spec.argv))
         try:
             server.start()
         except BaseException:
@@ -337,6 +374,31 @@ class ServerLaunch:
             raise
         self.server = server
         return server
+
+    def _node_group(self):
+        """Every node of a ``node_launcher = "ssh"`` profile as one :class:`~specdash.sglang.remote.NodeGroup`
+        (:mod:`specdash.sglang.remote`): node R's exact command (``profile show``'s, on the launch's port)
+        run by ``ssh`` on its host; node 0's log is ``server.log``, node R's ``node-R.log``; the environment
+        and the API key (as a ``--config`` file's contents) go over each connection's standard input.
+        """
+        from specdash.profile import build_launch
+        from specdash.sglang.remote import NodeGroup, SSHNodeProcess, env_block, node_script, ssh_argv
+        from specdash.sglang.secrets import secret_values
+
+        nodes = []
+        for node in self.profile.nodes:
+            rank = node.node_rank
+            spec = build_launch(self.profile, version=self.version, port=self.spec.port, node_rank=rank)
+            argv, config_text, note = node_secrets_via_config(spec.argv)
+            self.secret_note = self.secret_note or note
+            script = node_script(argv, workdir=node.workdir, with_config=config_text is not None)
+            log_path = self.rundir.server_log_path if rank == 0 else Path(self.rundir.path) / f"node-{rank}.log"
+            nodes.append(SSHNodeProcess(
+                ssh_argv(node.host, script, self.profile.server.ssh_options),
+                env={}, stdin_data=env_block(spec.env, config_text), log_path=log_path,
+                run_dir=self.rundir.path if rank == 0 else None, url=self.spec.base_url if rank == 0 else None,
+                name=f"{self.profile.name} node {rank}", secrets=secret_values(spec.argv)))
+        return NodeGroup(nodes)
 
     _secret_dir: str | None = field(default=None, repr=False)
     #: why an API key stayed in argv (a ``--config`` of the profile's own), else None

@@ -183,8 +183,11 @@ def test_a_multi_node_launch_is_refused_with_what_to_do(tmp_path, capsys, monkey
         ServerLaunch.prepare(prof, object())  # type: ignore[arg-type]
     msg = str(err.value)
     assert "runs on 2 nodes" in msg and "--url http://10.0.0.1:30000" in msg and "profile show" in msg
-    ssh = parse_profile(two_nodes(node_launcher="ssh"), tmp_path / "two.toml")
-    assert "is not built yet" in launch_refusal(ssh) and "ssh and slurm backends" in launch_refusal(ssh)
+    slurm = parse_profile(two_nodes(node_launcher="slurm"), tmp_path / "two.toml")
+    assert 'node_launcher = "slurm" is not built yet' in launch_refusal(slurm)
+    assert 'node_launcher = "ssh" is' in launch_refusal(slurm) and "tune relaunches servers" in launch_refusal(slurm)
+    with pytest.raises(ProfileError, match='node_launcher = "slurm" is not built yet'):
+        ServerLaunch.prepare(slurm, object())  # type: ignore[arg-type]
     p = tmp_path / "two.toml"
     p.write_text(profile_to_toml(prof))
     assert main(["--bench", "--profile", str(p), "--out", str(tmp_path / "runs")]) == 2

@@ -163,9 +163,10 @@ class ProfileRun:
 
     async def run(self) -> dict:
         """Execute the run; always stops a server it started (also on errors/cancellation)."""
-        if not self.opt.url and self.profile.multi_node:  # before preflight and the run directory
+        from specdash.profile.nodes import launch_refusal, launches_nodes
+
+        if not self.opt.url and self.profile.multi_node and not launches_nodes(self.profile):  # before the run dir
             from specdash.profile import ProfileError
-            from specdash.profile.nodes import launch_refusal
 
             raise ProfileError(launch_refusal(self.profile))
         if self.opt.preflight and not self.opt.url:

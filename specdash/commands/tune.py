@@ -96,9 +96,10 @@ def _tune(args: argparse.Namespace, progress) -> int:
     if args.max_time is not None and not args.max_time > 0:
         raise UsageError(f"--max-time must be a positive number of seconds (got {args.max_time:g})")
     profile = load_profile(args.profile)
-    if profile.multi_node:  # every tune step is a launch; specdash starts no remote node yet
+    from specdash.profile.nodes import launch_refusal, launches_nodes
+
+    if profile.multi_node and not launches_nodes(profile):  # every tune step is a launch
         from specdash.profile import ProfileError
-        from specdash.profile.nodes import launch_refusal
 
         raise ProfileError(launch_refusal(profile))
     suite = load_suite(args.suite)

@@ -14,9 +14,9 @@ A profile says so with ``[server] nnodes`` / ``dist_init_addr`` and one ``[[node
 (``host``, ``node_rank``, optional ``gpus``, ``env`` additions, ``workdir``, ``python``, ``extra_args``).
 :func:`check_nodes` validates the structure (every ``parse_profile`` runs it); the doctor's ``NODES``
 rule (:mod:`specdash.eagle3.rules.nodes`) judges consistency.  :func:`build_node_launches` gives each
-node's exact argv and env (``profile show``).  specdash starts no remote node yet
-(``node_launcher = "ssh"`` / ``"slurm"`` are accepted in the schema for the backends to come):
-:func:`launch_refusal` is the message every launch of a multi-node profile ends with.
+node's exact argv and env (``profile show``).  With ``node_launcher = "ssh"`` specdash starts every node itself (:mod:`specdash.sglang.remote`,
+:func:`launches_nodes`); ``"attach"`` (the default) and ``"slurm"`` (not built) end with
+:func:`launch_refusal`, which says how to start the nodes and attach.
 """
 
 from __future__ import annotations
@@ -184,21 +184,29 @@ def build_node_launches(prof: Profile, *, version: str | None = None) -> list[No
     return [NodeLaunch(n, build_launch(prof, version=version, node_rank=n.node_rank)) for n in prof.nodes]
 
 
+def launches_nodes(prof: Profile) -> bool:
+    """True when specdash starts the nodes itself (``node_launcher = "ssh"``,
+    :mod:`specdash.sglang.remote`); single-node profiles are launched as always."""
+    return bool(prof.nodes) and prof.server.node_launcher == "ssh"
+
+
 def launch_refusal(prof: Profile) -> str:
     """Why a multi-node profile is not launched, and what to do instead (what, why, the fix)."""
     how = prof.server.node_launcher or "attach"
     name = str(prof.path) if prof.path else prof.name
     if how == "attach":
-        why = ('node_launcher = "attach" (the default): you start the nodes, specdash attaches to node 0')
+        why = ('node_launcher = "attach" (the default): you start the nodes, specdash attaches to node 0; '
+               'node_launcher = "ssh" lets specdash start them')
     else:
-        why = (f'node_launcher = "{how}" is not built yet: specdash does not start remote nodes '
-               "(the ssh and slurm backends are the next step)")
+        why = (f'node_launcher = "{how}" is not built yet (node_launcher = "ssh" is: specdash starts every node '
+               "with the system ssh client)")
     return (f"profile {prof.name!r} runs on {prof.num_nodes} nodes; specdash did not launch it: {why}. "
             f"Start every node yourself with the command `specdash profile show {name}` prints for it "
             f"(node 0 waits in torch.distributed's rendezvous until all have joined), then attach to node 0 with "
             f"--url {node_url(prof)}: `specdash --bench --profile {name} --url {node_url(prof)}` or "
-            f"`specdash --url {node_url(prof)}` (tune relaunches servers, so it waits for those backends)")
+            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = \"ssh\")")
 
 
-__all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "node_url",
+__all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "launches_nodes",
+           "node_url",
            "parse_host_port"]

@@ -91,7 +91,11 @@ class ServerSection(_Strict):
         "node connects to it; a port apart from the HTTP port)")
     node_launcher: Literal["attach", "ssh", "slurm"] | None = Field(
         None, description="how the nodes are started: 'attach' (you start them, specdash attaches with --url to "
-        "node 0; the default), 'ssh' or 'slurm' (not built yet: such launches are refused)")
+        "node 0; the default), 'ssh' (specdash starts every node with the system ssh client, BatchMode) or "
+        "'slurm' (not built yet: such launches are refused)")
+    ssh_options: list[str] = Field(default_factory=list, description="node_launcher = 'ssh': more ssh client "
+                                   "options, as argv words (e.g. [\"-p\", \"2222\", \"-i\", \"~/.ssh/cluster\", "
+                                   "\"-l\", \"root\"]); BatchMode=yes and no pty are always set")
     gpus_per_node: int | None = Field(None, ge=1, description="GPUs on each node (the doctor checks tp x pp against "
                                       "it); a node's own `gpus` wins")
 

@@ -150,6 +150,10 @@ class ServerProcess:
         secrets: values to write as ``***`` besides the ``--api-key`` / ``--admin-api-key`` values of
             ``argv`` (a key handed to SGLang in a ``--config`` file instead, see
             :func:`specdash.launch.secrets_via_config`).
+        stdin_data: written to the child's standard input, which then stays open until the child
+            exits or :meth:`stop` (an ``ssh`` node launch reads its environment there and treats
+            the end of its input as "specdash is gone", :mod:`specdash.sglang.remote`); None:
+            ``/dev/null``.
 
     Use as a context manager (``with ServerProcess(...).start() as srv``) or call
     :meth:`stop`.  Methods are safe to call from any thread; :meth:`stop` blocks.
@@ -169,6 +173,7 @@ class ServerProcess:
         log_path: str | os.PathLike | None = None,
         name: str | None = None,
         secrets: Sequence[str] = (),
+        stdin_data: bytes | None = None,
     ) -> None:
         if isinstance(argv, str) or not argv:
             raise ValueError("argv must be a non-empty list of strings (no shell command lines)")
@@ -177,6 +182,7 @@ class ServerProcess:
         #: (SGLang prints them in its ``server_args=ServerArgs(…)`` line).
         #: ``secrets``: more values to hide (an API key handed over in a --config file, not argv).
         self._secrets = [v.encode() for v in [*secret_values(self.argv), *secrets] if v]
+        self._stdin_data = stdin_data
         self.env = dict(env or {})
         self.run_dir = Path(run_dir) if run_dir is not None else None
         if log_path is not None:
@@ -221,13 +227,19 @@ class ServerProcess:
                 argv,
                 env=env,
                 cwd=self._cwd,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if self._stdin_data is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
             ))
             self.started_at = time.monotonic()
+            if self._stdin_data is not None and self._proc.stdin is not None:
+                try:  # kept open: its end tells the child that specdash is gone
+                    self._proc.stdin.write(self._stdin_data)
+                    self._proc.stdin.flush()
+                except OSError:  # the child exited at once: its log says why
+                    pass
             log_file = open(self.log_path, "ab", buffering=0) if self.log_path else None
             self._reader = threading.Thread(
                 target=self._read_output, args=(self._proc.stdout, log_file),

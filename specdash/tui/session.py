@@ -319,8 +319,9 @@ class Session(PresetsMixin):
             await self._stop_locked()
             if self.profile is None:
                 raise ProfileError("no profile chosen")
-            if self.profile.multi_node:  # specdash starts no remote node yet: before preflight and a run directory
-                from specdash.profile.nodes import launch_refusal
+            from specdash.profile.nodes import launch_refusal, launches_nodes
+
+            if self.profile.multi_node and not launches_nodes(self.profile):  # before preflight and a run directory
 
                 self._set_state(ServerState.IDLE, "a multi-node profile: start its nodes yourself, then attach")
                 raise ProfileError(launch_refusal(self.profile))
