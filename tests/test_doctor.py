@@ -110,6 +110,18 @@ def test_cli_version_overrides_profile(tmp_path):
     assert rep.version_source == "cli" and find(rep, "WEIGHT_KEYS", "error")
 
 
+def test_a_release_newer_than_any_known_is_said(tmp_path):
+    t, d = tiny_target(tmp_path / "t"), tiny_draft(tmp_path / "d")
+    p = write_profile(tmp_path / "p.toml", model_path=str(t), draft_path=str(d), sglang_version="0.5.14")
+    newer = run_doctor(p, sglang_version="99.0")
+    from specdash.sglang.versions import flag_versions
+
+    last = str(flag_versions()[-1])
+    [w] = [f for f in find(newer, "FLAG", "warning") if "newer than any release" in f.message]
+    assert w.evidence["newest_known"] == last and f"judged as {last}'s" in w.message
+    assert not [f for f in run_doctor(p, sglang_version=last).findings if "newer than any release" in f.message]
+
+
 def test_foreign_prefix_and_unknown_tensor(tmp_path):
     rep = doctor(tmp_path, draft_kw={"rename": {"fc.weight": "eagle.fc.weight"},
                                      "extra_tensors": {"verifier_head.weight": ("BF16", (4, 4))}})
