@@ -210,3 +210,23 @@ def test_sigkill_of_specdash_leaves_nothing_on_either_node(sshd, tmp_path):
     for q in left:
         q.kill()
     assert left == [], "a node outlived specdash"
+
+
+async def test_the_dashboard_session_launches_and_stops_both_nodes(sshd, tmp_path, monkeypatch):
+    from specdash.profile import load_profile
+    from specdash.tui.session import Session
+
+    monkeypatch.setenv("SPECDASH_STATE_DIR", str(tmp_path / "state"))
+    prof = _profile(tmp_path, sshd)
+    tag = prof.read_text().split("dist_init_addr = ")[1].split("\n")[0].strip('"')
+    s = Session(load_profile(str(prof)), out_dir=tmp_path / "runs")
+    try:
+        info = await s.launch(force=True)
+        assert info.time_to_ready_s is not None and info.time_to_ready_s > 0
+        assert len(_sim_nodes(tag)) == 2
+        server_info = await s.client.server_info()
+        assert (server_info["nnodes"], server_info["node_rank"]) == (2, 0)
+    finally:
+        await s.stop()
+    time.sleep(0.5)
+    assert _sim_nodes(tag) == []
