@@ -229,6 +229,26 @@ class ProfileRun:
             self._say(f"[{self.profile.name}] GPU exporter {r.target.node}: "
                       + (f"{len(r.devices)} device(s)" if r.status == "ok" else r.status))
 
+    def _check_context(self, info: dict, max_tokens: int, manifest: dict) -> None:
+        """Refuse the run before its first request when a prompt cannot fit the server's context
+        (exact token counts), warn when an estimate says so (:mod:`specdash.bench.context`).
+
+        Raises:
+            RunFailed: an exactly counted prompt + its max_tokens exceed ``/server_info`` context_length.
+        """
+        from specdash.bench.context import context_problems
+
+        chk = context_problems(self.suite, self.profile, info.get("context_length"), max_tokens)
+        if chk is None or not chk.too_long:
+            return
+        msg = chk.message(self.suite.name)
+        manifest["context_check"] = {"context_length": chk.context_length, "exact": chk.exact,
+                                     "too_long": [list(t) for t in chk.too_long]}
+        self.rundir.write_manifest(manifest)
+        if chk.exact:
+            raise RunFailed(msg + "; no request was sent")
+        self._say(f"[{self.profile.name}] warning: {msg}")
+
     async def _run(self, segment: int) -> dict:
         from specdash.sglang.client import SGLangClient
 
@@ -243,6 +263,7 @@ class ProfileRun:
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
             await self._read_gpu_exporters(manifest)
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
+            self._check_context(info, max_tokens, manifest)
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
             points = list(self.opt.sweep) if self.opt.sweep else [concurrency]
             manifest.update({"max_tokens": max_tokens, "concurrency": points[0],
