@@ -52,8 +52,8 @@ def rule_flags(ctx: RuleContext) -> None:
                 f"its flags and rules are judged as {newest}'s", "specdash's flag lists and release rules come from "
                 "the released wheels (specdash/sglang/flags/); a flag added, renamed or removed after "
                 f"{newest} is not known, so findings may be missing or wrong for {ctx.version}.",
-                f"check the version (`python -c 'import sglang; print(sglang.__version__)'` on the server host); "
-                f"if it is right, compare the flags with `python -m sglang.launch_server --help` there",
+                "check the version (`python -c 'import sglang; print(sglang.__version__)'` on the server host); "
+                "if it is right, compare the flags with `python -m sglang.launch_server --help` there",
                 version=ctx.version, newest_known=str(newest))
     later = next_flags_version(ctx.version)
     later_known = known_flags(later) if later and not exact else None
