@@ -41,6 +41,8 @@ def _app(mode: str, on_generate=None) -> Starlette:
             await asyncio.sleep(3600)
         if mode == "html":
             return Response("<html>login</html>", media_type="text/html")
+        if mode == "foreign":
+            return JSONResponse({"status": "ok", "uptime_s": 12})
         return JSONResponse(BAD_INFO if mode == "types" else GOOD_INFO)
 
     async def metrics(req):
@@ -160,6 +162,14 @@ def test_a_server_that_is_not_json_is_a_clear_error(tmp_path, capsys):
     with _Server("html") as url:
         rc, out = _bench(tmp_path, url, capsys)
     assert rc in (1, 2) and "server_info" in out.err and len(out.err.strip().splitlines()) <= 4, out.err
+
+
+def test_a_json_server_that_is_not_sglang_is_refused_before_any_request(tmp_path, capsys):
+    srv = _Server("foreign")
+    with srv as url:
+        rc, out = _bench(tmp_path, url, capsys)
+    assert rc == 1 and srv.generates == 0
+    assert f"{url} is not an SGLang server" in out.err and "it sent: status, uptime_s" in out.err
 
 
 def test_hang_after_headers_is_bounded_and_partial(tmp_path, capsys, monkeypatch):

@@ -259,6 +259,7 @@ class ProfileRun:
                 t_ready = await self.launch.wait_ready(client, READY_TIMEOUT_S)
                 self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
             info = await client.server_info()
+            self._refuse_foreign(info, url)
             self._warn_invalid_info(info)
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
             await self._read_gpu_exporters(manifest)
@@ -350,6 +351,25 @@ class ProfileRun:
         run["partial"] = self.fault is not None
         run["partial_reason"] = self.fault.reason if self.fault is not None else None
         return run
+
+    def _refuse_foreign(self, info: dict, url: str) -> None:
+        """Stop before the first request when ``/server_info`` answered a JSON object with none of the fields
+        every SGLang release sends (``version``, ``model_path``: ``ServerArgs`` + ``sglang.version``), not even
+        with a wrong type — another program on that port, whose every request would fail.
+
+        Raises:
+            RunFailed: the message names the URL, the keys it did send and the fix.
+        """
+        from specdash.sglang.client import INVALID_FIELDS_KEY
+
+        dropped = {str(x).split(":", 1)[0].strip() for x in info.get(INVALID_FIELDS_KEY) or ()}
+        present = (set(info) - {INVALID_FIELDS_KEY}) | dropped
+        if present & {"version", "model_path"}:
+            return
+        keys = ", ".join(sorted(set(info) - {INVALID_FIELDS_KEY})[:8]) or "none"
+        raise RunFailed(f"{url} is not an SGLang server: its /server_info answered JSON without SGLang's fields "
+                        f"(version, model_path; it sent: {keys}); no request was sent. Check --url (SGLang's HTTP "
+                        "port: --port of sglang.launch_server, 30000 by default; for a multi-node server node 0's)")
 
     def _warn_invalid_info(self, info: dict) -> None:
         """Say which ``/server_info`` fields had types SGLang never sends (they were dropped, see
