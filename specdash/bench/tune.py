@@ -609,21 +609,26 @@ def render_live(report: dict) -> str:
     roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
     out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
                f"of {report['budget']}")
-    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ")
+    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ     (launch: its place in the launch log, from 1)")
     for r in report.get("measured") or []:
         st = r.get("settings")
         lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
                                                f"{st['speculative_num_draft_tokens']}")
-        out.append(f"  {r['source']:<6}  {r['launch'] if r['launch'] is not None else '—':>6}  "
+        out.append(f"  {r['source']:<6}  {r['launch'] + 1 if r['launch'] is not None else '—':>6}  "
                    f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
                    f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
-    for p in (live or {}).get("pairs") or []:
+    for k, p in enumerate((live or {}).get("pairs") or [], 1):
         sp = p.get("speedup") or {}
         ci = sp.get("ci95") or [None, None]
         a, b = p["tiers"]
-        out.append(f"  live launch {p['launch']}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
+        out.append(f"  live launch {k}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
                    f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
                    f"{p['discarded_after_switch']} decode lines after switches discarded")
+    fast = [e for e in report.get("launch_log") or [] if e.get("fast_start")]
+    if fast:
+        flags = sorted({" ".join(e["fast_start"]) for e in fast})
+        out.append(f"  exploration start-up: {len(fast)} launch(es) with {'; '.join(flags)} "
+                   "(never the baseline or the final A/B; --full-start turns it off)")
     t = report.get("time") or {}
     out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"
                f" vs ≈ {_s(t.get('relaunch_estimate_s'))} s for a relaunch per measured setting "
