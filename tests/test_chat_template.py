@@ -193,3 +193,39 @@ def test_bench_run_records_the_prompt_format(tmp_path, option):
     else:
         assert manifest["prompt_format"]["format"] == RAW and runs[0]["prompt_format"] == RAW
         assert "untemplated" in runs[0]["prompt_format_warning"] and len(warnings) == 1
+
+
+def test_transformers_is_used_when_installed(tmp_path, monkeypatch):
+    """With transformers importable, AutoTokenizer.apply_chat_template renders (add_generation_prompt=True,
+    tokenize=False, the template found); a directory it cannot load falls back on jinja2."""
+    import sys
+    import types
+
+    import specdash.profile.chat as chat
+
+    calls = []
+
+    class Tok:
+        def apply_chat_template(self, messages, **kw):
+            calls.append((messages, kw))
+            return "<s>HF:" + messages[0]["content"]
+
+    class AutoTokenizer:
+        @staticmethod
+        def from_pretrained(path):
+            if path.endswith("broken"):
+                raise ValueError("Unrecognized model")
+            return Tok()
+
+    monkeypatch.setitem(sys.modules, "transformers", types.SimpleNamespace(AutoTokenizer=AutoTokenizer))
+    monkeypatch.setattr(chat, "_HF_CACHE", {})
+    d = _tokenizer_dir(tmp_path / "model")
+    sent, rec = apply_prompt_format(_profile(str(d)), _suite({"text": "hello"}))
+    assert sent.prompts[0].text == "HF:hello" and rec["template"]["bos_stripped"] == 1
+    assert rec["template"]["renderer"].startswith("transformers")
+    assert calls == [([{"role": "user", "content": "hello"}],
+                      {"add_generation_prompt": True, "tokenize": False, "chat_template": ONE_LINE})]
+    broken = _tokenizer_dir(tmp_path / "broken")
+    sent, rec = apply_prompt_format(_profile(str(broken)), _suite({"text": "hello"}))
+    assert sent.prompts[0].text == "<|user|>\nhello<|end|>\n<|assistant|>\n"
+    assert rec["template"]["renderer"].startswith("jinja2 ")

@@ -172,22 +172,31 @@ def prompt_messages(prompt: Prompt) -> list[dict]:
 def render(ct: ChatTemplate, messages: list[dict], *, engine: str | None = None) -> str:
     """``messages`` rendered with the template, ``add_generation_prompt=True``, as text (BOS untouched).
 
-    ``engine``: ``"transformers"`` or ``"jinja2"``; None: transformers when installed, else jinja2.
+    ``engine``: ``"transformers"`` or ``"jinja2"``; None: transformers when it is installed and loads
+    the directory's tokenizer, else jinja2.
 
     Raises:
         ProfileError: neither library is installed, or the template fails on these messages.
     """
+    return render_with(ct, messages, engine=engine)[0]
+
+
+def render_with(ct: ChatTemplate, messages: list[dict], *, engine: str | None = None) -> tuple[str, str]:
+    """:func:`render`, and the engine that rendered (``"transformers"`` / ``"jinja2"``)."""
     if engine in (None, "transformers"):
+        tok = None
         try:
-            from transformers import AutoTokenizer  # noqa: F401
+            tok = _hf_tokenizer(ct)
         except ImportError:
             if engine == "transformers":
                 raise ProfileError("rendering with transformers: it is not installed (pip install transformers)") from None
-        else:
-            tok = _hf_tokenizer(ct)
+        except Exception as exc:  # a directory transformers cannot load (no tokenizer class, …)
+            if engine == "transformers":
+                raise ProfileError(f"transformers cannot load the tokenizer of {ct.directory}: {exc}") from None
+        if tok is not None:
             try:
                 return tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                               chat_template=ct.template)
+                                               chat_template=ct.template), "transformers"
             except Exception as exc:
                 raise ProfileError(f"chat template {ct.source}: transformers failed to render: {exc}") from None
     try:
@@ -199,7 +208,7 @@ def render(ct: ChatTemplate, messages: list[dict], *, engine: str | None = None)
         raise ProfileError(f"chat template {ct.source}: not a valid Jinja template: {exc}") from None
     try:
         return compiled.render(messages=messages, tools=None, documents=None, add_generation_prompt=True,
-                               **ct.special)
+                               **ct.special), "jinja2"
     except Exception as exc:
         raise ProfileError(f"chat template {ct.source}: failed to render: {exc}") from None
 
@@ -240,15 +249,14 @@ def _jinja_template(text: str):
     return env.from_string(text)
 
 
-def _renderer_name(engine: str | None) -> str:
+def _renderer_name(engine: str) -> str:
+    """``engine`` with its installed version (``jinja2 3.1.6``)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    for name in ((engine,) if engine else ("transformers", "jinja2")):
-        try:
-            return f"{name} {version(name if name != 'jinja2' else 'Jinja2')}"
-        except PackageNotFoundError:
-            continue
-    return "none"
+    try:
+        return f"{engine} {version('Jinja2' if engine == 'jinja2' else engine)}"
+    except PackageNotFoundError:
+        return engine
 
 
 def strip_bos(text: str, ct: ChatTemplate) -> tuple[str, bool]:
@@ -290,14 +298,16 @@ def apply_prompt_format(profile: Profile | None, suite: Suite, *, engine: str | 
                        "warning": f"the target is a chat model (chat template {ct.source}) but suite {suite.name} "
                        "sends raw, untemplated text (chat_template = \"none\"); set chat_template = \"auto\" "
                        "or api = \"chat\" to benchmark it on templated prompts"}
-    prompts, stripped = [], 0
+    prompts, stripped, used = [], 0, set()
     for p in suite.prompts:
-        text, cut = strip_bos(render(ct, prompt_messages(p), engine=engine), ct)
+        text, by = render_with(ct, prompt_messages(p), engine=engine)
+        text, cut = strip_bos(text, ct)
         stripped += cut
+        used.add(by)
         prompts.append(p.model_copy(update={"text": text}))
     out = suite.model_copy(update={"prompts": prompts})
     out._path = suite.path
-    info |= {"renderer": _renderer_name(engine), "bos_stripped": stripped}
+    info |= {"renderer": ", ".join(_renderer_name(e) for e in sorted(used)), "bos_stripped": stripped}
     return out, {"format": CLIENT, "option": opt, "template": info}
 
 
