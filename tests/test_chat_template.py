@@ -12,7 +12,14 @@ import httpx
 import pytest
 
 from specdash.profile import ProfileError, parse_suite
-from specdash.profile.chat import CHAT_API, CLIENT, RAW, apply_prompt_format, find_chat_template, prompt_messages
+from specdash.profile.chat import (
+    CHAT_API,
+    CLIENT,
+    RAW,
+    apply_prompt_format,
+    find_chat_template,
+    prompt_messages,
+)
 from specdash.profile.datasets import load_dataset_suite, sim_count
 from specdash.profile.schema import parse_profile
 
@@ -229,3 +236,14 @@ def test_transformers_is_used_when_installed(tmp_path, monkeypatch):
     sent, rec = apply_prompt_format(_profile(str(broken)), _suite({"text": "hello"}))
     assert sent.prompts[0].text == "<|user|>\nhello<|end|>\n<|assistant|>\n"
     assert rec["template"]["renderer"].startswith("jinja2 ")
+
+
+def test_a_template_that_fails_is_a_profile_error(tmp_path):
+    d = _tokenizer_dir(tmp_path / "model", template="{% if messages[0].role != 'system' %}"
+                       "{{ raise_exception('a system message first') }}{% endif %}")
+    with pytest.raises(ProfileError, match=r"tokenizer_config.json#chat_template: failed to render: a system "
+                                           r"message first"):
+        apply_prompt_format(_profile(str(d)), _suite({"text": "hello"}))
+    (d / "tokenizer_config.json").write_text("{not json")
+    with pytest.raises(ProfileError, match=r"tokenizer_config.json: not valid JSON"):
+        apply_prompt_format(_profile(str(d)), _suite({"text": "hello"}))
