@@ -33,7 +33,8 @@ prompts came from, for the run's ``manifest.json``.  ``SOURCE`` is one of:
 
 Rows with ``messages`` keep the whole chat: the chat API sends it and a client-side chat template
 (``chat_template = "auto"``, :mod:`specdash.profile.chat`) renders it; token counts and raw-text
-sending use its first ``user`` message.
+sending use its first ``user`` message (``min_input_tokens`` / ``max_input_tokens`` count that raw text,
+not the templated prompt a chat target is sent).
 
 Sampling: ``num_prompts`` rows (default: all; 100 for ``random:``), chosen by a shuffle
 seeded with ``seed`` (SGLang's ``bench_serving`` shuffles ShareGPT the same way) and kept in
