@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 
 from specdash.profile import Suite
+from specdash.profile.chat import prompt_messages
 
 
 def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, int]]:
@@ -58,7 +59,7 @@ async def send_suite(
             rid = f"specdash-{uuid.uuid4().hex[:16]}"
             if api == "chat":
                 res = await client.chat_stream(
-                    [{"role": "user", "content": prompt.text}], max_tokens=n,
+                    prompt_messages(prompt), max_tokens=n,
                     temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
                 )
             else:
@@ -109,7 +110,7 @@ async def send_suite_rate(
             n = prompt.max_tokens or max_tokens
             if api == "chat":
                 res = await client.chat_stream(
-                    [{"role": "user", "content": prompt.text}], max_tokens=n,
+                    prompt_messages(prompt), max_tokens=n,
                     temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
                 )
             else:

@@ -113,7 +113,11 @@ class ProfileRun:
 
     def __init__(self, profile: Profile, suite: Suite, options: RunOptions) -> None:
         self.profile = profile.expanded()
-        self.suite = suite
+        from specdash.profile.chat import apply_prompt_format
+
+        #: the suite as sent: raw-text prompts rendered with the target's chat template where the suite's
+        #: ``chat_template`` asks (:mod:`specdash.profile.chat`); ``prompt_format`` is the manifest's record
+        self.suite, self.prompt_format = apply_prompt_format(self.profile, suite)
         self.opt = options
         self.launch: ServerLaunch | None = None
         self.rundir: RunDir | None = None
@@ -253,6 +257,12 @@ class ProfileRun:
         from specdash.sglang.client import SGLangClient
 
         url, api_key, manifest = self._start()
+        from specdash.profile.chat import describe as describe_format
+
+        manifest["prompt_format"] = self.prompt_format
+        self._say(f"[{self.profile.name}] {describe_format(self.prompt_format)}")
+        if self.prompt_format.get("warning"):
+            self._say(f"[{self.profile.name}] warning: {self.prompt_format['warning']}")
         async with SGLangClient(url, api_key=api_key) as client:
             self.client = client
             if self.launch is not None:
@@ -592,6 +602,8 @@ class ProfileRun:
             "sglang_version": info.get("version"),
             "effective": effective,
             "suite": self.suite.name,
+            "prompt_format": self.prompt_format["format"],
+            "prompt_format_warning": self.prompt_format.get("warning"),
             "concurrency": concurrency,
             "max_tokens": max_tokens,
             **self._load_fields(),

@@ -28,7 +28,13 @@ prompts came from, for the run's ``manifest.json``.  ``SOURCE`` is one of:
   ``tokenizers`` library.  On the simulator (``launcher = "sim"``) counts follow the
   simulator's own rule, ``1 + ceil(characters / 3.6)`` (``specdash/sim/text.py``), so they are
   exact there.  Without a tokenizer for a real server the same rule is an *estimate*, and
-  the record says so.
+  the record says so.  A ``random:`` suite sets ``chat_template = "none"``: its exact counts are
+  of raw text (a chat target gets the run's raw-text warning).
+
+Rows with ``messages`` keep the whole chat: the chat API sends it and a client-side chat template
+(``chat_template = "auto"``, :mod:`specdash.profile.chat`) renders it; token counts and raw-text
+sending use its first ``user`` message (``min_input_tokens`` / ``max_input_tokens`` count that raw text,
+not the templated prompt a chat target is sent).
 
 Sampling: ``num_prompts`` rows (default: all; 100 for ``random:``), chosen by a shuffle
 seeded with ``seed`` (SGLang's ``bench_serving`` shuffles ShareGPT the same way) and kept in
@@ -335,8 +341,24 @@ def row_prompt(row: Any, index: int) -> Prompt | None:
     if not text or not text.strip():
         return None
     cat, rid = row.get("category"), row.get("id")
-    return Prompt(text=text, category=None if cat is None else str(cat),
+    messages = _messages(row.get("messages")) if not any(isinstance(row.get(k), str) for k in ("prompt", "text")) else None
+    return Prompt(text=text, messages=messages, category=None if cat is None else str(cat),
                   id=str(rid) if rid is not None else str(index))
+
+
+def _messages(turns: Any) -> list[dict] | None:
+    """An OpenAI chat list as ``{role, content}`` dicts (content parts joined), None when any turn is not one."""
+    if not isinstance(turns, list) or not turns:
+        return None
+    out = []
+    for t in turns:
+        if not isinstance(t, dict) or not isinstance(t.get("role"), str) or not t["role"]:
+            return None
+        content = _content_text(t.get("content"))
+        if content is None:
+            return None
+        out.append({"role": t["role"], "content": content})
+    return out
 
 
 def _first_row_hint(rows: Sequence[Any]) -> str:
@@ -497,7 +519,7 @@ def _random_suite(source: str, *, num_prompts: int | None, seed: int, profile: P
     make = _exact_tokens if counter.method == "tokenizer" else _exact_chars
     texts = [make(counter, n_in, rng, source) for _ in range(n)]
     suite = Suite(
-        suite=SuiteSection(name=f"random-in{n_in}-out{n_out}", max_tokens=n_out,
+        suite=SuiteSection(name=f"random-in{n_in}-out{n_out}", max_tokens=n_out, chat_template="none",
                            description=f"{n} random prompts of {n_in} input tokens, {n_out} output tokens, "
                            f"seed {seed} (tokens counted by {counter.method})"),
         prompts=[Prompt(text=t, category="random", id=f"random-{i}") for i, t in enumerate(texts)],

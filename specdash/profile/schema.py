@@ -17,7 +17,8 @@ A profile says how to launch a server::
                          # (dcgm-exporter or nvitop-exporter; one table per node)
 
 A suite says what to send it: ``[suite]`` (max_tokens, temperature, repeats, warmup,
-concurrency, ignore_eos, api, prompts_file) and ``[[prompts]]``.
+concurrency, ignore_eos, api, chat_template, prompts_file) and ``[[prompts]]`` (``text``, or
+``messages`` = a chat list; see :mod:`specdash.profile.chat` for how templates are applied).
 
 Validation is strict: an unknown key is an error naming the file, the key and the
 nearest valid key (:func:`parse_profile`, :func:`parse_suite`).  Paths may use
@@ -34,7 +35,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from specdash.sglang.versions import resolve_version
 
@@ -301,16 +310,40 @@ class SuiteSection(_Strict):
     concurrency: int = Field(1, ge=1)
     ignore_eos: bool = True
     api: Literal["generate", "chat"] = "generate"
+    chat_template: Literal["auto", "none", "require"] = Field(
+        "auto", description="api = \"generate\" only: 'auto' renders each prompt with the target's chat template "
+        "client-side when its tokenizer directory has one (raw text otherwise, e.g. on the simulator); 'none' "
+        "sends the text as written; 'require' fails without a template (specdash/profile/chat.py)")
     prompts_file: str | None = Field(None, description="JSONL file of {text, category}, relative to the suite")
 
 
+class Message(_Strict):
+    """One chat message of a prompt (OpenAI ``{role, content}``)."""
+
+    role: str = Field(min_length=1)
+    content: str
+
+
 class Prompt(_Strict):
-    """One prompt of a suite."""
+    """One prompt of a suite: ``text``, or ``messages`` (a chat; ``text`` is then its first ``user``
+    message, what a raw-text suite without a template sends)."""
 
     text: str = Field(min_length=1)
+    messages: list[Message] | None = Field(None, min_length=1, description="a chat: sent as given to the chat "
+                                           "API or rendered with the chat template")
     category: str | None = None
     id: str | None = None
     max_tokens: int | None = Field(None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_of_messages(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("text") is None and isinstance(data.get("messages"), list):
+            user = next((m.get("content") for m in data["messages"] if isinstance(m, dict)
+                         and m.get("role") == "user" and isinstance(m.get("content"), str)), None)
+            if user is not None:
+                data = {**data, "text": user}
+        return data
 
 
 class Suite(_Strict):
