@@ -175,6 +175,8 @@ class Session(PresetsMixin):
         self.state = ServerState.IDLE
         self.state_detail = ""
         self._launch: ServerLaunch | None = None
+        #: how the last load sent its prompts (:func:`specdash.profile.chat.apply_prompt_format`'s record)
+        self.prompt_format: dict = {}
         self.client: SGLangClient | None = None
         self.collector: LiveCollector | None = None
         self.rundir: RunDir | None = None
@@ -481,8 +483,11 @@ class Session(PresetsMixin):
 
     async def _drive(self) -> None:
         from specdash.bench.runner import send_suite, work_items
+        from specdash.profile.chat import apply_prompt_format
 
-        suite = self.suite
+        # raw-text prompts rendered with the target's chat template where the suite asks (as --bench does)
+        suite, self.prompt_format = (apply_prompt_format(self.profile, self.suite) if self.profile is not None
+                                     else (self.suite, {"format": "raw"}))
         st = self.load
         max_tokens = st.max_tokens or suite.suite.max_tokens
         st.max_tokens = max_tokens
