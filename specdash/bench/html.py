@@ -292,7 +292,7 @@ CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
 h3{font-size:15px;margin-top:20px}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}
 th{background:#f4f4f4}td.l,th.l{text-align:left}
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;font-size:13px}
