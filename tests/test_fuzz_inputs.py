@@ -3,7 +3,9 @@ either loads or raises the reader's own error — ProfileError for profiles and 
 MetricsFormatError for ``/metrics`` text — and ``/server_info`` bodies of any JSON shape are made safe
 (:func:`specdash.sglang.client.checked_server_info`).  Profiles and suites are generated around the real
 schema's keys (with wrong types, unknown keys, odd strings and nesting) so the validators, not only the TOML
-parser, are exercised.  Inputs tried per run: the ``max_examples`` below (1,150 in all).
+parser, are exercised; draft directories get any config.json (any JSON, or bytes) and a cut, re-headed or random
+weights file, and the doctor must report, not raise.  Inputs tried per run: the ``max_examples`` below (1,350 in
+all; the draft directories passed 2,000 once, where a ``null`` config.json had crashed the reader).
 """
 
 from __future__ import annotations
@@ -153,3 +155,65 @@ def test_any_server_info_is_made_safe(body):
         assert eff[k] is None or (isinstance(eff[k], int) and not isinstance(eff[k], bool))
     if INVALID_FIELDS_KEY in info:
         assert all(isinstance(x, str) for x in info[INVALID_FIELDS_KEY])
+
+
+# --- draft directories ------------------------------------------------------------------------------------
+#: config.json keys a draft's reader looks at, with any JSON value
+DRAFT_CFG_KEYS = ["architectures", "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+                  "vocab_size", "draft_vocab_size", "max_position_embeddings", "torch_dtype", "eagle_config",
+                  "num_hidden_layers", "tie_word_embeddings", "rope_theta", "target_hidden_size"]
+json_value = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**12),
+                                    st.floats(allow_nan=False, allow_infinity=False), text),
+                          lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                  st.dictionaries(text, inner, max_size=3)), max_leaves=6)
+draft_cfg = st.one_of(st.fixed_dictionaries({}, optional={k: json_value for k in DRAFT_CFG_KEYS}), json_value)
+
+
+def _safetensors_bytes(data: st.DataObject, good: bytes) -> bytes:
+    """The draft's real weights file, cut, with a header of another length or shape, or any bytes."""
+    import json
+    import struct
+
+    how = data.draw(st.sampled_from(["keep", "truncate", "header-len", "header-json", "bytes"]))
+    if how == "keep":
+        return good
+    if how == "truncate":
+        return good[:data.draw(st.integers(0, len(good) - 1))]
+    if how == "header-len":
+        return struct.pack("<Q", data.draw(st.integers(0, 2**64 - 1))) + good[8:]
+    if how == "header-json":
+        hdr = json.dumps(data.draw(st.dictionaries(text, json_value, max_size=4))).encode()
+        return struct.pack("<Q", len(hdr)) + hdr + data.draw(st.binary(max_size=64))
+    return data.draw(st.binary(max_size=256))
+
+
+@fuzz(200)
+@given(cfg=draft_cfg, data=st.data(), raw_cfg=st.one_of(st.none(), st.binary(max_size=64)))
+def test_any_draft_directory_gets_findings_not_a_traceback(tmp_path, cfg, data, raw_cfg):
+    """``specdash doctor`` on a draft whose config.json and weights file are anything: the report comes
+    back (CHECKPOINT / WEIGHT_* findings name the file), no exception leaves ``run_doctor``."""
+    import json
+
+    from specdash.checkpoint.tiny import tiny_draft, tiny_target
+    from specdash.eagle3.doctor import run_doctor
+    from specdash.profile import parse_profile
+
+    target = tmp_path / "target"
+    if not (target / "config.json").exists():
+        tiny_target(target)
+        tiny_draft(tmp_path / "good")
+    good = (tmp_path / "good" / "model.safetensors").read_bytes()
+    d = tmp_path / "draft"
+    d.mkdir(exist_ok=True)
+    if raw_cfg is not None:
+        (d / "config.json").write_bytes(raw_cfg)
+    else:
+        (d / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    (d / "model.safetensors").write_bytes(_safetensors_bytes(data, good))
+    prof = parse_profile({"name": "fz", "server": {"model_path": str(target)},
+                          "speculative": {"algorithm": "EAGLE3", "draft_model_path": str(d), "num_steps": 3,
+                                          "eagle_topk": 1, "num_draft_tokens": 4}}, tmp_path / "fz.toml")
+    rep = run_doctor(prof, sglang_version="0.5.14")
+    assert rep.findings is not None
+    text = rep.render()
+    assert "Traceback" not in text

@@ -369,8 +369,12 @@ def read_model_dir(path: str | Path) -> ModelDir:
         raise CheckpointError(f"{root}: no config.json (is this a Hugging Face model directory?)")
     try:
         config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+    except ValueError as exc:  # UnicodeDecodeError included
         raise CheckpointError(f"{cfg_path}: not valid JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{cfg_path}: a JSON {type(config).__name__}, not an object of model settings "
+                              "(Hugging Face config.json is {\"architectures\": [...], \"hidden_size\": ...}); "
+                              "restore the file from the checkpoint's source")
     notes: list[str] = []
     tensors = _read_safetensors_headers(root, notes)
     return ModelDir(str(root), config, tensors, virtual=False, notes=notes)
@@ -429,7 +433,8 @@ def peek_config(path: str | None) -> dict | None:
         if str(path).startswith("sim:"):
             return read_model_dir(path).config
         cfg = Path(str(path)).expanduser() / "config.json"
-        return json.loads(cfg.read_text(encoding="utf-8")) if cfg.is_file() else None
+        out = json.loads(cfg.read_text(encoding="utf-8")) if cfg.is_file() else None
+        return out if isinstance(out, dict) else None
     except (CheckpointError, OSError, ValueError):
         return None
 
