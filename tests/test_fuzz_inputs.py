@@ -217,3 +217,84 @@ def test_any_draft_directory_gets_findings_not_a_traceback(tmp_path, cfg, data, 
     assert rep.findings is not None
     text = rep.render()
     assert "Traceback" not in text
+
+
+# --- what a server on loopback streams back -------------------------------------------------------------
+class _Box:
+    status = 200
+    body = b""
+    chunks = 1
+
+
+def _stream_server():
+    """A Starlette app on 127.0.0.1 answering every POST with ``_Box``'s status and body (in ``chunks`` parts)."""
+    import socket
+    import threading
+    import time as _time
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    async def answer(req):
+        await req.body()
+        if _Box.status != 200:
+            return Response(_Box.body, status_code=_Box.status)
+        n = max(1, _Box.chunks)
+        step = max(1, len(_Box.body) // n)
+
+        async def gen():
+            for i in range(0, len(_Box.body), step):
+                yield _Box.body[i:i + step]
+        return StreamingResponse(gen(), media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/generate", answer, methods=["POST"]),
+                            Route("/v1/chat/completions", answer, methods=["POST"])])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical", lifespan="off"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = _time.monotonic() + 10
+    while not server.started and _time.monotonic() < deadline:
+        _time.sleep(0.02)
+    return server, f"http://127.0.0.1:{port}"
+
+
+_event = st.one_of(
+    st.builds(lambda d: b"data: " + __import__("json").dumps(d).encode() + b"\n\n",
+              st.fixed_dictionaries({}, optional={"text": json_value, "meta_info": st.one_of(
+                  json_value, st.fixed_dictionaries({}, optional={
+                      k: json_value for k in ("completion_tokens", "prompt_tokens", "e2e_latency", "finish_reason",
+                                              "spec_verify_ct", "spec_accept_length", "id")})),
+                  "choices": json_value, "usage": json_value, "error": json_value})),
+    st.just(b"data: [DONE]\n\n"), st.binary(max_size=40), st.just(b"\n\n"), st.just(b": keep-alive\n\n"))
+
+
+@fuzz(150)
+@given(events=st.lists(_event, max_size=8), status=st.sampled_from([200, 200, 200, 400, 500, 503]),
+       chunks=st.integers(1, 7), chat=st.booleans())
+def test_any_stream_from_a_server_on_loopback_is_a_result(events, status, chunks, chat):
+    """The streaming client never raises for what a server sends (docstring of ``generate_stream``):
+    any SSE events, bytes cut anywhere, an error status; the result is ok with counts ≥ 0, or not ok
+    with an error text."""
+    import asyncio
+
+    from specdash.sglang.client import SGLangClient
+
+    global _SERVER
+    if "_SERVER" not in globals():
+        _SERVER = _stream_server()
+    _Box.status, _Box.body, _Box.chunks = status, b"".join(events), chunks
+
+    async def go():
+        async with SGLangClient(_SERVER[1], timeout=10) as c:
+            if chat:
+                return await c.chat_stream([{"role": "user", "content": "x"}], 8)
+            return await c.generate_stream("x", {"max_new_tokens": 8})
+
+    r = asyncio.run(go())
+    assert (r.ok and r.error is None and r.completion_tokens >= 0) or (not r.ok and isinstance(r.error, str) and r.error)
+    if status != 200:
+        assert not r.ok and r.error.startswith(f"HTTP {status}")

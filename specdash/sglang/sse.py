@@ -82,7 +82,11 @@ def _sse_data(buf: bytes, start: int, end: int) -> bytes | None:
 
 def error_message(obj: Any) -> str:
     """Message of an SGLang / OpenAI-style error body (``{"error": {...}}``,
-    or ``{"error": "unknown field …"}``, or ``{"message": …}``)."""
+    or ``{"error": "unknown field …"}``, or ``{"message": …}``); never empty."""
+    return _error_message(obj) or f"an error without a message: {str(obj)[:200]}"
+
+
+def _error_message(obj: Any) -> str:
     if isinstance(obj, dict):
         err = obj.get("error", obj)
         if isinstance(err, dict):
@@ -99,6 +103,10 @@ def _finish_type(fr: Any) -> str | None:
     if isinstance(fr, dict):
         return fr.get("type")
     return fr
+
+
+#: What a handler raises on JSON of another shape than SGLang's (``.get`` on a list, ``int()`` of a list …).
+_MALFORMED = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError)
 
 
 class StreamParser:
@@ -146,20 +154,24 @@ class StreamParser:
         pos = 0
         find = chunk.find
         event = self._event
-        while not self.done:
-            i = find(b"\n", pos)
-            if i < 0 or i + 1 >= n:
-                break
-            if chunk[i + 1] == 10:  # "\n\n": a one-line event (SGLang's only kind)
-                if i > pos:
-                    event(chunk, pos, i, True)
-                pos = i + 2
-            else:
-                j = find(b"\n\n", i)
-                if j < 0:
+        try:  # free while nothing raises; an event of a shape SGLang never sends ends the stream as an error
+            while not self.done:
+                i = find(b"\n", pos)
+                if i < 0 or i + 1 >= n:
                     break
-                event(chunk, pos, j, False)
-                pos = j + 2
+                if chunk[i + 1] == 10:  # "\n\n": a one-line event (SGLang's only kind)
+                    if i > pos:
+                        event(chunk, pos, i, True)
+                    pos = i + 2
+                else:
+                    j = find(b"\n\n", i)
+                    if j < 0:
+                        break
+                    event(chunk, pos, j, False)
+                    pos = j + 2
+        except _MALFORMED as exc:
+            self._malformed(exc, chunk[pos:pos + 200])
+            return
         if pos < n and not self.done:
             tail.append(chunk[pos:] if pos else chunk)
 
@@ -182,6 +194,24 @@ class StreamParser:
 
     def _event(self, buf: bytes, start: int, end: int, simple: bool) -> None:
         raise NotImplementedError
+
+    def finish(self) -> None:
+        """After the body's end: the subclass's :meth:`_finish`, a malformed final event made an error."""
+        try:
+            self._finish()
+        except _MALFORMED as exc:
+            self._malformed(exc, b"")
+
+    def _finish(self) -> None:
+        raise NotImplementedError
+
+    def _malformed(self, exc: Exception, near: bytes) -> None:
+        """An event whose JSON has another shape than SGLang's (a list for ``meta_info``, text for a count…):
+        the response becomes an error (``ok`` False), never an exception in the client."""
+        self.error = (f"malformed event from the server ({type(exc).__name__}: {exc})"
+                      + (f" near {bytes(near)!r}" if near else ""))
+        self.final = None
+        self.done = True
 
     def _decode(self, data: bytes | memoryview) -> Any:
         try:
@@ -232,7 +262,7 @@ class GenerateStream(StreamParser):
             timing.tokens(meta["completion_tokens"], self.now)
         self._last = (b, ds, e)
 
-    def finish(self) -> None:
+    def _finish(self) -> None:
         """Decode the last data event in full (rid, prompt tokens, e2e, spec fields)."""
         if self._last is None or self.error is not None:
             return
@@ -312,7 +342,7 @@ class ChatStream(StreamParser):
             self._arrivals.append(now)
             timing.tokens(len(self._arrivals), now)
 
-    def finish(self) -> None:
+    def _finish(self) -> None:
         """Without per-chunk usage, spread the final ``usage.completion_tokens`` N evenly
         over the K content chunks (chunk i carries round(iN/K) − round((i−1)N/K) tokens)
         and rebuild the ITL samples from the chunk arrival times, so that, as for
