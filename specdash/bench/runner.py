@@ -155,9 +155,11 @@ class ProfileRun:
         """Create (or reopen for --resume) the run directory; return the segment number."""
         if self.opt.resume:
             self.rundir = RunDir(Path(self.opt.resume))
-            prior = self.rundir.read_requests()
-            self.stats.extend(prior)
-            return 1 + max((int(r.get("segment", 0)) for r in prior), default=-1)
+            # the earlier records are folded into the statistics, not kept (streamed: O(1) memory
+            # per record, :meth:`RunDir.load_stats`); this session's records are kept as they come
+            self.stats, segment = self.rundir.load_stats()
+            self.stats.keep_records = True
+            return segment
         self.rundir = RunDir.create(self.opt.out_dir, self.profile.name, stamp=self.opt.stamp)
         return 0
 
@@ -492,7 +494,7 @@ class ProfileRun:
     def _remaining_items(self) -> list[tuple[int, int]]:
         repeats = self.opt.repeats or self.suite.suite.repeats
         items = work_items(self.suite, repeats, self.opt.repeat_offset)
-        done = {(r["prompt_index"], r["repeat"]) for r in self.stats.records if r.get("ok")}
+        done = self.stats.done_keys()
         return [it for it in items if it not in done]
 
     # -- load shape: closed loop (workers) or open loop (--request-rate) ------------------------
@@ -540,7 +542,7 @@ class ProfileRun:
             s = self.stats.summary(proposed_per_round=ppr) if ppr is not None else {**s, "accept_rate": None}
         s.update(self.stats.goodput(self.opt.goodput))
         ver = verify_server(
-            self.profile, info_after or info, log_lines, self.stats.records,
+            self.profile, info_after or info, log_lines, self.stats.verify_records(),
         )
         return {
             "profile": self.profile.name,
