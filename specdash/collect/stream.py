@@ -162,7 +162,17 @@ class SpecTotals:
             self.correct += int(spec["correct_drafts"])
         if spec.get("proposed_drafts") is not None:
             self.proposed += int(spec["proposed_drafts"])
-        self.histogram = add_histograms(self.histogram, spec.get("histogram"))
+        b = spec.get("histogram")
+        if not b:
+            return
+        h = self.histogram
+        if not h:
+            self.histogram = list(b)
+        elif len(b) <= len(h):  # in place (the running totals of a long run): same sums as add_histograms
+            for i, v in enumerate(b):
+                h[i] += int(v)
+        else:
+            self.histogram = add_histograms(h, b)
 
     @property
     def accept_length(self) -> float | None:
@@ -238,7 +248,7 @@ class ValuePool:
         else:
             self._raw.extend(values_s)
         self.n += len(self._raw) - before
-        if self._dense is not None and len(self._raw) >= self.FOLD_AT or len(self._raw) >= self.RAW_LIMIT:
+        if len(self._raw) >= (self.FOLD_AT if self._dense is not None else self.RAW_LIMIT):
             self._fold()
 
     @staticmethod
@@ -256,20 +266,34 @@ class ValuePool:
         if self._dense is None:
             self._dense = np.zeros(self.DENSE_TICKS, dtype=np.int64)
         x = np.frombuffer(self._raw, dtype=float)
-        k = np.multiply(x, 1e7)
-        np.rint(k, out=k)
-        ki = k.astype(np.intp)
-        np.divide(k, 1e7, out=k)
-        if ki.size and (k == x).all() and ki.min() >= 0 and ki.max() < self.DENSE_TICKS:
-            self._dense += np.bincount(ki, minlength=self.DENSE_TICKS)  # the usual case: all ITL ticks
-        else:
-            tick = (k == x) & (ki >= 0) & (ki < self.DENSE_TICKS)
-            self._dense += np.bincount(ki[tick], minlength=self.DENSE_TICKS)
-            rest = x[~tick]
-            if rest.size:
-                u, c = np.unique(rest * 1000.0, return_counts=True)
-                self._vals, self._counts = self._merge(self._vals, self._counts, u, c.astype(np.int64))
-        del x, k, ki
+        ticks = np.empty(x.size, dtype=np.int32)
+        step = 1 << 15  # chunks that stay in cache
+        k = np.empty(step)
+        ki = np.empty(step, dtype=np.int32)
+        ok = np.empty(step, dtype=bool)
+        rest = []
+        for lo in range(0, x.size, step):
+            xc = x[lo:lo + step]
+            m = xc.size
+            kc, kic, okc = k[:m], ki[:m], ok[:m]
+            np.multiply(xc, 1e7, out=kc)
+            np.rint(kc, out=kc)
+            np.clip(kc, -1, self.DENSE_TICKS, out=kc)
+            kic[...] = kc
+            np.divide(kc, 1e7, out=kc)
+            np.equal(kc, xc, out=okc)
+            if okc.all() and kic.min() >= 0 and kic.max() < self.DENSE_TICKS:  # the usual case: all ITL ticks
+                ticks[lo:lo + m] = kic
+                continue
+            okc &= (kic >= 0) & (kic < self.DENSE_TICKS)
+            ticks[lo:lo + m] = np.where(okc, kic, -1)
+            rest.append(xc[~okc] * 1000.0)
+        if rest:
+            ticks = ticks[ticks >= 0]
+            u, c = np.unique(np.concatenate(rest), return_counts=True)
+            self._vals, self._counts = self._merge(self._vals, self._counts, u, c.astype(np.int64))
+        self._dense += np.bincount(ticks, minlength=self.DENSE_TICKS)
+        del x, ticks
         self._raw = array("d")
 
     def distribution(self) -> dict | None:
