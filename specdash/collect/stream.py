@@ -151,8 +151,9 @@ class SpecTotals:
     histogram: list[int] | None = None
     requests: int = 0
 
-    def add(self, completion_tokens: int, spec: dict | None) -> None:
-        """Fold one request's ``spec`` block (ignored when None or without verify rounds)."""
+    def add(self, completion_tokens: int, spec: dict | None, *, histogram: bool = True) -> None:
+        """Fold one request's ``spec`` block (ignored when None or without verify rounds);
+        ``histogram=False`` leaves :attr:`histogram` alone (totals that never report it)."""
         if not spec or not spec.get("verify_ct"):
             return
         self.requests += 1
@@ -162,7 +163,7 @@ class SpecTotals:
             self.correct += int(spec["correct_drafts"])
         if spec.get("proposed_drafts") is not None:
             self.proposed += int(spec["proposed_drafts"])
-        b = spec.get("histogram")
+        b = spec.get("histogram") if histogram else None
         if not b:
             return
         h = self.histogram
@@ -355,7 +356,7 @@ class _Group:
     def add(self, n: int, rec: dict) -> None:
         self.requests += 1
         self.tokens += n
-        self.spec.add(n, rec.get("spec"))
+        self.spec.add(n, rec.get("spec"), histogram=False)  # a group reports no histogram
         if rec.get("e2e_s"):
             self.rates.append(n / rec["e2e_s"])
 
