@@ -26,6 +26,12 @@ Definitions (``summary.json``, README "Definitions"; matching SGLang 0.5.23's ow
 - ``accept_histogram[k]`` = verify rounds that accepted exactly k drafts, summed
   element-wise over requests (SGLang's ``spec_correct_drafts_histogram``).
 
+Bookkeeping is streaming (:class:`RunStats`): a record is folded into running sums and a few
+compact float64 columns as it arrives and need not be kept, so a 100k-request run (or its
+``--resume``) costs memory per request in bytes, not in record dicts; every figure is the one the
+list-of-dicts computation gives, bit for bit, except an ITL mean past 2**20 pooled ITLs
+(:class:`ValuePool`: exact percentiles from value counts, the mean within 1 ulp).
+
 A record is the JSON dict a request produces (``requests.jsonl`` line): at least
 ``ok``, ``completion_tokens``, ``ts_sent``/``ts_done`` (wall clock, s), ``ttft_s``,
 ``e2e_s``, ``itl_s`` (list, s) and ``spec`` ({verify_ct, correct_drafts,
