@@ -576,7 +576,8 @@ def _count_lines(path: Path) -> int:
 
 
 async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dict, list[dict]]:
-    """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records).
+    """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records — under
+    ``resume`` only the ones this call sent: the earlier ones are folded into the RUN, not kept).
 
     Raises: as :class:`ProfileRun`.
     """
