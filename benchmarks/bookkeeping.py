@@ -106,10 +106,10 @@ def _rss_mb() -> float:
 
 def measure(path: Path) -> dict:
     """The phases of the module docstring on ``path``; {phase: seconds, "peak_rss_mb": MB}."""
+    import orjson
+
     from specdash.bench.rundir import RunDir
     from specdash.collect.stream import RunStats
-
-    import orjson
 
     out: dict = {"rss_start_mb": _rss_mb()}
     rd = RunDir(path)

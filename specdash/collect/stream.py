@@ -351,7 +351,7 @@ def percentiles_from_counts(values: np.ndarray, counts: np.ndarray, q: Sequence[
 class _Group:
     """One ``breakdowns`` group, folded record by record: counts, pooled spec, per-request tok/s."""
 
-    __slots__ = ("spec", "tokens", "requests", "rates")
+    __slots__ = ("rates", "requests", "spec", "tokens")
 
     def __init__(self) -> None:
         self.spec = SpecTotals()
