@@ -22,6 +22,7 @@ import csv
 import json
 import os
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,6 +36,11 @@ CSV_COLUMNS = ("prompt_index", "repeat", "category", "segment", "concurrency", "
                "prompt_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "itl_mean_ms", "server_e2e_ms", "accept_length",
                "accept_rate", "verify_ct", "correct_drafts", "proposed_drafts", "finish_reason", "ts_sent",
                "ts_done", "rid", "error")
+
+
+#: :meth:`RunDir.done_keys`' last load, for the :meth:`RunDir.load_stats` that follows it
+#: (``(path, size, mtime_ns)`` → ``(RunStats, next segment)``; one entry at most).
+_LOADED: dict[tuple, tuple] = {}
 
 
 def _ms(v) -> float | None:
@@ -139,17 +145,66 @@ class RunDir:
         self._requests_fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
         self._requests_fh.flush()
 
-    def read_requests(self) -> list[dict]:
-        """All complete records of ``requests.jsonl`` (a torn last line is ignored)."""
+    def iter_requests(self) -> Iterator:
+        """The complete records of ``requests.jsonl``, one at a time, read line by line with orjson
+        (a torn last line, or any line that is not JSON, is skipped): memory is one record's,
+        however long the file.  Lines orjson refuses but :func:`json.loads` reads (``NaN``, which
+        :meth:`append_request`'s ``json.dumps`` can write; integers beyond 64 bits) are read by
+        the latter."""
         if not self.requests_path.is_file():
-            return []
-        out = []
-        for line in self.requests_path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-        return out
+            return
+        import orjson
+
+        with open(self.requests_path, "rb") as fh:
+            for line in fh:
+                try:
+                    yield orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    try:
+                        yield json.loads(line)
+                    except ValueError:
+                        continue
+
+    def read_requests(self) -> list[dict]:
+        """All complete records of ``requests.jsonl`` (a torn last line is ignored) as a list —
+        memory grows with the file: large runs read them with :meth:`iter_requests`,
+        :meth:`done_keys` or :meth:`load_stats`."""
+        return list(self.iter_requests())
+
+    def _file_key(self) -> tuple | None:
+        try:
+            st = self.requests_path.stat()
+        except OSError:
+            return None
+        return (str(self.requests_path.resolve()), st.st_size, st.st_mtime_ns)
+
+    def done_keys(self) -> set[tuple]:
+        """``(prompt_index, repeat)`` of the successful records of ``requests.jsonl``.  Read through
+        :meth:`load_stats`, whose result is kept for the :meth:`load_stats` call of the run that a
+        ``--resume`` starts next (one read of the file for both)."""
+        stats, segment = self.load_stats()
+        key = self._file_key()
+        _LOADED.clear()
+        if key is not None:
+            _LOADED[key] = (stats, segment)
+        return set(stats.done_keys())
+
+    def load_stats(self):
+        """``(RunStats, next segment)`` for ``--resume``: every record of ``requests.jsonl`` folded
+        into a :class:`~specdash.collect.stream.RunStats` that keeps none of them (its running sums,
+        compact columns and done keys only: :meth:`RunStats.fold`), and 1 + the highest ``segment``
+        seen (0 for an empty file).  Streamed: memory is the statistics' (about 100 bytes per
+        record plus the ITL tables, :class:`~specdash.collect.stream.ValuePool`), not the file's.
+        The result of a :meth:`done_keys` call on the unchanged file (same size and mtime) is handed
+        out once instead of reading the file again."""
+        from specdash.collect.stream import RunStats
+
+        hit = _LOADED.pop(self._file_key(), None)
+        if hit is not None:
+            return hit
+        stats = RunStats(keep_records=False)
+        stats.fold(r for r in self.iter_requests() if isinstance(r, dict))
+        return stats, stats.max_segment + 1
 
     def write_text(self, name: str, text: str | None) -> None:
         """Write a text file (e.g. ``metrics-before.txt``); a None text writes nothing."""
@@ -169,17 +224,26 @@ class RunDir:
 
     def write_requests_csv(self) -> Path | None:
         """Write ``requests.csv`` from ``requests.jsonl`` (every record, a resumed run's earlier
-        segments included; :func:`csv_row`), atomically; None (nothing written) without records."""
-        records = [r for r in self.read_requests() if isinstance(r, dict)]
-        if not records:
-            return None
+        segments included; :func:`csv_row`), atomically, streaming one record at a time; None
+        (nothing written) without records."""
         path = self.path / "requests.csv"
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-            w.writeheader()
-            for rec in records:
-                w.writerow({k: ("" if v is None else v) for k, v in csv_row(rec).items()})
+        rows = 0
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+                w.writeheader()
+                for rec in self.iter_requests():
+                    if not isinstance(rec, dict):
+                        continue
+                    w.writerow({k: ("" if v is None else v) for k, v in csv_row(rec).items()})
+                    rows += 1
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        if not rows:
+            tmp.unlink(missing_ok=True)
+            return None
         os.replace(tmp, path)
         return path
 

@@ -159,9 +159,11 @@ class ProfileRun:
         """Create (or reopen for --resume) the run directory; return the segment number."""
         if self.opt.resume:
             self.rundir = RunDir(Path(self.opt.resume))
-            prior = self.rundir.read_requests()
-            self.stats.extend(prior)
-            return 1 + max((int(r.get("segment", 0)) for r in prior), default=-1)
+            # the earlier records are folded into the statistics, not kept (streamed: O(1) memory
+            # per record, :meth:`RunDir.load_stats`); this session's records are kept as they come
+            self.stats, segment = self.rundir.load_stats()
+            self.stats.keep_records = True
+            return segment
         self.rundir = RunDir.create(self.opt.out_dir, self.profile.name, stamp=self.opt.stamp)
         return 0
 
@@ -544,7 +546,7 @@ class ProfileRun:
     def _remaining_items(self) -> list[tuple[int, int]]:
         repeats = self.opt.repeats or self.suite.suite.repeats
         items = work_items(self.suite, repeats, self.opt.repeat_offset)
-        done = {(r["prompt_index"], r["repeat"]) for r in self.stats.records if r.get("ok")}
+        done = self.stats.done_keys()
         return [it for it in items if it not in done]
 
     # -- load shape: closed loop (workers) or open loop (--request-rate) ------------------------
@@ -592,7 +594,7 @@ class ProfileRun:
             s = self.stats.summary(proposed_per_round=ppr) if ppr is not None else {**s, "accept_rate": None}
         s.update(self.stats.goodput(self.opt.goodput))
         ver = verify_server(
-            self.profile, info_after or info, log_lines, self.stats.records,
+            self.profile, info_after or info, log_lines, self.stats.verify_records(),
         )
         return {
             "profile": self.profile.name,
@@ -628,7 +630,8 @@ def _count_lines(path: Path) -> int:
 
 
 async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dict, list[dict]]:
-    """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records).
+    """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records — under
+    ``resume`` only the ones this call sent: the earlier ones are folded into the RUN, not kept).
 
     Raises: as :class:`ProfileRun`.
     """

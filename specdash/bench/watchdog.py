@@ -33,7 +33,7 @@ class ServerFault:
     def message(self, pr) -> str:
         """The :class:`RunFailed` text: the cause, what finished, the last log lines, how to resume."""
         rd = pr.rundir.path
-        done = sum(1 for r in pr.stats.records if r.get("ok"))
+        done = pr.stats.ok_count
         total = len(work_items(pr.suite, pr.opt.repeats or pr.suite.suite.repeats))
         head = f"[{pr.profile.name}] {self.reason} during the run"
         if self.stalled and self.state:

@@ -26,6 +26,12 @@ Definitions (``summary.json``, README "Definitions"; matching SGLang 0.5.23's ow
 - ``accept_histogram[k]`` = verify rounds that accepted exactly k drafts, summed
   element-wise over requests (SGLang's ``spec_correct_drafts_histogram``).
 
+Bookkeeping is streaming (:class:`RunStats`): a record is folded into running sums and a few
+compact float64 columns as it arrives and need not be kept, so a 100k-request run (or its
+``--resume``) costs memory per request in bytes, not in record dicts; every figure is the one the
+list-of-dicts computation gives, bit for bit, except an ITL mean past 2**20 pooled ITLs
+(:class:`ValuePool`: exact percentiles from value counts, the mean within 1 ulp).
+
 A record is the JSON dict a request produces (``requests.jsonl`` line): at least
 ``ok``, ``completion_tokens``, ``ts_sent``/``ts_done`` (wall clock, s), ``ttft_s``,
 ``e2e_s``, ``itl_s`` (list, s) and ``spec`` ({verify_ct, correct_drafts,
@@ -34,8 +40,11 @@ proposed_drafts, histogram} or null).
 
 from __future__ import annotations
 
+import math
+import struct
+from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -148,8 +157,9 @@ class SpecTotals:
     histogram: list[int] | None = None
     requests: int = 0
 
-    def add(self, completion_tokens: int, spec: dict | None) -> None:
-        """Fold one request's ``spec`` block (ignored when None or without verify rounds)."""
+    def add(self, completion_tokens: int, spec: dict | None, *, histogram: bool = True) -> None:
+        """Fold one request's ``spec`` block (ignored when None or without verify rounds);
+        ``histogram=False`` leaves :attr:`histogram` alone (totals that never report it)."""
         if not spec or not spec.get("verify_ct"):
             return
         self.requests += 1
@@ -159,7 +169,17 @@ class SpecTotals:
             self.correct += int(spec["correct_drafts"])
         if spec.get("proposed_drafts") is not None:
             self.proposed += int(spec["proposed_drafts"])
-        self.histogram = add_histograms(self.histogram, spec.get("histogram"))
+        b = spec.get("histogram") if histogram else None
+        if not b:
+            return
+        h = self.histogram
+        if not h:
+            self.histogram = list(b)
+        elif len(b) <= len(h):  # in place (the running totals of a long run): same sums as add_histograms
+            for i, v in enumerate(b):
+                h[i] += int(v)
+        else:
+            self.histogram = add_histograms(h, b)
 
     @property
     def accept_length(self) -> float | None:
@@ -176,23 +196,350 @@ class SpecTotals:
 CONTEXT_BUCKETS = ((1024, "<1K"), (4096, "1K-4K"), (16384, "4K-16K"), (32768, "16K-32K"), (float("inf"), ">=32K"))
 
 
-@dataclass
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's exact product of float64 arrays: ``a * b == p + e`` exactly (no overflow assumed)."""
+    def split(x):
+        c = x * 134217729.0  # 2**27 + 1 (Veltkamp)
+        hi = c - (c - x)
+        return hi, x - hi
+
+    p = a * b
+    ah, al = split(a)
+    bh, bl = split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+class ValuePool:
+    """Pooled latencies (seconds in, milliseconds out) for an exact :func:`distribution_ms`.
+
+    Up to :attr:`RAW_LIMIT` values it keeps them all, in arrival order, in an ``array('d')``
+    (8 bytes each): :meth:`distribution` is then *bit for bit* ``distribution_ms`` of the same
+    values.  Beyond, it keeps counts instead of values — memory independent of the number of
+    tokens: a value that is an exact multiple of 0.1 µs (every ITL the client writes: ``itl_s`` is
+    rounded to 7 decimals) below :attr:`DENSE_TICKS` × 0.1 µs is counted in a dense ``int64`` table
+    indexed by tick (16 MB); any other value (finite) in a sorted table of distinct millisecond
+    values with counts (16 bytes per distinct value).  Values are folded into the tables from a raw
+    buffer of at most :attr:`RAW_LIMIT` values.  From the counts the percentiles, ``max`` and the
+    count are still exact — the millisecond value of tick k is ``(k / 1e7) * 1000.0``, the very
+    float ``distribution_ms`` scales the value to; the order statistics are looked up in the
+    cumulative counts and interpolated with numpy's ``linear`` formula
+    (:func:`percentiles_from_counts`), so they equal ``np.percentile`` of the full array.  ``mean``
+    is Σ value·count summed exactly (Dekker products + ``math.fsum``) and divided once: within
+    1 ulp of the exact mean, where numpy's pairwise ``mean`` of the full array may differ from it
+    (and so from this) in the last one or two bits.
+    """
+
+    RAW_LIMIT = 1 << 20
+    DENSE_TICKS = 1 << 21  # 0.2097152 s
+    FOLD_AT = 1 << 22  # raw values buffered between folds in table mode (32 MB)
+
+    def __init__(self) -> None:
+        self._raw = array("d")
+        self._dense: np.ndarray | None = None  # counts by 0.1 µs tick (table mode)
+        self._vals = np.empty(0)  # sorted distinct ms values of the other values (table mode)
+        self._counts = np.empty(0, dtype=np.int64)
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def extend(self, values_s: Iterable[float]) -> None:
+        """Add values (s)."""
+        before = len(self._raw)
+        if isinstance(values_s, list):
+            try:  # the fast way in (~15 ns a value, 3× array.extend): a record's itl_s list
+                self._raw.frombytes(struct.pack(f"{len(values_s)}d", *values_s))
+            except struct.error:
+                self._raw.extend(values_s)
+        else:
+            self._raw.extend(values_s)
+        self.n += len(self._raw) - before
+        if len(self._raw) >= (self.FOLD_AT if self._dense is not None else self.RAW_LIMIT):
+            self._fold()
+
+    @staticmethod
+    def _merge(v1: np.ndarray, c1: np.ndarray, v2: np.ndarray, c2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Two (sorted distinct values, counts) tables as one."""
+        if not v1.size:
+            return v2, c2
+        u, inv = np.unique(np.concatenate([v1, v2]), return_inverse=True)
+        c = np.bincount(inv, weights=np.concatenate([c1, c2]).astype(float), minlength=u.size)
+        return u, c.astype(np.int64)
+
+    def _fold(self) -> None:
+        if not self._raw:
+            return
+        if self._dense is None:
+            self._dense = np.zeros(self.DENSE_TICKS, dtype=np.int64)
+        x = np.frombuffer(self._raw, dtype=float)
+        ticks = np.empty(x.size, dtype=np.int32)
+        step = 1 << 15  # chunks that stay in cache
+        k = np.empty(step)
+        ki = np.empty(step, dtype=np.int32)
+        ok = np.empty(step, dtype=bool)
+        rest = []
+        for lo in range(0, x.size, step):
+            xc = x[lo:lo + step]
+            m = xc.size
+            kc, kic, okc = k[:m], ki[:m], ok[:m]
+            np.multiply(xc, 1e7, out=kc)
+            np.rint(kc, out=kc)
+            np.clip(kc, -1, self.DENSE_TICKS, out=kc)
+            kic[...] = kc
+            np.divide(kc, 1e7, out=kc)
+            np.equal(kc, xc, out=okc)
+            if okc.all() and kic.min() >= 0 and kic.max() < self.DENSE_TICKS:  # the usual case: all ITL ticks
+                ticks[lo:lo + m] = kic
+                continue
+            okc &= (kic >= 0) & (kic < self.DENSE_TICKS)
+            ticks[lo:lo + m] = np.where(okc, kic, -1)
+            rest.append(xc[~okc] * 1000.0)
+        if rest:
+            ticks = ticks[ticks >= 0]
+            u, c = np.unique(np.concatenate(rest), return_counts=True)
+            self._vals, self._counts = self._merge(self._vals, self._counts, u, c.astype(np.int64))
+        self._dense += np.bincount(ticks, minlength=self.DENSE_TICKS)
+        del x, ticks
+        self._raw = array("d")
+
+    def distribution(self) -> dict | None:
+        """``distribution_ms`` of every value added (see the class docstring for exactness)."""
+        if self._dense is None:
+            return distribution_ms(np.frombuffer(self._raw, dtype=float)) if self._raw else None
+        self._fold()
+        nz = np.flatnonzero(self._dense)
+        vals, counts = self._merge(self._vals, self._counts, (nz / 1e7) * 1000.0, self._dense[nz])
+        p, e = _two_product(vals, counts.astype(float))
+        out = {"mean": math.fsum(np.concatenate([p, e]).tolist()) / self.n}
+        qs = percentiles_from_counts(vals, counts, PERCENTILES)
+        out.update({_pkey(q): float(v) for q, v in zip(PERCENTILES, qs)})
+        out["max"] = float(vals[-1])
+        return out
+
+
+def percentiles_from_counts(values: np.ndarray, counts: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """``np.percentile(np.repeat(values, counts), q)`` (method ``linear``) without the repeat.
+
+    ``values`` sorted ascending (float64, finite), ``counts`` ≥ 1 (int); returns float64, one per
+    ``q`` (0–100).  Same virtual index ``(n − 1)·q/100``, same neighbours and numpy's ``_lerp``
+    arithmetic, so the results are identical to numpy's.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n = int(counts.sum())
+    cum = np.cumsum(counts)
+    quant = np.true_divide(np.asanyarray(q, dtype=float), 100)
+    virtual = (n - 1) * quant
+    prev = np.floor(virtual)
+    nxt = prev + 1
+    above = virtual >= n - 1
+    prev[above] = n - 1
+    nxt[above] = n - 1
+    below = virtual < 0
+    prev[below] = 0
+    nxt[below] = 0
+    gamma = virtual - np.where(above, -1.0, prev)  # numpy subtracts the -1 it uses for "last"
+    gamma = np.where(below, virtual - 0.0, gamma)
+    a = values[np.searchsorted(cum, prev.astype(np.int64), side="right")]
+    b = values[np.searchsorted(cum, nxt.astype(np.int64), side="right")]
+    diff = b - a
+    res = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=res, where=gamma >= 0.5)
+    return res
+
+
+class _Group:
+    """One ``breakdowns`` group, folded record by record: counts, pooled spec, per-request tok/s."""
+
+    __slots__ = ("rates", "requests", "spec", "tokens")
+
+    def __init__(self) -> None:
+        self.spec = SpecTotals()
+        self.tokens = 0
+        self.requests = 0
+        self.rates = array("d")
+
+    def add(self, n: int, rec: dict) -> None:
+        self.requests += 1
+        self.tokens += n
+        self.spec.add(n, rec.get("spec"), histogram=False)  # a group reports no histogram
+        if rec.get("e2e_s"):
+            self.rates.append(n / rec["e2e_s"])
+
+    def fields(self, proposed_per_round: float | None) -> dict:
+        spec = self.spec
+        if proposed_per_round is not None:
+            rate = spec.correct / (spec.verify_ct * proposed_per_round) if spec.verify_ct and proposed_per_round \
+                else None
+        else:
+            rate = spec.accept_rate
+        rates = sorted(self.rates)
+        return {"requests": self.requests, "output_tokens": self.tokens, "accept_length": spec.accept_length,
+                "accept_rate": rate, "request_tok_s_p50": rates[len(rates) // 2] if rates else None}
+
+
+def _verify_counts(rec: dict) -> tuple[int | None, int | None]:
+    """(completion_tokens, verify_ct) of a record as :func:`specdash.eagle3.verify._request_counts`
+    reads it (None when absent), for :meth:`RunStats.verify_records`."""
+    if "meta_info" in rec and isinstance(rec["meta_info"], dict):
+        rec = rec["meta_info"]
+    ct = rec.get("completion_tokens", rec.get("output_tokens"))
+    spec = rec.get("spec")
+    if isinstance(spec, dict):
+        vc = spec.get("verify_ct", spec.get("spec_verify_ct"))
+    else:
+        from specdash.sglang.versions import read_spec_meta
+
+        vc = read_spec_meta(rec, "verify_ct")
+    try:
+        return (int(ct) if ct is not None else None), (int(vc) if vc is not None else None)
+    except (TypeError, ValueError):
+        return None, None
+
+
+def _nan(v) -> float:
+    return math.nan if v is None else v
+
+
 class RunStats:
     """Accumulates finished-request records; :meth:`summary` gives the run-scoped numbers.
 
     ``segments`` lets a resumed run add a second (first sent → last done) window:
     duration is the sum of the segments' windows.
+
+    Streaming: :meth:`add` folds a record into running sums and a few compact columns and drops
+    it — per successful request 7 float64 (ttft, tpot, e2e and the goodput copies of them, the
+    group's tok/s: 56 bytes) plus its (prompt_index, repeat) key in a set; per failed request its
+    key; per segment a send/done window; ITLs pooled in a :class:`ValuePool` (8 bytes per token
+    up to 2**20 tokens, then 16 bytes per distinct value).  The columns keep record order, so
+    every figure is what the old list-of-dicts code computed, bit for bit, except the ITL mean
+    beyond 2**20 pooled ITLs (within 1 ulp of exact; :class:`ValuePool`).
+
+    Args:
+        records: records to fold at once (also kept in :attr:`records` when ``keep_records``).
+        keep_records: keep each added record in :attr:`records` too (a live UI's table, the
+            records a run returns for paired comparisons); :meth:`fold` never keeps them.
     """
 
-    records: list[dict] = field(default_factory=list)
+    def __init__(self, records: Iterable[dict] = (), *, keep_records: bool = True) -> None:
+        self.keep_records = keep_records
+        #: the records added with :meth:`add` / :meth:`extend` when ``keep_records`` (else empty)
+        self.records: list[dict] = []
+        self.ok_count = 0
+        self.count = 0
+        #: highest ``segment`` of any record folded (-1 when none)
+        self.max_segment = -1
+        self._tokens = 0
+        self._spec = SpecTotals()
+        self._ttft, self._tpot, self._e2e = array("d"), array("d"), array("d")
+        self._g_ttft, self._g_tpot, self._g_e2e = array("d"), array("d"), array("d")  # NaN = None
+        self._itl = ValuePool()
+        self._done: set = set()
+        self._failed_keys: list = []
+        self._windows: dict[int, list[float]] = {}
+        self._sends: dict[int, list] = {}  # segment → [sends, first, last]
+        self._cats: dict[str, _Group] = {}
+        self._buckets: dict[str, _Group] = {}
+        self._v_ct = self._v_vc = self._v_spec_ct = self._v_n = 0  # verify_server's sums
+        self.extend(records)
 
     def add(self, record: dict) -> None:
         """Add one finished request's record."""
-        self.records.append(record)
+        if self.keep_records:
+            self.records.append(record)
+        self._fold_one(record)
 
     def extend(self, records: Iterable[dict]) -> None:
         """Add several records."""
-        self.records.extend(records)
+        for r in records:
+            self.add(r)
+
+    def fold(self, records: Iterable[dict]) -> None:
+        """Add records without keeping them (a resumed run's earlier records: only the figures)."""
+        for r in records:
+            self._fold_one(r)
+
+    def _fold_one(self, r: dict) -> None:
+        self.count += 1
+        seg = int(r.get("segment", 0))
+        self.max_segment = max(self.max_segment, seg)
+        ct, vc = _verify_counts(r)
+        if ct is not None:
+            self._v_n += 1
+            self._v_ct += ct
+            if vc:
+                self._v_vc += vc
+                self._v_spec_ct += ct
+        ts_sent, ts_done = r.get("ts_sent"), r.get("ts_done")
+        if ts_sent is not None:
+            s = self._sends.get(seg)
+            t = float(ts_sent)
+            if s is None:
+                self._sends[seg] = [1, t, t]
+            else:
+                s[0] += 1
+                s[1] = min(s[1], t)
+                s[2] = max(s[2], t)
+        key = (r.get("prompt_index"), r.get("repeat"))
+        if not r.get("ok"):
+            self._failed_keys.append(key)
+            return
+        self.ok_count += 1
+        self._done.add(key)
+        if ts_sent is not None and ts_done is not None:
+            w = self._windows.get(seg)
+            if w is None:
+                self._windows[seg] = [ts_sent, ts_done]
+            else:
+                w[0] = min(w[0], ts_sent)
+                w[1] = max(w[1], ts_done)
+        n = int(r.get("completion_tokens") or 0)
+        self._tokens += n
+        self._spec.add(n, r.get("spec"))
+        ttft, e2e = r.get("ttft_s"), r.get("e2e_s")
+        t = tpot_s(r)
+        if ttft is not None:
+            self._ttft.append(ttft)
+        if e2e is not None:
+            self._e2e.append(e2e)
+        if t is not None:
+            self._tpot.append(t)
+        self._g_ttft.append(_nan(ttft))
+        self._g_tpot.append(_nan(t))
+        self._g_e2e.append(_nan(e2e))
+        self._itl.extend(r.get("itl_s") or ())
+        if r.get("category"):
+            g = self._cats.get(str(r["category"]))
+            if g is None:
+                g = self._cats[str(r["category"])] = _Group()
+            g.add(n, r)
+        if r.get("prompt_tokens") is not None:
+            ctx = int(r.get("prompt_tokens") or 0) + n
+            label = next(lab for hi, lab in CONTEXT_BUCKETS if ctx < hi)
+            g = self._buckets.get(label)
+            if g is None:
+                g = self._buckets[label] = _Group()
+            g.add(n, r)
+
+    # -- read-outs ----------------------------------------------------------------------------
+    def done_keys(self) -> set:
+        """``(prompt_index, repeat)`` of every successful record (a resume skips them)."""
+        return self._done
+
+    def failed_count(self) -> int:
+        """Failed records not made good later by a success of the same (prompt, repeat); a record
+        without ``prompt_index`` always counts (a resumed run re-sends failures)."""
+        return sum(1 for k in self._failed_keys if k not in self._done or k[0] is None)
+
+    def verify_records(self) -> list[dict]:
+        """Pooled stand-ins for the records :func:`~specdash.eagle3.verify.verify_server` reads:
+        it only sums completion tokens and verify rounds, so two records carry the same sums (the
+        tokens of records without speculation, then those with it) — [] when no record had a
+        completion count."""
+        if not self._v_n:
+            return []
+        return [{"completion_tokens": self._v_ct - self._v_spec_ct, "spec": None},
+                {"completion_tokens": self._v_spec_ct, "spec": {"verify_ct": self._v_vc}}]
 
     def duration_s(self) -> float | None:
         """Σ over segments of (last ts_done − first ts_sent) of the *successful* requests, s.
@@ -200,31 +547,19 @@ class RunStats:
         Failed requests are left out of the window as their tokens are (a resumed run's
         failed attempts must not stretch it); None when nothing succeeded.
         """
-        windows: dict[int, list[float]] = {}
-        for r in self.records:
-            if not r.get("ok") or r.get("ts_sent") is None or r.get("ts_done") is None:
-                continue
-            seg = int(r.get("segment", 0))
-            w = windows.setdefault(seg, [r["ts_sent"], r["ts_done"]])
-            w[0] = min(w[0], r["ts_sent"])
-            w[1] = max(w[1], r["ts_done"])
-        if not windows:
+        if not self._windows:
             return None
-        return float(sum(hi - lo for lo, hi in windows.values()))
+        return float(sum(hi - lo for lo, hi in self._windows.values()))
 
     def send_rate(self) -> float | None:
         """The realized arrival rate (requests/s): Σ over segments of (sends − 1) ÷ Σ (last ts_sent −
         first ts_sent), every request sent counted (failed ones too); None with fewer than two sends
         in every segment.  Under ``--request-rate`` it is the rate the client really delivered."""
-        sends: dict[int, list[float]] = {}
-        for r in self.records:
-            if r.get("ts_sent") is not None:
-                sends.setdefault(int(r.get("segment", 0)), []).append(float(r["ts_sent"]))
         gaps, span = 0, 0.0
-        for ts in sends.values():
-            if len(ts) >= 2:
-                gaps += len(ts) - 1
-                span += max(ts) - min(ts)
+        for n, lo, hi in self._sends.values():
+            if n >= 2:
+                gaps += n - 1
+                span += hi - lo
         if not gaps:
             return None
         return gaps / span if span > 0 else float("inf")
@@ -233,16 +568,25 @@ class RunStats:
         """``{goodput, goodput_slo, goodput_fraction}`` under the SLOs ``slo`` (ms, :func:`parse_slo`):
         goodput = requests meeting every SLO ÷ duration_s (requests/s, vLLM's definition);
         fraction = those ÷ all requests (successes plus failures not made good later).  All None
-        without SLOs."""
+        without SLOs.  Same rule as :func:`meets_slo`, over the columns."""
         if not slo:
             return {"goodput": None, "goodput_slo": None, "goodput_fraction": None}
-        ok = [r for r in self.records if r.get("ok")]
-        good = sum(1 for r in ok if meets_slo(r, slo))
-        done = {(r.get("prompt_index"), r.get("repeat")) for r in ok}
-        failed = sum(1 for r in self.records if not r.get("ok")
-                     and ((r.get("prompt_index"), r.get("repeat")) not in done or r.get("prompt_index") is None))
+        good_mask = np.ones(self.ok_count, dtype=bool)
+        for key, limit in slo.items():
+            if key == "ttft_ms":
+                v = np.frombuffer(self._g_ttft, dtype=float)
+                good_mask &= v * 1000.0 <= limit
+            elif key == "tpot_ms":
+                v = np.frombuffer(self._g_tpot, dtype=float)
+                good_mask &= np.isnan(v) | (v * 1000.0 <= limit)
+            elif key == "e2e_ms":
+                v = np.frombuffer(self._g_e2e, dtype=float)
+                good_mask &= v * 1000.0 <= limit
+            else:
+                raise ValueError(f"unknown SLO {key!r}")
+        good = int(good_mask.sum())
         dur = self.duration_s()
-        total = len(ok) + failed
+        total = self.ok_count + self.failed_count()
         return {"goodput": good / dur if dur else None, "goodput_slo": dict(slo),
                 "goodput_fraction": good / total if total else None}
 
@@ -253,44 +597,28 @@ class RunStats:
         ``proposed_drafts`` in ``accept_rate`` (= Σ correct / (Σ verify rounds × it)); for
         adaptive runs, whose records count the launch tier's drafts (see the module docstring).
         """
-        ok = [r for r in self.records if r.get("ok")]
-        spec = SpecTotals()
-        ttft, tpot, itl, e2e = [], [], [], []
-        tokens = 0
-        for r in ok:
-            n = int(r.get("completion_tokens") or 0)
-            tokens += n
-            spec.add(n, r.get("spec"))
-            if r.get("ttft_s") is not None:
-                ttft.append(r["ttft_s"])
-            if r.get("e2e_s") is not None:
-                e2e.append(r["e2e_s"])
-            t = tpot_s(r)
-            if t is not None:
-                tpot.append(t)
-            itl.extend(r.get("itl_s") or ())
+        spec = self._spec
+        tokens = self._tokens
         dur = self.duration_s()
-        done = {(r.get("prompt_index"), r.get("repeat")) for r in ok}
-        failed = [r for r in self.records if not r.get("ok")]
+        ok = self.ok_count
         return {
-            "requests": len(ok),
+            "requests": ok,
             # failures not made good later (a resumed run re-sends them)
-            "failed_requests": sum(1 for r in failed if (r.get("prompt_index"), r.get("repeat")) not in done
-                                   or r.get("prompt_index") is None),
+            "failed_requests": self.failed_count(),
             "output_tokens": tokens,
             "duration_s": dur,
             "output_tok_s": (tokens / dur) if dur else None,
-            "ttft_ms": distribution_ms(ttft),
-            "tpot_ms": distribution_ms(tpot),
-            "itl_ms": distribution_ms(itl),
-            "e2e_ms": distribution_ms(e2e),
-            "request_throughput": (len(ok) / dur) if dur else None,
+            "ttft_ms": distribution_ms(np.frombuffer(self._ttft, dtype=float)),
+            "tpot_ms": distribution_ms(np.frombuffer(self._tpot, dtype=float)),
+            "itl_ms": self._itl.distribution(),
+            "e2e_ms": distribution_ms(np.frombuffer(self._e2e, dtype=float)),
+            "request_throughput": (ok / dur) if dur else None,
             "achieved_request_rate": self.send_rate(),
             "accept_length": spec.accept_length,
             "accept_rate": (spec.correct / (spec.verify_ct * proposed_per_round)
                             if spec.verify_ct and proposed_per_round else None)
             if proposed_per_round is not None else spec.accept_rate,
-            "accept_histogram": spec.histogram,
+            "accept_histogram": list(spec.histogram) if spec.histogram is not None else None,
             **self.breakdowns(proposed_per_round),
         }
 
@@ -301,39 +629,10 @@ class RunStats:
         run) and the median per-request ``request_tok_s``.  A long-context collapse shows as a bucket
         whose accept length falls (sglang#30763) instead of being averaged away.  Groups without records
         are left out; ``by_category`` is None when no record has a category."""
-        ok = [r for r in self.records if r.get("ok")]
-
-        def group(recs: list[dict]) -> dict:
-            spec = SpecTotals()
-            toks, rates = 0, []
-            for r in recs:
-                n = int(r.get("completion_tokens") or 0)
-                toks += n
-                spec.add(n, r.get("spec"))
-                if r.get("e2e_s"):
-                    rates.append(n / r["e2e_s"])
-            if proposed_per_round is not None:
-                rate = spec.correct / (spec.verify_ct * proposed_per_round) if spec.verify_ct and proposed_per_round \
-                    else None
-            else:
-                rate = spec.accept_rate
-            rates.sort()
-            return {"requests": len(recs), "output_tokens": toks, "accept_length": spec.accept_length,
-                    "accept_rate": rate, "request_tok_s_p50": rates[len(rates) // 2] if rates else None}
-
-        cats: dict[str, list[dict]] = {}
-        for r in ok:
-            if r.get("category"):
-                cats.setdefault(str(r["category"]), []).append(r)
-        buckets: dict[str, list[dict]] = {}
-        for r in ok:
-            if r.get("prompt_tokens") is None:
-                continue
-            ctx = int(r.get("prompt_tokens") or 0) + int(r.get("completion_tokens") or 0)
-            label = next(lab for hi, lab in CONTEXT_BUCKETS if ctx < hi)
-            buckets.setdefault(label, []).append(r)
         order = [lab for _, lab in CONTEXT_BUCKETS]
+        cats = self._cats
         return {
-            "by_category": {c: group(v) for c, v in sorted(cats.items())} if cats else None,
-            "by_context": [{"context_tokens": lab, **group(buckets[lab])} for lab in order if lab in buckets] or None,
+            "by_category": {c: cats[c].fields(proposed_per_round) for c in sorted(cats)} if cats else None,
+            "by_context": [{"context_tokens": lab, **self._buckets[lab].fields(proposed_per_round)}
+                           for lab in order if lab in self._buckets] or None,
         }

@@ -370,7 +370,7 @@ def resume_complete(args) -> dict | None:
     run_dir = Path(args.resume)
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        records = RunDir(run_dir).read_requests()
+        done = RunDir(run_dir).done_keys()  # streamed: no record is kept
     except (OSError, ValueError):
         return None
     runs = summary.get("runs") if isinstance(summary, dict) else None
@@ -378,7 +378,6 @@ def resume_complete(args) -> dict | None:
         return None
     suite = bench_suite(args)[0]
     want = set(work_items(suite, args.repeats or suite.suite.repeats))
-    done = {(r.get("prompt_index"), r.get("repeat")) for r in records if r.get("ok")}
     return summary if want <= done else None
 
 
