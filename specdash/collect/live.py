@@ -368,7 +368,7 @@ class LiveCollector:
         self._run_metrics0: MetricsSnapshot | None = None
         self._last_metrics: MetricsSnapshot | None = None  # the latest scrape (the previous one during a poll)
         self._metrics_enabled: bool | None = None
-        self._stats = RunStats()
+        self._stats = RunStats(keep_records=False)  # running figures only: flat memory for hours
         self._run_label = ""
         self._run_started: float | None = None
         self._run_cache: dict | None = None
@@ -443,7 +443,7 @@ class LiveCollector:
     def new_run(self, label: str = "") -> None:
         """Start a new run scope: run statistics restart from zero and the run's ``/metrics``
         counters are measured from the latest reading (run-scoped, never lifetime averages)."""
-        self._stats = RunStats()
+        self._stats = RunStats(keep_records=False)  # running figures only: flat memory for hours
         self._itl.clear()
         self._requests.clear()
         self._run_cache = None
@@ -468,8 +468,10 @@ class LiveCollector:
 
     @property
     def records(self) -> list[dict]:
-        """The current run's (slimmed) records."""
-        return self._stats.records
+        """What post-launch verification reads of the current run: pooled stand-ins for its records
+        (:meth:`~specdash.collect.stream.RunStats.verify_records`; the records themselves are folded
+        into running figures, not kept, so an hours-long run stays flat in memory)."""
+        return self._stats.verify_records()
 
     def run_summary(self) -> dict:
         """Run-scoped summary of the current run (cached until a record arrives)."""
