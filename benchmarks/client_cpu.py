@@ -21,7 +21,8 @@ printed.  Each figure is the median of ``--repeat`` runs, the clients
 interleaved so that background load hits them alike; the minimum is shown beside it.
 
 Clients: ``specdash`` (``SGLangClient.generate_stream``), the same on httpx's stock
-anyio transport, and a plain httpx reference (``aiter_lines`` + ``json.loads`` of every
+anyio transport, ``specdash-httpcore`` (the same on httpcore's own connection pool over the
+asyncio backend: the client before issue 14, not in the default list), and a plain httpx reference (``aiter_lines`` + ``json.loads`` of every
 event, the naive baseline).  Reference figures measured beforehand on this
 machine kind: SGLang's aiohttp bench client ≈ 9 / ≈ 35 µs per token, its Rust client
 ≈ 7 / ≈ 16, plain httpx ≈ 21 / ≈ 82.
@@ -51,6 +52,7 @@ import httpx
 import orjson
 
 from specdash.sglang.client import SGLangClient
+from specdash.sglang.transport import AsyncioBackend
 
 # ---------------------------------------------------------------------------- server
 
@@ -175,8 +177,14 @@ async def _run(kind: str, url: str, n_req: int, conc: int, max_tokens: int, per_
                 errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
                 return -1
     else:
-        transport = (httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None))
-                     if kind == "specdash-anyio" else None)
+        transport = None
+        if kind == "specdash-anyio":
+            transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None))
+        elif kind == "specdash-httpcore":  # the client before issue 14: httpcore's pool, 4 s expiry, no retry
+            transport = httpx.AsyncHTTPTransport(trust_env=False)
+            transport._pool = httpcore.AsyncConnectionPool(
+                max_connections=None, max_keepalive_connections=None, keepalive_expiry=4.0,
+                network_backend=AsyncioBackend())
         http = SGLangClient(url, timeout=60, transport=transport)
 
         async def one() -> int:
