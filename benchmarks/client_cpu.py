@@ -28,7 +28,7 @@ machine kind: SGLang's aiohttp bench client ≈ 9 / ≈ 35 µs per token, its Ru
 ≈ 7 / ≈ 16, plain httpx ≈ 21 / ≈ 82.
 
 Usage: ``python benchmarks/client_cpu.py [--requests N] [--paced-requests N] [--repeat N] [--quick]
-[--only 'c=256,c=512'] [--clients specdash,naive] [--keep-alive 5]``.
+[--only 'c=256;c=512'] [--clients specdash,naive] [--keep-alive 5]``.
 """
 
 from __future__ import annotations
@@ -236,8 +236,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median reported)")
     ap.add_argument("--quick", action="store_true", help="32 paced requests, one run, skip c ≥ 200")
     ap.add_argument("--clients", default="specdash,specdash-anyio,naive")
-    ap.add_argument("--only", default="", help="comma-separated substrings: run only the regimes whose name "
-                    "contains one (e.g. 'c=256,c=512')")
+    ap.add_argument("--only", default="", help="';'-separated substrings: run only the regimes whose name "
+                    "contains one (e.g. 'c=256;c=512'; names hold commas)")
     ap.add_argument("--keep-alive", type=float, default=5.0,
                     help="the server closes a connection idle this long (uvicorn's default, 5 s; 0: never)")
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -264,7 +264,7 @@ def main() -> None:
     if args.quick:
         regimes = [r for r in regimes if r[2] < 200]
     if args.only:
-        keys = args.only.split(",")
+        keys = args.only.split(";")
         regimes = [r for r in regimes if any(k in r[0] for k in keys)]
     port = _free_port()
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--keep-alive", str(args.keep_alive)],
