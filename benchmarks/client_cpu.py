@@ -12,16 +12,23 @@ run is divided by the tokens received.
 Regimes: full rate — 200 requests × 512 tokens, 2 tokens per event,
 the server writing as fast as it can (shown at 1, 16 and 200 concurrent streams);
 paced — an event every 10 ms per stream, 16 concurrent streams (64 requests × 512
-tokens by default).  Each figure is the median of ``--repeat`` runs, the clients
+tokens by default).  Connection reuse (issue 14): 256 and 512 streams sharing 2-3× as
+many requests, full rate and paced, and a paced regime where each stream waits a seeded
+0-7 s between requests, so that idle connections are taken again around the server's
+keep-alive timeout (``--keep-alive``, 5 s as uvicorn's default: the fake server closes a
+connection idle that long).  Failed requests (not ``ok``) are counted and their errors
+printed.  Each figure is the median of ``--repeat`` runs, the clients
 interleaved so that background load hits them alike; the minimum is shown beside it.
 
 Clients: ``specdash`` (``SGLangClient.generate_stream``), the same on httpx's stock
-anyio transport, and a plain httpx reference (``aiter_lines`` + ``json.loads`` of every
+anyio transport, ``specdash-httpcore`` (the same on httpcore's own connection pool over the
+asyncio backend: the client before issue 14, not in the default list), and a plain httpx reference (``aiter_lines`` + ``json.loads`` of every
 event, the naive baseline).  Reference figures measured beforehand on this
 machine kind: SGLang's aiohttp bench client ≈ 9 / ≈ 35 µs per token, its Rust client
 ≈ 7 / ≈ 16, plain httpx ≈ 21 / ≈ 82.
 
-Usage: ``python benchmarks/client_cpu.py [--requests N] [--paced-requests N] [--repeat N] [--quick]``.
+Usage: ``python benchmarks/client_cpu.py [--requests N] [--paced-requests N] [--repeat N] [--quick]
+[--only 'c=256;c=512'] [--clients specdash,naive] [--keep-alive 5]``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
@@ -39,10 +47,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpcore
 import httpx
 import orjson
 
 from specdash.sglang.client import SGLangClient
+from specdash.sglang.transport import AsyncioBackend
 
 # ---------------------------------------------------------------------------- server
 
@@ -77,10 +87,21 @@ def _events(max_tokens: int, per_event: int) -> list[bytes]:
     return out
 
 
-async def _serve_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cache: dict) -> None:
+async def _serve_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cache: dict,
+                      keep_alive: float | None) -> None:
+    served = 0
     try:
         while True:
-            head = await reader.readuntil(b"\r\n\r\n")
+            if served and keep_alive:
+                # uvicorn's --timeout-keep-alive (SGLang leaves its default, 5 s): an idle
+                # connection is closed that long after its last response.
+                try:
+                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), keep_alive)
+                except TimeoutError:
+                    return
+            else:
+                head = await reader.readuntil(b"\r\n\r\n")
+            served += 1
             length = 0
             for line in head.split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
@@ -98,15 +119,16 @@ async def _serve_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                 writer.write(chunk)
                 await writer.drain()
                 await asyncio.sleep(interval)
-    except (asyncio.IncompleteReadError, ConnectionError):
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
         pass
     finally:
         writer.close()
 
 
-async def _serve(port: int) -> None:
+async def _serve(port: int, keep_alive: float | None) -> None:
     cache: dict = {}
-    server = await asyncio.start_server(lambda r, w: _serve_conn(r, w, cache), "127.0.0.1", port, backlog=1024)
+    server = await asyncio.start_server(lambda r, w: _serve_conn(r, w, cache, keep_alive), "127.0.0.1", port,
+                                        backlog=4096)
     print("ready", flush=True)
     async with server:
         await server.serve_forever()
@@ -135,42 +157,70 @@ async def _naive_one(http: httpx.AsyncClient, body: dict) -> int:
 
 
 async def _run(kind: str, url: str, n_req: int, conc: int, max_tokens: int, per_event: int,
-               interval: float) -> tuple[float, float, int]:
+               interval: float, think: float = 0.0) -> tuple[float, float, int, int]:
+    """One regime for one client → (CPU µs/token, wall s, tokens, failed requests).
+
+    ``conc`` streams share ``n_req`` requests (more requests than streams: connections are
+    reused); with ``think`` each stream waits a seeded uniform 0–``think`` s before its next
+    request, so idle keep-alive connections are picked up again around the server's timeout."""
     extra = {"bench_tokens_per_event": per_event, "bench_interval_s": interval}
     sampling = {"max_new_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+    errors: dict[str, int] = {}
     if kind == "naive":
         http = httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=None))
         body = {"text": "x", "sampling_params": sampling, "stream": True, **extra}
 
         async def one() -> int:
-            return await _naive_one(http, body)
+            try:
+                return await _naive_one(http, body)
+            except httpx.HTTPError as e:
+                errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+                return -1
     else:
-        transport = (httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None))
-                     if kind == "specdash-anyio" else None)
+        transport = None
+        if kind == "specdash-anyio":
+            transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None))
+        elif kind == "specdash-httpcore":  # the client before issue 14: httpcore's pool, 4 s expiry, no retry
+            transport = httpx.AsyncHTTPTransport(trust_env=False)
+            transport._pool = httpcore.AsyncConnectionPool(
+                max_connections=None, max_keepalive_connections=None, keepalive_expiry=4.0,
+                network_backend=AsyncioBackend())
         http = SGLangClient(url, timeout=60, transport=transport)
 
         async def one() -> int:
             res = await http.generate_stream("x", sampling, extra=extra)
-            assert res.ok, res.error
+            if not res.ok:
+                key = (res.error or "?").split(":")[0]
+                errors[key] = errors.get(key, 0) + 1
+                return -1
             return res.completion_tokens
 
-    sem = asyncio.Semaphore(conc)
-    total = 0
+    total = failed = 0
+    left = n_req
+    rng = random.Random(1234)
 
-    async def worker() -> None:
-        nonlocal total
-        async with sem:
+    async def stream() -> None:
+        nonlocal total, failed, left
+        while left > 0:
+            left -= 1
             n = await one()
-            total += n
+            if n < 0:
+                failed += 1
+            else:
+                total += n
+            if think and left > 0:
+                await asyncio.sleep(rng.uniform(0, think))
 
     try:
         await one()  # connect and warm up outside the measurement
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(n_req)))
+        await asyncio.gather(*(stream() for _ in range(conc)))
         cpu1, wall1 = time.process_time(), time.perf_counter()
     finally:
         await http.aclose()
-    return (cpu1 - cpu0) / total * 1e6, wall1 - wall0, total
+    if errors:
+        print(f"    {kind}: failed {dict(sorted(errors.items()))}", flush=True)
+    return (cpu1 - cpu0) / max(total, 1) * 1e6, wall1 - wall0, total, failed
 
 
 def _free_port() -> int:
@@ -181,45 +231,65 @@ def _free_port() -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=200, help="requests per full-rate run")
+    ap.add_argument("--requests", type=int, default=200, help="requests per full-rate run (c ≤ 200)")
     ap.add_argument("--paced-requests", type=int, default=64, help="requests in the 10 ms regime")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median reported)")
-    ap.add_argument("--quick", action="store_true", help="32 paced requests, one run, skip c=200")
+    ap.add_argument("--quick", action="store_true", help="32 paced requests, one run, skip c ≥ 200")
     ap.add_argument("--clients", default="specdash,specdash-anyio,naive")
+    ap.add_argument("--only", default="", help="';'-separated substrings: run only the regimes whose name "
+                    "contains one (e.g. 'c=256;c=512'; names hold commas)")
+    ap.add_argument("--keep-alive", type=float, default=5.0,
+                    help="the server closes a connection idle this long (uvicorn's default, 5 s; 0: never)")
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
-        asyncio.run(_serve(args.serve))
+        asyncio.run(_serve(args.serve, args.keep_alive or None))
         return
     paced = 32 if args.quick else args.paced_requests
     repeat = 1 if args.quick else max(1, args.repeat)
+    # (name, requests, streams, s between events, think s between a stream's requests)
     regimes = [
-        ("full rate, c=1", args.requests, 1, 0.0),
-        ("full rate, c=16", args.requests, 16, 0.0),
-        ("full rate, c=200", args.requests, 200, 0.0),
-        ("10 ms/event, c=16", paced, 16, 0.01),
+        ("full rate, c=1", args.requests, 1, 0.0, 0.0),
+        ("full rate, c=16", args.requests, 16, 0.0, 0.0),
+        ("full rate, c=200", args.requests, 200, 0.0, 0.0),
+        ("10 ms/event, c=16", paced, 16, 0.01, 0.0),
+        # More requests than streams: connections are reused (issue 14).
+        ("full rate, c=256 x3", 768, 256, 0.0, 0.0),
+        ("full rate, c=512 x2", 1024, 512, 0.0, 0.0),
+        ("10 ms/event, c=256 x2", 512, 256, 0.01, 0.0),
+        ("10 ms/event, c=512 x2", 1024, 512, 0.01, 0.0),
+        # Idle reuse around the keep-alive timeout: each stream waits 0-7 s between requests.
+        ("10 ms, think 0-7s, c=256 x3", 768, 256, 0.01, 7.0),
     ]
     if args.quick:
-        regimes.pop(2)
+        regimes = [r for r in regimes if r[2] < 200]
+    if args.only:
+        keys = args.only.split(";")
+        regimes = [r for r in regimes if any(k in r[0] for k in keys)]
     port = _free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], stdout=subprocess.PIPE)
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--keep-alive", str(args.keep_alive)],
+                              stdout=subprocess.PIPE)
     try:
         assert server.stdout.readline().strip() == b"ready"
         url = f"http://127.0.0.1:{port}"
-        print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, {os.cpu_count()} CPUs; "
-              "CPU-µs of the client process per streamed token (512 tokens/request, 2 tokens/event)")
-        print(f"{'regime':20s} {'client':16s} {'µs/token':>9s} {'(min)':>7s} {'wall s':>7s} {'tokens':>8s}")
+        print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, httpcore {httpcore.__version__}, "
+              f"{os.cpu_count()} CPUs; server keep-alive {args.keep_alive:g} s; CPU-µs of the client process "
+              "per streamed token (512 tokens/request, 2 tokens/event); tok/s = tokens / wall; failed = requests "
+              "not ok, summed over the runs")
+        print(f"{'regime':28s} {'client':16s} {'µs/token':>9s} {'(min)':>7s} {'wall s':>7s} {'tok/s':>8s} "
+              f"{'tokens':>8s} {'failed':>6s}")
         kinds = args.clients.split(",")
-        for name, n_req, conc, interval in regimes:
-            runs: dict[str, list[tuple[float, float, int]]] = {k: [] for k in kinds}
+        for name, n_req, conc, interval, think in regimes:
+            runs: dict[str, list[tuple[float, float, int, int]]] = {k: [] for k in kinds}
             for _ in range(repeat):
                 for kind in kinds:
-                    runs[kind].append(asyncio.run(_run(kind, url, n_req, conc, 512, 2, interval)))
+                    runs[kind].append(asyncio.run(_run(kind, url, n_req, conc, 512, 2, interval, think)))
             for kind in kinds:
                 us = statistics.median(r[0] for r in runs[kind])
                 wall = statistics.median(r[1] for r in runs[kind])
-                print(f"{name:20s} {kind:16s} {us:9.2f} {min(r[0] for r in runs[kind]):7.2f} {wall:7.2f} "
-                      f"{runs[kind][0][2]:8d}", flush=True)
+                tps = statistics.median(r[2] / r[1] for r in runs[kind])
+                print(f"{name:28s} {kind:16s} {us:9.2f} {min(r[0] for r in runs[kind]):7.2f} {wall:7.2f} "
+                      f"{tps:8.0f} {runs[kind][0][2]:8d} {sum(r[3] for r in runs[kind]):6d}", flush=True)
     finally:
         server.kill()
         server.wait()

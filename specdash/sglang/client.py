@@ -74,8 +74,12 @@ class SGLangClient:
         timeout: read timeout (s): the longest silence tolerated inside a response.
         connect_timeout: TCP connect timeout (s).
         transport: an httpx transport to use instead of the default (tests pass
-            ``httpx.MockTransport``); the default is httpx's HTTP/1.1 transport on the
-            asyncio sockets of :class:`~specdash.sglang.transport.AsyncioBackend`.
+            ``httpx.MockTransport``); the default is httpx's HTTP/1.1 transport with the
+            O(1) connection pool of :class:`~specdash.sglang.transport.KeepAlivePool` on the
+            asyncio sockets of :class:`~specdash.sglang.transport.AsyncioBackend`: idle
+            connections retire after 2 s (before uvicorn's 5 s keep-alive), and a request whose
+            reused connection the server closed before answering is sent again, once, on a new
+            connection (never one whose response had begun).
 
     Use as ``async with SGLangClient(url) as c: …`` or call :meth:`aclose`.  Methods
     raise :class:`SGLangError` / :class:`SGLangHTTPError` unless documented otherwise;

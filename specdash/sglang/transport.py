@@ -19,7 +19,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["AsyncioBackend", "AsyncioStream", "fast_transport"]
+__all__ = ["KEEPALIVE_EXPIRY_S", "AsyncioBackend", "AsyncioStream", "KeepAlivePool", "fast_transport"]
 
 log = logging.getLogger(__name__)
 
@@ -255,23 +255,177 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
-def fast_transport(https: bool) -> httpx.AsyncBaseTransport:
-    """httpx's HTTP/1.1 transport with its connection pool on :class:`AsyncioBackend`.
+#: Seconds an idle pooled connection is kept.  SGLang's uvicorn closes a connection idle for 5 s
+#: (``--timeout-keep-alive``), timed from when *it* finished writing the response; the client's clock
+#: starts when it has read the last byte, which lags by however long the event loop is behind
+#: (seconds at hundreds of streams on a busy machine), so the margin is wide.
+KEEPALIVE_EXPIRY_S = 2.0
+
+#: Errors of a reused connection, raised before the response head arrived, that mean the server
+#: closed (or reset) the idle connection as the request went out: the request is sent again, once,
+#: on a new connection.  Timeouts are not among them.
+_STALE_ERRORS = (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError,
+                 httpcore.ConnectionNotAvailable)
+
+
+class _ReleasingStream:
+    """A response body that puts its connection back in the pool when closed."""
+
+    __slots__ = ("_conn", "_key", "_pool", "_stream")
+
+    def __init__(self, stream, pool: KeepAlivePool, conn: httpcore.AsyncHTTPConnection, key: tuple) -> None:
+        self._stream = stream
+        self._pool = pool
+        self._conn = conn
+        self._key = key
+
+    def __aiter__(self):
+        return self._stream.__aiter__()  # no extra layer per chunk
+
+    async def aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        try:
+            await self._stream.aclose()
+        finally:
+            if conn is not None:
+                await self._pool._release(conn, self._key)
+
+
+class KeepAlivePool(httpcore.AsyncConnectionPool):
+    """An HTTP/1.1 connection pool whose cost per request does not grow with its size.
+
+    httpcore's ``AsyncConnectionPool`` walks every connection for every request and every
+    closed response (expiry, readability, assignment): at 256 streams that walk was most of
+    the client's CPU (issue 14).  Here idle connections wait per origin in a stack: a request
+    takes the most recently used one (the furthest from the server's keep-alive timeout),
+    expired ones are dropped from the bottom, so each request costs O(1).  No connection
+    limit (callers bound their own concurrency); idle connections expire after
+    ``keepalive_expiry`` s.
+
+    A request that fails on a *reused* connection before the response head arrived (the
+    server closed or reset the idle connection as the request went out: ``_STALE_ERRORS``)
+    is sent once more on a new connection, if its body can be replayed.  Once the head is
+    back nothing is retried: a stream cut after its first bytes fails as it is.
+
+    Subclasses ``httpcore.AsyncConnectionPool`` only for its type (httpx's transport holds
+    one); none of its methods or state is used.
+    """
+
+    def __init__(self, *, ssl_context=None, keepalive_expiry: float | None = KEEPALIVE_EXPIRY_S,
+                 network_backend: httpcore.AsyncNetworkBackend | None = None) -> None:
+        self._ssl_context = ssl_context
+        self._keepalive_expiry = keepalive_expiry
+        self._network_backend = network_backend
+        self._idle: dict[tuple, collections.deque[httpcore.AsyncHTTPConnection]] = {}
+        self._busy: set[httpcore.AsyncHTTPConnection] = set()
+        self._closed = False
+        self.retried = 0  #: requests sent again after a stale reused connection (for tests and benchmarks)
+        self.opened = 0  #: connections opened
+
+    @property
+    def connections(self) -> list:  # httpcore's introspection property
+        return [c for q in self._idle.values() for c in q] + list(self._busy)
+
+    async def _take_idle(self, key: tuple) -> httpcore.AsyncHTTPConnection | None:
+        q = self._idle.get(key)
+        if not q:
+            return None
+        while q and q[0].has_expired():  # the oldest first: expire from the bottom of the stack
+            await q.popleft().aclose()
+        while q:
+            conn = q.pop()
+            if conn.is_idle() and not conn.has_expired():
+                return conn
+            await conn.aclose()
+        return None
+
+    def _new(self, origin: httpcore.Origin) -> httpcore.AsyncHTTPConnection:
+        self.opened += 1
+        return httpcore.AsyncHTTPConnection(
+            origin=origin, ssl_context=self._ssl_context, keepalive_expiry=self._keepalive_expiry,
+            network_backend=self._network_backend,
+        )
+
+    async def _release(self, conn: httpcore.AsyncHTTPConnection, key: tuple) -> None:
+        self._busy.discard(conn)
+        if self._closed or not conn.is_idle() or conn.has_expired():
+            await conn.aclose()
+            return
+        self._idle.setdefault(key, collections.deque()).append(conn)
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if self._closed:
+            raise RuntimeError("the connection pool is closed")
+        scheme = request.url.scheme.decode("ascii")
+        if scheme not in ("http", "https"):
+            raise httpcore.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}")
+        origin = request.url.origin
+        key = _origin_key(origin)
+        conn = await self._take_idle(key)
+        reused = conn is not None
+        if conn is None:
+            conn = self._new(origin)
+        while True:
+            self._busy.add(conn)
+            try:
+                resp = await conn.handle_async_request(request)
+            except _STALE_ERRORS as exc:
+                self._busy.discard(conn)
+                await conn.aclose()
+                if not (reused and _replayable(request)):
+                    raise
+                log.debug("reused connection closed by the server before the response (%s: %s); sending again "
+                          "on a new connection", type(exc).__name__, exc)
+                self.retried += 1
+                conn, reused = self._new(origin), False
+                continue
+            except BaseException:
+                self._busy.discard(conn)
+                await conn.aclose()
+                raise
+            resp.stream = _ReleasingStream(resp.stream, self, conn, key)
+            return resp
+
+    async def aclose(self) -> None:
+        self._closed = True
+        conns = self.connections
+        self._idle.clear()
+        self._busy.clear()
+        for conn in conns:
+            await conn.aclose()
+
+    async def __aenter__(self) -> KeepAlivePool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _origin_key(origin: httpcore.Origin) -> tuple:
+    return (origin.scheme, origin.host, origin.port)
+
+
+def _replayable(request: httpcore.Request) -> bool:
+    """Whether the body can be sent again (bytes, as every SGLangClient request has)."""
+    return isinstance(request.stream, (httpx.ByteStream, bytes)) or type(request.stream).__name__ == "ByteStream"
+
+
+def fast_transport(https: bool, keepalive_expiry: float | None = KEEPALIVE_EXPIRY_S) -> httpx.AsyncBaseTransport:
+    """httpx's HTTP/1.1 transport with :class:`KeepAlivePool` on :class:`AsyncioBackend`.
 
     No connection limit (callers bound their own concurrency); idle connections expire
-    after 4 s, below uvicorn's 5 s keep-alive, so a reused connection is never one the
-    server is closing.
+    after ``keepalive_expiry`` s (:data:`KEEPALIVE_EXPIRY_S`, well below uvicorn's 5 s
+    keep-alive), and a request that meets a connection the server closed anyway is sent
+    again on a new one (before any byte of its response only).
     """
     transport = httpx.AsyncHTTPTransport(trust_env=False)
     try:
-        # Replace the pool httpx built with one on the asyncio backend (same httpcore class
-        # and arguments httpx passes, plus ``network_backend``).  This touches a private
-        # attribute: if another httpx/httpcore release lacks it, keep httpx's own pool.
-        pool = httpcore.AsyncConnectionPool(
+        # Replace the pool httpx built (httpx only calls handle_async_request, aclose,
+        # __aenter__/__aexit__ on it).  This touches a private attribute: if another
+        # httpx release lacks it, keep httpx's own pool.
+        pool = KeepAlivePool(
             ssl_context=httpx.create_ssl_context() if https else None,
-            max_connections=None,
-            max_keepalive_connections=None,
-            keepalive_expiry=4.0,
+            keepalive_expiry=keepalive_expiry,
             network_backend=AsyncioBackend(),
         )
         if not hasattr(transport, "_pool"):
