@@ -26,6 +26,7 @@ from specdash.cli import main
 from specdash.sglang.client import INVALID_FIELDS_KEY, checked_server_info
 from specdash.sglang.metrics import MetricsFormatError, parse_metrics
 
+_FLAKY = {"left": 0}
 GARBAGE_METRICS = 'this is {not} prometheus\n# TYPE x counter\nx{a="1" 3\n'
 GOOD_INFO = {"version": "0.5.14", "model_path": "m", "speculative_algorithm": None}
 BAD_INFO = {"version": 5, "model_path": ["x"], "speculative_algorithm": 7, "speculative_num_steps": "three",
@@ -53,6 +54,16 @@ def _app(mode: str, on_generate=None) -> Starlette:
             on_generate()
         if mode == "no-headers":
             await asyncio.sleep(3600)
+        if mode in ("5xx", "cut") and _FLAKY["left"] > 0:  # the first requests fail, then the server recovers
+            _FLAKY["left"] -= 1
+            if mode == "5xx":
+                return JSONResponse({"error": {"message": "Internal Server Error"}}, status_code=500)
+
+            async def cut():  # two events, then the stream ends without the final one
+                for i in (1, 2):
+                    meta = {"completion_tokens": i, "prompt_tokens": 3, "e2e_latency": 0.001 * i}
+                    yield ("data: " + json.dumps({"text": "x" * i, "meta_info": meta}) + "\n\n").encode()
+            return StreamingResponse(cut(), media_type="text/event-stream")
 
         async def gen():
             if mode == "hang":
@@ -170,6 +181,30 @@ def test_a_json_server_that_is_not_sglang_is_refused_before_any_request(tmp_path
         rc, out = _bench(tmp_path, url, capsys)
     assert rc == 1 and srv.generates == 0
     assert f"{url} is not an SGLang server" in out.err and "it sent: status, uptime_s" in out.err
+
+
+@pytest.mark.parametrize("mode,cause", [("5xx", "HTTP 500"), ("cut", "stream ended before the final event")])
+def test_failed_requests_are_named_and_resume_completes_the_run(tmp_path, capsys, mode, cause):
+    """5xx answers and streams cut before their final event: the run keeps the good records, names the cause
+    of the failed ones, and ``--resume RUNDIR`` (against the recovered server) sends only those and completes."""
+    _FLAKY["left"] = 2
+    srv = _Server(mode)
+    with srv as url:
+        rc, out = _bench(tmp_path, url, capsys, "--repeats", "2")
+        assert rc == 0   # the run stands on its good records; the failed ones are counted and named
+        (d,) = list((tmp_path / "runs").iterdir())
+        first = json.loads((d / "summary.json").read_text())["runs"][0]
+        recs = [json.loads(x) for x in (d / "requests.jsonl").read_text().splitlines()]
+        assert (first["requests"], first["failed_requests"]) == (2, 2), {k: first.get(k) for k in ("requests", "failed_requests", "partial")}
+        assert sum(1 for r in recs if not r["ok"] and cause in (r.get("error") or "")) == 2
+        assert cause in out.out + out.err
+        sent = srv.generates
+        rc2 = main(["--bench", "--resume", str(d)])
+        out2 = capsys.readouterr()
+        assert "Traceback" not in out2.err + out2.out
+        assert rc2 == 0 and srv.generates - sent == 2   # only the two failed ones again
+    done = json.loads((d / "summary.json").read_text())["runs"][0]
+    assert (done["requests"], done["failed_requests"]) == (4, 0) and not done.get("partial"), done
 
 
 def test_hang_after_headers_is_bounded_and_partial(tmp_path, capsys, monkeypatch):

@@ -244,6 +244,21 @@ def test_no_server_outlives_specdash(tmp_path, sig):
         err = proc.stderr.read().decode()
         assert "interrupted; servers stopped; partial results are in the run directory" in err
         assert proc.returncode == (143 if sig == signal.SIGTERM else 1)
+    if sig == signal.SIGINT:
+        return
+    # --resume RUNDIR completes the interrupted run (SIGKILL included: requests.jsonl is written as records come)
+    from specdash.cli import main
+
+    (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/requests.jsonl")]
+    done_before = len((run_dir / "requests.jsonl").read_text().splitlines())
+    os.environ["SPECDASH_STATE_DIR"] = str(tmp_path / "state")
+    try:
+        assert main(["--bench", "--resume", str(run_dir)]) == 0
+    finally:
+        os.environ.pop("SPECDASH_STATE_DIR", None)
+    run = json.loads((run_dir / "summary.json").read_text())["runs"][-1]
+    assert run["requests"] == 5 and run["failed_requests"] == 0 and not run["partial"]
+    assert len((run_dir / "requests.jsonl").read_text().splitlines()) == 5 and done_before >= 1
 
 
 def _pgid(pid: int) -> int | None:
