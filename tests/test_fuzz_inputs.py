@@ -4,7 +4,7 @@ MetricsFormatError for ``/metrics`` text — and ``/server_info`` bodies of any 
 (:func:`specdash.sglang.client.checked_server_info`).  Profiles and suites are generated around the real
 schema's keys (with wrong types, unknown keys, odd strings and nesting) so the validators, not only the TOML
 parser, are exercised; draft directories get any config.json (any JSON, or bytes) and a cut, re-headed or random
-weights file, and the doctor must report, not raise.  Inputs tried per run: the ``max_examples`` below (1,350 in
+weights file, and the doctor must report, not raise.  Inputs tried per run: the ``max_examples`` below (1,650 in
 all; the draft directories passed 2,000 once, where a ``null`` config.json had crashed the reader).
 """
 
@@ -298,3 +298,28 @@ def test_any_stream_from_a_server_on_loopback_is_a_result(events, status, chunks
     assert (r.ok and r.error is None and r.completion_tokens >= 0) or (not r.ok and isinstance(r.error, str) and r.error)
     if status != 200:
         assert not r.ok and r.error.startswith(f"HTTP {status}")
+
+
+_jsonl_line = st.one_of(
+    st.builds(lambda d: __import__("json").dumps(d), st.fixed_dictionaries({}, optional={
+        k: json_value for k in ("text", "prompt", "messages", "category", "id", "max_tokens")})),
+    st.builds(lambda d: __import__("json").dumps(d), json_value), text)
+
+
+@fuzz(150)
+@given(lines=st.lists(_jsonl_line, max_size=5), raw=st.one_of(st.none(), st.binary(max_size=120)))
+def test_any_prompts_file_loads_or_says_which_file(tmp_path, lines, raw):
+    """A suite's ``prompts_file`` (JSONL) of any lines or bytes: the suite loads, or the error names the file."""
+    pf = tmp_path / "prompts.jsonl"
+    if raw is not None:
+        pf.write_bytes(raw)
+    else:
+        pf.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sp = tmp_path / "suite.toml"
+    sp.write_text('[suite]\nname = "pf"\nprompts_file = "prompts.jsonl"\n', encoding="utf-8")
+    try:
+        suite = load_suite(str(sp))
+    except ProfileError as exc:
+        assert "prompts.jsonl" in str(exc) or str(sp) in str(exc), exc
+        return
+    assert suite.prompts and all(p.text for p in suite.prompts)
