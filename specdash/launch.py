@@ -318,8 +318,8 @@ class ServerLaunch:
 
         Raises:
             ProfileError: the profile cannot be expanded or turned into a command line, or it
-                spans several nodes (specdash starts no remote node yet:
-                :func:`specdash.profile.nodes.launch_refusal` says what to do instead).
+                spans several nodes that specdash does not start itself (``node_launcher`` other than
+                ``"ssh"``: :func:`specdash.profile.nodes.launch_refusal` says what to do instead).
         """
         from specdash.profile import ProfileError, build_launch
         from specdash.profile.nodes import launch_refusal, launches_nodes
@@ -330,8 +330,9 @@ class ServerLaunch:
         prof = profile.expanded()
         port = prof.server.port or free_port()
         spec = build_launch(prof, version=sglang_version, port=port)
-        if prof.multi_node:  # node 0's command; its API answers on node 0's host (node_url)
-            spec = replace(spec, host=prof.nodes[0].host.strip("[]"))
+        if prof.multi_node:  # node 0's command; its API answers on node 0's host (as node_url writes it)
+            h = prof.nodes[0].host
+            spec = replace(spec, host=h if h.startswith("[") or ":" not in h else f"[{h}]")
         manifest = build_manifest(prof, url=spec.base_url, launch=spec, suite=suite, preflight=preflight,
                                   sglang_version=sglang_version, extra=extra_manifest)
         rundir.write_manifest(manifest)
