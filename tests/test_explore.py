@@ -119,3 +119,24 @@ def test_full_start_turns_it_off(tmp_path):
     assert all(e["fast_start"] is None for e in report["launch_log"])
     assert all("--skip-server-warmup" not in _manifest(e["run_dir"])["argv"] for e in report["launch_log"])
     assert report["fast_explore"] == {**report["fast_explore"], "enabled": False, "launches": []}
+
+
+def test_a_live_tune_plans_its_schedule_over_the_uncut_capture_list(tmp_path):
+    """The live launches capture decode graphs up to batch 1 only (the profile's own
+    --cuda-graph-max-bs-decode 16 cut for c1); the adaptive schedule still plans over the 12 sizes SGLang
+    captures without the cut, and its sweep and verification launches are full ones."""
+    from tests.test_tune_live import suite, versioned_profile
+
+    p = versioned_profile(tmp_path, "lv", "0.5.14", spec=(1, 1, 2), time_scale=8.0)
+    p.write_text(p.read_text().replace('port = 0', 'port = 0\nextra_args = ["--cuda-graph-max-bs-decode", "16"]'))
+    report = asyncio.run(tune(load_profile(str(p)), suite(n=4), budget=1, out=tmp_path / "runs", live=True,
+                              chain_budget=1, opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
+                              preset_dir=tmp_path / "presets", final_ab=False))
+    live = [e for e in report["launch_log"] if e["role"] == "live"]
+    assert live and live[0]["fast_start"] == ["--skip-server-warmup", "--cuda-graph-max-bs-decode", "1"]
+    assert _manifest(live[0]["run_dir"])["cuda_graph_bs"] == [1]
+    sched = report["adaptive_schedule"]
+    assert sched is not None and sched["batch_sizes"] == default_spec_capture_bs(16)
+    for e in report["launch_log"]:
+        if e["role"] in ("sweep", "verify", "baseline"):
+            assert e["fast_start"] is None and "--skip-server-warmup" not in _manifest(e["run_dir"])["argv"]

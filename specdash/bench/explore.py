@@ -79,11 +79,14 @@ def graph_bs_for(concurrency: int) -> int:
 @dataclass
 class ExplorePlan:
     """What :func:`exploration_flags` adds (``flags``: argv words) and why (``notes``, one line each);
-    ``saved``: what each flag saves, for the report."""
+    ``saved``: what each flag saves, for the report; ``full_capture``: the decode batch sizes the launch
+    would have captured without the capture-list change (None when the list is kept) — what the
+    adaptive schedule plans over, not the cut list the launch reports."""
 
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
+    full_capture: list[int] | None = None
 
 
 def exploration_flags(server_flags: dict, *, version: str | None, concurrency: int | None,
@@ -139,7 +142,8 @@ def exploration_flags(server_flags: dict, *, version: str | None, concurrency: i
                           f"(concurrency {concurrency} needs {want})")
     else:
         plan.flags += [name, str(want)]
-        n_default = len(default_spec_capture_bs(current))
+        plan.full_capture = default_spec_capture_bs(current)
+        n_default = len(plan.full_capture)
         n_now = len(default_spec_capture_bs(want))
         plan.saved.append(f"decode CUDA graphs captured for batch ≤ {want} ({n_now} sizes instead of {n_default} "
                           f"up to {current}; concurrency {concurrency} replays the same graphs)")

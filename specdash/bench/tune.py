@@ -296,6 +296,8 @@ class _Explorer:
         self.captured: list[int] | None = None
         self._graph_flag_used = False
         self._last: list[str] | None = None
+        #: the decode batch sizes SGLang would capture without the cut (for the adaptive schedule)
+        self.full_capture: list[int] | None = None
         self.launches: list[dict[str, Any]] = []
 
     def prepare(self, prof):
@@ -308,6 +310,7 @@ class _Explorer:
                                         captured_bs=self.captured, open_loop=self.open_loop)
         if any(f.startswith("--cuda-graph-max-bs") for f in plan.flags):
             self._graph_flag_used = True
+            self.full_capture = self.full_capture or plan.full_capture
         self._last = list(plan.flags) or None
         self.launches.append({"profile": prof.name, "flags": plan.flags, "saved": plan.saved, "notes": plan.notes})
         return out
@@ -515,6 +518,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     settings_measured = len({m.settings for m in measurements if m.settings is not None})
     sched_report = None
     sched_note = None
+    if live_plan is not None and explorer.full_capture and (
+            not live_plan.batch_sizes or max(live_plan.batch_sizes) < max(explorer.full_capture)):
+        live_plan.batch_sizes = list(explorer.full_capture)  # the live launches captured a cut list
     if (schedule if schedule is not None else live) and (sched_note := _time_left(t_start, max_time_s, log, 2)):
         say(f"tune: adaptive config skipped — {sched_note}")
     elif schedule if schedule is not None else live:
