@@ -309,8 +309,13 @@ def render_show(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | 
             lines.append("  run on the node:")
             lines.append(f"    {n.shell_line()}")
         lines.append("")
-        lines.append(f"specdash does not start these nodes yet: run each line on its node, then attach with "
-                     f"--url {url}")
+        if profile.server.node_launcher == "ssh":
+            lines.append(f"node_launcher = \"ssh\": specdash starts each line on its host over ssh (BatchMode) and "
+                         f"serves from node 0 at {url}")
+        else:
+            lines.append(f"specdash does not start these nodes (node_launcher = "
+                         f"\"{profile.server.node_launcher or 'attach'}\"): run each line on its node, then attach with "
+                         f"--url {url}")
     lines.append("")
     if not spec.enabled and not spec.rejections:
         lines.append("speculation: off")

@@ -35,8 +35,10 @@ ENV_END = "__specdash_env_end__"
 CONFIG_WORD = "@specdash-config@"
 #: Seconds between the remote SIGTERM and SIGKILL of the server's process group.
 KILL_GRACE_S = 10
-#: ssh options always given (before the profile's ``ssh_options``): no prompt, no pty, keep-alives.
-SSH_BASE = ("-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4")
+#: ssh options always given (before the profile's ``ssh_options``): no prompt, no pty, a connect timeout
+#: (a host that drops packets fails the start instead of hanging it), keep-alives.
+SSH_BASE = ("-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o", "ServerAliveInterval=15",
+            "-o", "ServerAliveCountMax=4")
 
 
 def node_script(argv: Sequence[str], *, workdir: str | None = None, with_config: bool = False) -> str:
@@ -62,7 +64,7 @@ def node_script(argv: Sequence[str], *, workdir: str | None = None, with_config:
         "pg=$!",
         "echo \"specdash-node pgid $pg\"",
         f"( cat <&3 > /dev/null; kill -TERM -$pg 2>/dev/null; sleep {KILL_GRACE_S}; "
-        "kill -KILL -$pg 2>/dev/null ) &",
+        "kill -KILL -$pg 2>/dev/null ) > /dev/null 2>&1 &",  # not holding ssh's output: the channel closes at once
         "w=$!",
         "wait $pg; rc=$?",
         "kill -TERM -$pg 2>/dev/null; kill $w 2>/dev/null",
