@@ -168,3 +168,14 @@ def test_doctor_usage_errors(capsys, flags, what):
     assert main(["doctor", "--profile", "demo-eagle3", *flags]) == 2
     out = capsys.readouterr()
     assert f"specdash doctor: {what}" in out.err and out.out == ""
+
+
+@pytest.mark.parametrize("url,message", [
+    ("http://[::1", "is not a valid URL"), ("http://127.0.0.1:99999", "port 99999 is outside 1-65535"),
+    ("http://:80", "has no host"), ("127.0.0.1:30000", "is not an http(s) URL")])
+def test_a_malformed_url_is_a_usage_error_not_a_traceback(url, message, capsys):
+    from specdash.cli import main
+
+    assert main(["--bench", "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "internal error" not in err

@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 
 from specdash.bench.runner import RunOptions
-from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, UsageError, VerificationFailed, run
+from specdash.commands.errors import (
+    INTERRUPTED_RUN,
+    ExitCode,
+    UsageError,
+    VerificationFailed,
+    run,
+    url_problem,
+)
 
 PROG = "specdash --bench"
 DEFAULT_SUITE = "seeds-five"
@@ -461,8 +468,8 @@ def _check_args(args) -> None:
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
-    if args.url and not args.url.startswith(("http://", "https://")):
-        raise UsageError(f"--url {args.url!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
+    if args.url and (problem := url_problem(args.url)):
+        raise UsageError(problem)
     _check_dataset_args(args)
     _check_load_args(args)
     if getattr(args, "sweep", None):

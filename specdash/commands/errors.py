@@ -155,3 +155,23 @@ def run(prog: str, body: Callable[[], int], *, json_output: bool = False,
         if cleanup is not None:
             cleanup()
         return int(report(diagnosis, prog, json_output=json_output))
+
+
+def url_problem(url: str, flag: str = "--url") -> str | None:
+    """Why ``url`` cannot be a server's base URL (not http(s), no host, a port outside 1-65535, or one
+    httpx cannot parse — e.g. an unclosed IPv6 bracket), as a usage message; None when it can."""
+    import httpx
+
+    example = "(e.g. http://127.0.0.1:30000)"
+    if not url.startswith(("http://", "https://")):
+        return f"{flag} {url!r} is not an http(s) URL {example}"
+    try:
+        u = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        return f"{flag} {url!r} is not a valid URL ({exc}) {example}"
+    if not u.host:
+        return f"{flag} {url!r} has no host {example}"
+    if u.port is not None and not 1 <= u.port <= 65535:
+        return f"{flag} {url!r}: port {u.port} is outside 1-65535 {example}"
+    return None
+

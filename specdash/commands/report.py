@@ -30,7 +30,7 @@ import argparse
 import json
 from pathlib import Path
 
-from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run
+from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run, url_problem
 
 REPORT_PROG = "specdash report"
 COMPARE_PROG = "specdash compare"
@@ -220,9 +220,9 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
         raise UsageError("give either two run directories or --url URL_A --vs-url URL_B, not both")
     if not (args.url and args.vs_url):
         raise UsageError("--url URL_A needs --vs-url URL_B (and --vs-url needs --url)")
-    for u in (args.url, args.vs_url):
-        if not u.startswith(("http://", "https://")):
-            raise UsageError(f"{u!r} is not an http(s) URL (e.g. http://127.0.0.1:30000)")
+    for u, flag in ((args.url, "--url"), (args.vs_url, "--vs-url")):
+        if problem := url_problem(u, flag):
+            raise UsageError(problem)
     for flag in ("max_tokens", "repeats", "concurrency"):
         v = getattr(args, flag)
         if v is not None and v < 1:
