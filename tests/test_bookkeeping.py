@@ -234,7 +234,7 @@ def test_percentiles_from_counts_equal_numpy(n):
 
 
 def test_verify_records_carry_the_same_sums():
-    from specdash.eagle3.verify import _request_counts
+    from specdash.sglang.records import request_counts as _request_counts
 
     recs = synth(400, seed=9)
     pooled = RunStats(recs).verify_records()

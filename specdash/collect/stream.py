@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specdash.sglang.records import request_counts
+
 #: Percentiles of every latency distribution (key ``p<q>``: ``p50`` … ``p99.9``, as vLLM's
 #: ``--metric-percentiles`` names them); numpy's linear interpolation, as both benchmarks use.
 PERCENTILES = (50, 90, 95, 99, 99.9)
@@ -378,25 +380,6 @@ class _Group:
                 "accept_rate": rate, "request_tok_s_p50": rates[len(rates) // 2] if rates else None}
 
 
-def _verify_counts(rec: dict) -> tuple[int | None, int | None]:
-    """(completion_tokens, verify_ct) of a record as :func:`specdash.eagle3.verify._request_counts`
-    reads it (None when absent), for :meth:`RunStats.verify_records`."""
-    if "meta_info" in rec and isinstance(rec["meta_info"], dict):
-        rec = rec["meta_info"]
-    ct = rec.get("completion_tokens", rec.get("output_tokens"))
-    spec = rec.get("spec")
-    if isinstance(spec, dict):
-        vc = spec.get("verify_ct", spec.get("spec_verify_ct"))
-    else:
-        from specdash.sglang.versions import read_spec_meta
-
-        vc = read_spec_meta(rec, "verify_ct")
-    try:
-        return (int(ct) if ct is not None else None), (int(vc) if vc is not None else None)
-    except (TypeError, ValueError):
-        return None, None
-
-
 def _nan(v) -> float:
     return math.nan if v is None else v
 
@@ -463,7 +446,7 @@ class RunStats:
         self.count += 1
         seg = int(r.get("segment", 0))
         self.max_segment = max(self.max_segment, seg)
-        ct, vc = _verify_counts(r)
+        ct, vc = request_counts(r)
         if ct is not None:
             self._v_n += 1
             self._v_ct += ct

@@ -50,8 +50,9 @@ from specdash.eagle3.findings import Finding, render_findings
 from specdash.eagle3.verify_log import scan_log
 from specdash.eagle3.verify_tiers import ACCEPT_RE, AdaptiveView, adaptive_view
 from specdash.sglang.adaptive import read_internal_state
+from specdash.sglang.records import request_counts
 from specdash.sglang.speculative import LOG_TOPK1_ADJUST, SpecResolution
-from specdash.sglang.versions import has_feature, parse_version, read_spec_meta
+from specdash.sglang.versions import has_feature, parse_version
 
 #: Accept length at or below this is a collapse (only the bonus token survives).
 COLLAPSE_THRESHOLD = 1.05
@@ -195,24 +196,6 @@ def _load_draft(path: str | None):
         return None
 
 
-def _request_counts(rec: dict) -> tuple[int | None, int | None]:
-    """(completion_tokens, verify_ct) of one request record (None when absent)."""
-    if not isinstance(rec, dict):
-        return None, None
-    if "meta_info" in rec and isinstance(rec["meta_info"], dict):
-        rec = rec["meta_info"]
-    ct = rec.get("completion_tokens", rec.get("output_tokens"))
-    spec = rec.get("spec")
-    if isinstance(spec, dict):
-        vc = spec.get("verify_ct", spec.get("spec_verify_ct"))
-    else:
-        vc = read_spec_meta(rec, "verify_ct")
-    try:
-        return (int(ct) if ct is not None else None), (int(vc) if vc is not None else None)
-    except (TypeError, ValueError):
-        return None, None
-
-
 #: ``accept len: 1.00`` (Decode batch lines; also ``accept_len:``), not the adaptive controller's
 #: ``ema_accept_len=…`` (``Adaptive spec params updated`` lines: drafts only, bonus token excluded).
 
@@ -268,7 +251,7 @@ class CollapseWatch:
         """Add one finished request; returns the decision once made (None before)."""
         if self.decision is not None:
             return self.decision
-        ct, vc = _request_counts(record)
+        ct, vc = request_counts(record)
         if ct is None:
             return None
         self.requests += 1
@@ -502,7 +485,7 @@ def _acceptance(requests, log_lines, server_info, view: AdaptiveView, min_tokens
     """VERIFY_COLLAPSE (and VERIFY_ADAPTIVE for steps-0 windows): ``(acceptance, accept length, tokens)``."""
     tot_ct = tot_vc = spec_ct = 0
     for rec in requests or []:
-        ct, vc = _request_counts(rec)
+        ct, vc = request_counts(rec)
         if ct is None:
             continue
         tot_ct += ct

@@ -191,3 +191,24 @@ class GenerateResult:
             started_at=float(rec.get("started_at") or 0.0),
             text=rec.get("text"),
         )
+
+
+def request_counts(rec: Any) -> tuple[int | None, int | None]:
+    """``(completion_tokens, verify_ct)`` of one request record — a ``requests.jsonl`` line, a
+    ``GenerateResult`` dict or a bare ``meta_info`` — None where absent or not a number.  The one reader
+    of these two counts for post-launch verification and the run statistics' pooled stand-ins."""
+    if not isinstance(rec, dict):
+        return None, None
+    if "meta_info" in rec and isinstance(rec["meta_info"], dict):
+        rec = rec["meta_info"]
+    ct = rec.get("completion_tokens", rec.get("output_tokens"))
+    spec = rec.get("spec")
+    if isinstance(spec, dict):
+        vc = spec.get("verify_ct", spec.get("spec_verify_ct"))
+    else:
+        vc = read_spec_meta(rec, "verify_ct")
+    try:
+        return (int(ct) if ct is not None else None), (int(vc) if vc is not None else None)
+    except (TypeError, ValueError):
+        return None, None
+
