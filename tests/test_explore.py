@@ -86,7 +86,7 @@ def test_tune_starts_exploration_launches_cheaper_and_nothing_else(tmp_path):
     suite = small_suite(n_prompts=2, max_tokens=128)
     report = asyncio.run(tune(prof, suite, budget=3, out=tmp_path / "runs",
                               opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
-                              preset_dir=tmp_path / "presets"))
+                              preset_dir=tmp_path / "presets", fast_explore=True))
     log = report["launch_log"]
     roles = [e["role"] for e in log]
     assert roles[0] == "baseline" and roles.count("explore") >= 2, roles
@@ -131,7 +131,7 @@ def test_a_live_tune_plans_its_schedule_over_the_uncut_capture_list(tmp_path):
     p.write_text(p.read_text().replace('port = 0', 'port = 0\nextra_args = ["--cuda-graph-max-bs-decode", "16"]'))
     report = asyncio.run(tune(load_profile(str(p)), suite(n=4), budget=1, out=tmp_path / "runs", live=True,
                               chain_budget=1, opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
-                              preset_dir=tmp_path / "presets", final_ab=False))
+                              preset_dir=tmp_path / "presets", final_ab=False, fast_explore=True))
     live = [e for e in report["launch_log"] if e["role"] == "live"]
     assert live and live[0]["fast_start"] == ["--skip-server-warmup", "--cuda-graph-max-bs-decode", "1"]
     assert _manifest(live[0]["run_dir"])["cuda_graph_bs"] == [1]

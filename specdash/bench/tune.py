@@ -364,7 +364,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
                opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
                sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True,
                max_time_s: float | None = None, baseline_run: dict | None = None,
-               baseline_notes: Sequence[str] = (), fast_explore: bool = True) -> dict:
+               baseline_notes: Sequence[str] = (), fast_explore: bool = False) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -389,7 +389,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             stop reason says so.  The first two launches (baseline, start) always run.
         baseline_run: a RUN without speculation measured earlier (:func:`load_baseline_run`) in
             place of the baseline launch; ``baseline_notes`` go into the report.
-        fast_explore: start the exploration and live launches with SGLang's cheaper start-up options
+        fast_explore: (``specdash tune`` turns it on unless ``--full-start``) start the exploration and
+            live launches with SGLang's cheaper start-up options
             (:mod:`specdash.bench.explore`: no server warm-up request, decode CUDA graphs only up to the
             batch the tune's concurrency needs); the baseline, the final A/B and the adaptive schedule's
             launches never get them.  The report's ``fast_explore`` says what was added and why not.
