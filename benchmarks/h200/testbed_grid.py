@@ -174,16 +174,10 @@ def profile_copy(src: Path, out: Path, *, acc_len: float | str | None = None,
 
         flags = server_flags(parse_profile(data, src))
         plan = exploration_flags(flags, version=data["server"].get("sglang_version"), concurrency=fast_start)
-        data["server"]["extra_args"] = list(data["server"].get("extra_args", []))
-        for i, word in enumerate(plan.flags):  # replace a flag's value where the profile sets it
-            if word.startswith("--") and word in data["server"]["extra_args"] and i + 1 < len(plan.flags) \
-                    and not plan.flags[i + 1].startswith("--"):
-                j = data["server"]["extra_args"].index(word)
-                data["server"]["extra_args"][j + 1] = plan.flags[i + 1]
-            elif word.startswith("--") and word not in data["server"]["extra_args"]:
-                data["server"]["extra_args"].append(word)
-                if i + 1 < len(plan.flags) and not plan.flags[i + 1].startswith("--"):
-                    data["server"]["extra_args"].append(plan.flags[i + 1])
+        if plan.flags:  # specdash's one flag merge (a flag the profile sets gets the new value)
+            from specdash.bench.live import with_flags
+
+            data["server"]["extra_args"] = list(with_flags(parse_profile(data, src), extra=plan.flags).server.extra_args)
         base += f"-fast{fast_start}"
         changes.append(f"exploration start-up at concurrency {fast_start}: {' '.join(plan.flags) or 'nothing applies'}")
     data["name"] = base
