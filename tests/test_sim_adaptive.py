@@ -128,7 +128,8 @@ def test_interleave_config_alternates_two_tiers_in_one_launch(golden, tmp_path):
             str(cfg), "--sim-sglang-version", "0.5.14"]
     with SimProcess(args) as sim:
         generate(sim.url, "Describe photosynthesis step by step.", 120)
-        msgs = messages(sim.lines)
+        msgs = messages(sim.wait_for_lines(
+            lambda ls: len([m for m in messages(ls) if m.startswith("Switch adaptive")]) >= 10))
         assert "Built adaptive runtime state steps=1" in next(m for m in msgs if m.startswith("Built"))
         assert len([m for m in msgs if m.startswith("Built")]) == 1
         ours = [m for m in msgs if m.startswith(("Adaptive spec params updated", "Switch adaptive"))]

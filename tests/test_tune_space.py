@@ -101,9 +101,10 @@ def test_tune_reaches_the_full_grid_best(tmp_path, scenario, concurrency, n_prom
     suite = parse_suite({"suite": {"name": "t", "max_tokens": max_tokens, "concurrency": concurrency,
                                    "warmup": 1, "repeats": 1},
                          "prompts": [{"text": f"prompt number {i} about topic {i * 7}"} for i in range(n_prompts)]})
-    # the tune steers by wall-clock measurements: when a shared 2-core machine distorted one of them the
-    # whole tune runs once more (fresh launches); a second miss fails
-    for attempt in range(2):
+    # the tune steers by wall-clock measurements: on a shared 2-core machine one launch can read 3 % off
+    # (CI: 7/8/40 measured above 7/8/48, 96.5 % vs 99.4 % of the best), which sways the pick between two
+    # neighbours; the whole tune then runs again (fresh launches), up to three tries in all
+    for attempt in range(3):
         out = tmp_path / f"runs{attempt}"
         report = asyncio.run(tune(prof, suite, budget=8, out=out, opts=RunOptions(out_dir=out, preflight=False),
                                   preset_dir=tmp_path / f"presets{attempt}", final_ab=False))

@@ -62,6 +62,23 @@ class SimProcess:
         with self._lock:
             return list(self._lines)
 
+    def wait_for_lines(self, pred, timeout: float = 10.0, quiet_s: float = 0.2) -> list[str]:
+        """The log lines once ``pred(lines)`` holds and no new line came for ``quiet_s`` seconds.
+
+        The lines reach :attr:`lines` through a reader thread, so on a loaded machine the last
+        ones can lag the HTTP answer that caused them; a test reads the log through this.
+        Returns the lines at ``timeout`` even when ``pred`` never held (the assertion then says why).
+        """
+        deadline = time.monotonic() + timeout
+        seen, since = -1, time.monotonic()
+        while True:
+            now_lines = self.lines
+            if len(now_lines) != seen:
+                seen, since = len(now_lines), time.monotonic()
+            if (pred(now_lines) and time.monotonic() - since >= quiet_s) or time.monotonic() >= deadline:
+                return now_lines
+            time.sleep(0.02)
+
     def _reader(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in self.proc.stdout:
