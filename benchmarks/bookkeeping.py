@@ -104,14 +104,19 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def measure(path: Path) -> dict:
-    """The phases of the module docstring on ``path``; {phase: seconds, "peak_rss_mb": MB}."""
+def measure(path: Path, checkpointed: bool = False) -> dict:
+    """The phases of the module docstring on ``path``; {phase: seconds, "peak_rss_mb": MB}.
+
+    ``checkpointed``: resume from the checkpoint the first measurement wrote (no csv export);
+    otherwise any checkpoint is removed first and written at the end (its cost timed)."""
     import orjson
 
-    from specdash.bench.rundir import RunDir
+    from specdash.bench.rundir import STATS_CHECKPOINT, RunDir
     from specdash.collect.stream import RunStats
 
     out: dict = {"rss_start_mb": _rss_mb()}
+    if not checkpointed:
+        (path / STATS_CHECKPOINT).unlink(missing_ok=True)
     rd = RunDir(path)
     t = time.perf_counter()
     with open(rd.requests_path, "rb") as fh:  # the floor: one bare orjson pass (warms the page cache too)
@@ -143,9 +148,15 @@ def measure(path: Path) -> dict:
     out["summary_s"] = time.perf_counter() - t
     out["rss_after_summary_mb"] = _rss_mb()
     out["requests"], out["itl_p99_ms"] = s["requests"], (s["itl_ms"] or {}).get("p99")
-    t = time.perf_counter()
-    rd.write_requests_csv()
-    out["csv_export_s"] = time.perf_counter() - t
+    if not checkpointed and hasattr(rd, "write_checkpoint"):
+        t = time.perf_counter()
+        ck = rd.write_checkpoint()
+        out["checkpoint_write_s"] = time.perf_counter() - t
+        out["checkpoint_mb"] = ck.stat().st_size / 1e6 if ck else None
+    if not checkpointed:
+        t = time.perf_counter()
+        rd.write_requests_csv()
+        out["csv_export_s"] = time.perf_counter() - t
     out["peak_rss_mb"] = _rss_mb()
     return out
 
@@ -158,9 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary run directory")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child process
+    ap.add_argument("--checkpointed", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.measure:
-        print(json.dumps(measure(a.measure)))
+        print(json.dumps(measure(a.measure, a.checkpointed)))
         return 0
     tmp = None
     path = a.dir
@@ -174,17 +186,28 @@ def main(argv: list[str] | None = None) -> int:
               f"{(path / 'requests.jsonl').stat().st_size / 1e6:.0f} MB in {time.perf_counter() - t:.1f} s",
               file=sys.stderr)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    res = subprocess.run([sys.executable, __file__, "--measure", str(path)], env=env, check=True,
-                         capture_output=True, text=True)
-    fig = json.loads(res.stdout)
+    figs = []
+    for extra in ([], ["--checkpointed"]):
+        res = subprocess.run([sys.executable, __file__, "--measure", str(path), *extra], env=env, check=True,
+                             capture_output=True, text=True)
+        figs.append(json.loads(res.stdout))
+    fig, ck = figs
     if a.json:
-        print(json.dumps(fig, indent=2))
+        print(json.dumps({"no_checkpoint": fig, "checkpointed": ck}, indent=2))
     else:
         print(f"bare orjson pass over requests.jsonl (the floor) {fig['orjson_pass_s']:.2f} s")
-        print(f"resume load {fig['resume_load_s']:.2f} s ({fig['done']} done, {fig['remaining']} remaining); "
-              f"summary {fig['summary_s']:.2f} s; csv export {fig['csv_export_s']:.2f} s; "
-              f"peak RSS {fig['peak_rss_mb']:.0f} MB (after load {fig['rss_after_load_mb']:.0f} MB, "
-              f"after summary {fig['rss_after_summary_mb']:.0f} MB)")
+        print(f"resume load, no checkpoint (a run killed before it closed) {fig['resume_load_s']:.2f} s "
+              f"({fig['done']} done, {fig['remaining']} remaining); summary {fig['summary_s']:.2f} s; "
+              f"csv export {fig['csv_export_s']:.2f} s; peak RSS {fig['peak_rss_mb']:.0f} MB (after load "
+              f"{fig['rss_after_load_mb']:.0f} MB, after summary {fig['rss_after_summary_mb']:.0f} MB)")
+        if fig.get("checkpoint_write_s") is not None:
+            print(f"checkpoint write at close {fig['checkpoint_write_s']:.2f} s ({fig['checkpoint_mb']:.1f} MB)")
+            print(f"resume load from the checkpoint {ck['resume_load_s']:.2f} s ({ck['done']} done); "
+                  f"summary {ck['summary_s']:.2f} s; peak RSS {ck['peak_rss_mb']:.0f} MB (after load "
+                  f"{ck['rss_after_load_mb']:.0f} MB)")
+            if ck["done"] != fig["done"] or ck["itl_p99_ms"] != fig["itl_p99_ms"] or ck["requests"] != fig["requests"]:
+                print("MISMATCH between the checkpointed and the full read", file=sys.stderr)
+                return 1
     if tmp and not a.keep:
         import shutil
 

@@ -156,6 +156,41 @@ async def _naive_one(http: httpx.AsyncClient, body: dict) -> int:
     return ct
 
 
+_SGLANG: dict = {}
+
+
+def _sglang_client():
+    """SGLang's own benchmark request function (``async_request_sglang_generate`` of
+    ``sglang/benchmark/serving.py`` from 0.5.2x, ``sglang/bench_serving.py`` before), with the
+    module-level ``args`` its request function reads set as ``python -m sglang.bench_serving``'s
+    defaults would (greedy, ``ignore_eos``, streaming, no logprobs).  It opens one aiohttp session
+    (one connection) per request, so nothing is reused.
+
+    Raises:
+        SystemExit: SGLang's benchmark module is not importable here (how to get it named).
+    """
+    if not _SGLANG:
+        try:
+            try:
+                import sglang.benchmark.serving as mod
+            except ModuleNotFoundError as e:
+                if not (e.name or "").startswith("sglang.benchmark"):
+                    raise
+                import sglang.bench_serving as mod
+            import sglang
+        except Exception as e:  # noqa: BLE001 — any import failure means the same thing here
+            raise SystemExit(
+                f"--clients sglang: SGLang's benchmark client is not importable ({type(e).__name__}: {e}). "
+                "Install it beside specdash, e.g. `pip install --no-deps sglang==0.5.23` and the modules its "
+                "import asks for (aiohttp, transformers, torch CPU, ...), or leave 'sglang' out of --clients."
+            ) from None
+        mod.args = argparse.Namespace(temperature=0.0, disable_ignore_eos=False, top_p=1.0, disable_stream=False,
+                                      return_logprob=False, return_routed_experts=False, logprob_start_len=-1,
+                                      top_logprobs_num=0, token_ids_logprob=None, cache_report=False, header=None)
+        _SGLANG.update(mod=mod, version=sglang.__version__)
+    return _SGLANG["mod"]
+
+
 async def _run(kind: str, url: str, n_req: int, conc: int, max_tokens: int, per_event: int,
                interval: float, think: float = 0.0) -> tuple[float, float, int, int]:
     """One regime for one client → (CPU µs/token, wall s, tokens, failed requests).
@@ -166,7 +201,25 @@ async def _run(kind: str, url: str, n_req: int, conc: int, max_tokens: int, per_
     extra = {"bench_tokens_per_event": per_event, "bench_interval_s": interval}
     sampling = {"max_new_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
     errors: dict[str, int] = {}
-    if kind == "naive":
+    if kind == "sglang":
+        sb = _sglang_client()
+        inp = sb.RequestFuncInput(prompt="x", api_url=url + "/generate", prompt_len=1, output_len=max_tokens,
+                                  model="bench", lora_name=None, image_data=None, extra_request_body=extra)
+
+        class _NoClose:
+            async def aclose(self) -> None:
+                return None
+
+        http = _NoClose()
+
+        async def one() -> int:
+            out = await sb.async_request_sglang_generate(inp)
+            if not out.success:
+                key = (out.error or "?").strip().splitlines()[-1].split(":")[0] or "?"
+                errors[key] = errors.get(key, 0) + 1
+                return -1
+            return out.output_len
+    elif kind == "naive":
         http = httpx.AsyncClient(base_url=url, timeout=60, limits=httpx.Limits(max_connections=None))
         body = {"text": "x", "sampling_params": sampling, "stream": True, **extra}
 
@@ -251,8 +304,10 @@ def main() -> None:
     regimes = [
         ("full rate, c=1", args.requests, 1, 0.0, 0.0),
         ("full rate, c=16", args.requests, 16, 0.0, 0.0),
+        ("full rate, c=64", args.requests, 64, 0.0, 0.0),
         ("full rate, c=200", args.requests, 200, 0.0, 0.0),
         ("10 ms/event, c=16", paced, 16, 0.01, 0.0),
+        ("10 ms/event, c=64 x2", 128, 64, 0.01, 0.0),
         # More requests than streams: connections are reused (issue 14).
         ("full rate, c=256 x3", 768, 256, 0.0, 0.0),
         ("full rate, c=512 x2", 1024, 512, 0.0, 0.0),
@@ -272,13 +327,16 @@ def main() -> None:
     try:
         assert server.stdout.readline().strip() == b"ready"
         url = f"http://127.0.0.1:{port}"
-        print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, httpcore {httpcore.__version__}, "
+        kinds = args.clients.split(",")
+        if "sglang" in kinds:
+            _sglang_client()
+        sgl = f", SGLang {_SGLANG['version']} (aiohttp {__import__('aiohttp').__version__})" if _SGLANG else ""
+        print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, httpcore {httpcore.__version__}{sgl}, "
               f"{os.cpu_count()} CPUs; server keep-alive {args.keep_alive:g} s; CPU-µs of the client process "
               "per streamed token (512 tokens/request, 2 tokens/event); tok/s = tokens / wall; failed = requests "
               "not ok, summed over the runs")
         print(f"{'regime':28s} {'client':16s} {'µs/token':>9s} {'(min)':>7s} {'wall s':>7s} {'tok/s':>8s} "
               f"{'tokens':>8s} {'failed':>6s}")
-        kinds = args.clients.split(",")
         for name, n_req, conc, interval, think in regimes:
             runs: dict[str, list[tuple[float, float, int, int]]] = {k: [] for k in kinds}
             for _ in range(repeat):

@@ -10,9 +10,10 @@ Layout (README "Run directories")::
         metrics-after.txt     /metrics after the last measured request
         summary.json          {"specdash_version", "runs": [RUN]}
         requests.csv          requests.jsonl flattened, one row per record (:data:`CSV_COLUMNS`), at close
+        requests.stats.npz    the resume checkpoint: requests.jsonl's statistics folded up to a byte offset, at close
 
-Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json``, which
-are replaced atomically (write to a temporary file, then rename).  :func:`find_baseline_run`
+Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json`` (and the
+checkpoint, a cache that is never the record), which are replaced atomically (write to a temporary file, then rename).  :func:`find_baseline_run`
 looks a finished run up among the run directories of a parent (the dashboard's baseline line).
 """
 
@@ -41,6 +42,24 @@ CSV_COLUMNS = ("prompt_index", "repeat", "category", "segment", "concurrency", "
 #: :meth:`RunDir.done_keys`' last load, for the :meth:`RunDir.load_stats` that follows it
 #: (``(path, size, mtime_ns)`` → ``(RunStats, next segment)``; one entry at most).
 _LOADED: dict[tuple, tuple] = {}
+
+
+#: The resume checkpoint (:meth:`RunDir.close` writes it, :meth:`RunDir.load_stats` reads it).
+STATS_CHECKPOINT = "requests.stats.npz"
+_DIGEST_SPAN = 1 << 16  # bytes of requests.jsonl hashed at its start and before the checkpoint's offset
+
+
+def _span_digest(fh, offset: int) -> tuple[str, str]:
+    """sha256 of the first and of the last :data:`_DIGEST_SPAN` bytes of ``fh``'s first ``offset``
+    bytes: the checkpoint's proof that those bytes are the ones it folded (the file is append-only)."""
+    import hashlib
+
+    fh.seek(0)
+    head = hashlib.sha256(fh.read(min(offset, _DIGEST_SPAN))).hexdigest()
+    start = max(0, offset - _DIGEST_SPAN)
+    fh.seek(start)
+    tail = hashlib.sha256(fh.read(offset - start)).hexdigest()
+    return head, tail
 
 
 def _ms(v) -> float | None:
@@ -97,6 +116,9 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._requests_fh = None
+        #: every record of requests.jsonl folded (no record kept), for the checkpoint :meth:`close`
+        #: writes; None when this object has not seen the whole file (then no checkpoint is written)
+        self._ledger = None
 
     @classmethod
     def create(cls, parent: str | Path, profile_name: str, *, stamp: str | None = None) -> RunDir:
@@ -139,23 +161,32 @@ class RunDir:
                 with open(self.requests_path, "rb") as fh:
                     fh.seek(-1, os.SEEK_END)
                     torn = fh.read(1) != b"\n"
+            else:
+                size = self.requests_path.stat().st_size if self.requests_path.is_file() else 0
+                if not size and self._ledger is None:
+                    from specdash.collect.stream import RunStats
+
+                    self._ledger = RunStats(keep_records=False)
             self._requests_fh = open(self.requests_path, "a", encoding="utf-8")
             if torn:  # a crash cut the last line: end it, so the next record stays readable
                 self._requests_fh.write("\n")
         self._requests_fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
         self._requests_fh.flush()
+        if self._ledger is not None:
+            self._ledger.add(record)
 
-    def iter_requests(self) -> Iterator:
+    def iter_requests(self, offset: int = 0) -> Iterator:
         """The complete records of ``requests.jsonl``, one at a time, read line by line with orjson
         (a torn last line, or any line that is not JSON, is skipped): memory is one record's,
         however long the file.  Lines orjson refuses but :func:`json.loads` reads (``NaN``, which
         :meth:`append_request`'s ``json.dumps`` can write; integers beyond 64 bits) are read by
-        the latter."""
+        the latter.  ``offset``: start at that byte (a line start: the checkpoint's)."""
         if not self.requests_path.is_file():
             return
         import orjson
 
         with open(self.requests_path, "rb") as fh:
+            fh.seek(offset)
             for line in fh:
                 try:
                     yield orjson.loads(line)
@@ -200,11 +231,69 @@ class RunDir:
         from specdash.collect.stream import RunStats
 
         hit = _LOADED.pop(self._file_key(), None)
-        if hit is not None:
-            return hit
-        stats = RunStats(keep_records=False)
-        stats.fold(r for r in self.iter_requests() if isinstance(r, dict))
-        return stats, stats.max_segment + 1
+        if hit is None:
+            stats, offset = self._read_checkpoint() or (RunStats(keep_records=False), 0)
+            stats.fold(r for r in self.iter_requests(offset) if isinstance(r, dict))
+            hit = stats, stats.max_segment + 1
+        if self._requests_fh is None:  # this object has now seen the whole file: it can checkpoint it
+            self._ledger = RunStats.from_state(*hit[0].state())
+        return hit
+
+    def _read_checkpoint(self):
+        """``(RunStats, offset)`` from :data:`STATS_CHECKPOINT` when it describes the first ``offset``
+        bytes of this ``requests.jsonl`` (same size or longer, same bytes at its start and before
+        ``offset``, a line ending there; the records past it are the caller's to fold); None
+        otherwise — missing, unreadable, of another format or another file: the records are then
+        read from the start, so a bad checkpoint costs time, never a wrong figure."""
+        import numpy as np
+
+        from specdash.collect.stream import RunStats
+
+        path = self.path / STATS_CHECKPOINT
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+            meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
+            offset = int(meta["offset"])
+            with open(self.requests_path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if not 0 < offset <= size:
+                    return None
+                fh.seek(offset - 1)
+                if fh.read(1) != b"\n" or list(_span_digest(fh, offset)) != meta["digest"]:
+                    return None
+            return RunStats.from_state(meta["stats"], arrays), offset
+        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError):
+            return None
+        except Exception:  # noqa: BLE001 — np.load of a damaged zip raises zipfile's own errors too
+            return None
+
+    def write_checkpoint(self) -> Path | None:
+        """Write :data:`STATS_CHECKPOINT` (atomically, mode 0600) from the records this object saw — the
+        whole ``requests.jsonl`` — so that a later ``--resume`` folds only the records after it;
+        None (nothing written) when this object has not seen the whole file or it is empty."""
+        import numpy as np
+
+        if self._ledger is None or not self._ledger.count or not self.requests_path.is_file():
+            return None
+        if self._requests_fh is not None:
+            self._requests_fh.flush()
+        meta, arrays = self._ledger.state()
+        with open(self.requests_path, "rb") as fh:
+            offset = os.fstat(fh.fileno()).st_size
+            digest = list(_span_digest(fh, offset))
+        head = json.dumps({"offset": offset, "digest": digest, "stats": meta}, separators=(",", ":"))
+        path = self.path / STATS_CHECKPOINT
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, meta=np.frombuffer(head.encode("utf-8"), dtype=np.uint8), **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return path
 
     def write_text(self, name: str, text: str | None) -> None:
         """Write a text file (e.g. ``metrics-before.txt``); a None text writes nothing."""
@@ -248,11 +337,16 @@ class RunDir:
         return path
 
     def close(self) -> None:
-        """Close the open ``requests.jsonl`` handle and write ``requests.csv`` (the end of a run,
-        a resumed one included, whatever way it ended)."""
+        """Close the open ``requests.jsonl`` handle, write the resume checkpoint
+        (:meth:`write_checkpoint`) and ``requests.csv`` (the end of a run, a resumed one included,
+        whatever way it ended)."""
         if self._requests_fh is not None:
             self._requests_fh.close()
             self._requests_fh = None
+        try:
+            self.write_checkpoint()
+        except OSError:
+            pass  # the checkpoint only saves time; without it a resume reads every record
         try:
             self.write_requests_csv()
         except OSError:

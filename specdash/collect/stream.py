@@ -305,6 +305,42 @@ class ValuePool:
         del x, ticks
         self._raw = array("d")
 
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """``(meta, arrays)``: what :meth:`from_state` needs to rebuild this pool exactly (the raw
+        buffer as it is, the dense table as its non-zero ticks and counts, the sorted table)."""
+        arrays = {"raw": np.frombuffer(self._raw, dtype=float).copy(), "vals": self._vals, "counts": self._counts}
+        if self._dense is not None:
+            nz = np.flatnonzero(self._dense)
+            arrays.update(dense_ticks=nz.astype(np.int64), dense_counts=self._dense[nz])
+        return {"n": self.n, "dense": self._dense is not None}, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: dict[str, np.ndarray]) -> ValuePool:
+        """The pool :meth:`state` described.
+
+        Raises:
+            ValueError: arrays missing or of the wrong kind, or counts that do not add up to ``n``.
+        """
+        pool = cls()
+        try:
+            raw = np.asarray(arrays["raw"], dtype=float)
+            pool._raw = array("d", raw.tobytes())
+            pool._vals = np.asarray(arrays["vals"], dtype=float)
+            pool._counts = np.asarray(arrays["counts"], dtype=np.int64)
+            if meta["dense"]:
+                ticks = np.asarray(arrays["dense_ticks"], dtype=np.int64)
+                if ticks.size and (ticks.min() < 0 or ticks.max() >= cls.DENSE_TICKS):
+                    raise ValueError("a dense tick outside the table")
+                pool._dense = np.zeros(cls.DENSE_TICKS, dtype=np.int64)
+                pool._dense[ticks] = np.asarray(arrays["dense_counts"], dtype=np.int64)
+            pool.n = int(meta["n"])
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"ITL pool state incomplete: {e}") from None
+        held = len(pool._raw) + int(pool._counts.sum()) + (int(pool._dense.sum()) if pool._dense is not None else 0)
+        if held != pool.n or pool._vals.shape != pool._counts.shape:
+            raise ValueError(f"ITL pool state holds {held} values, says {pool.n}")
+        return pool
+
     def distribution(self) -> dict | None:
         """``distribution_ms`` of every value added (see the class docstring for exactness)."""
         if self._dense is None:
@@ -503,6 +539,83 @@ class RunStats:
             if g is None:
                 g = self._buckets[label] = _Group()
             g.add(n, r)
+
+    # -- state (the resume checkpoint of :class:`~specdash.bench.rundir.RunDir`) ----------------
+    #: bump when the state's shape changes: an older checkpoint is then ignored (the records re-read)
+    STATE_FORMAT = 1
+
+    def state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """``(meta, arrays)``: the folded statistics (never the kept records) as JSON-able ``meta``
+        and float64 / int64 ``arrays`` — :meth:`from_state` rebuilds an object whose every read-out
+        equals this one's, bit for bit (same column order, same ITL pool)."""
+        def spec_json(t: SpecTotals) -> list:
+            return [t.tokens, t.verify_ct, t.correct, t.proposed, t.histogram, t.requests]
+
+        itl_meta, itl_arrays = self._itl.state()
+        arrays = {f"itl_{k}": v for k, v in itl_arrays.items()}
+        for name in ("_ttft", "_tpot", "_e2e", "_g_ttft", "_g_tpot", "_g_e2e"):
+            arrays[name] = np.frombuffer(getattr(self, name), dtype=float).copy()
+        groups = {}
+        for kind in ("_cats", "_buckets"):
+            groups[kind] = []
+            for i, (name, g) in enumerate(getattr(self, kind).items()):
+                groups[kind].append([name, g.tokens, g.requests, spec_json(g.spec)])
+                arrays[f"{kind}_{i}"] = np.frombuffer(g.rates, dtype=float).copy()
+        meta = {
+            "format": self.STATE_FORMAT, "count": self.count, "ok_count": self.ok_count,
+            "max_segment": self.max_segment, "tokens": self._tokens, "spec": spec_json(self._spec),
+            "itl": itl_meta, "done": [list(k) for k in self._done], "failed": [list(k) for k in self._failed_keys],
+            "windows": [[seg, *w] for seg, w in self._windows.items()],
+            "sends": [[seg, *v] for seg, v in self._sends.items()],
+            "verify": [self._v_ct, self._v_vc, self._v_spec_ct, self._v_n], **groups,
+        }
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta: dict, arrays: dict[str, np.ndarray]) -> RunStats:
+        """The statistics :meth:`state` described (keeping no records).
+
+        Raises:
+            ValueError: another :data:`STATE_FORMAT`, or a field missing or of the wrong shape.
+        """
+        if not isinstance(meta, dict) or meta.get("format") != cls.STATE_FORMAT:
+            raise ValueError(f"statistics state format {meta.get('format') if isinstance(meta, dict) else meta!r}, "
+                             f"not {cls.STATE_FORMAT}")
+
+        def spec_of(v: list) -> SpecTotals:
+            tokens, vct, correct, proposed, hist, requests = v
+            return SpecTotals(int(tokens), int(vct), int(correct), int(proposed),
+                              None if hist is None else [int(x) for x in hist], int(requests))
+
+        def col(name: str) -> array:
+            return array("d", np.asarray(arrays[name], dtype=float).tobytes())
+
+        st = cls(keep_records=False)
+        try:
+            st.count, st.ok_count = int(meta["count"]), int(meta["ok_count"])
+            st.max_segment, st._tokens = int(meta["max_segment"]), int(meta["tokens"])
+            st._spec = spec_of(meta["spec"])
+            st._itl = ValuePool.from_state(meta["itl"], {k[4:]: v for k, v in arrays.items() if k.startswith("itl_")})
+            for name in ("_ttft", "_tpot", "_e2e", "_g_ttft", "_g_tpot", "_g_e2e"):
+                setattr(st, name, col(name))
+            st._done = {tuple(k) for k in meta["done"]}
+            st._failed_keys = [tuple(k) for k in meta["failed"]]
+            st._windows = {int(seg): [lo, hi] for seg, lo, hi in meta["windows"]}
+            st._sends = {int(seg): [int(n), lo, hi] for seg, n, lo, hi in meta["sends"]}
+            st._v_ct, st._v_vc, st._v_spec_ct, st._v_n = (int(x) for x in meta["verify"])
+            for kind in ("_cats", "_buckets"):
+                out = getattr(st, kind)
+                for i, (name, tokens, requests, spec) in enumerate(meta[kind]):
+                    g = _Group()
+                    g.tokens, g.requests, g.spec = int(tokens), int(requests), spec_of(spec)
+                    g.rates = col(f"{kind}_{i}")
+                    out[str(name)] = g
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"statistics state incomplete or malformed: {type(e).__name__}: {e}") from None
+        if len(st._g_ttft) != st.ok_count or len(st._done) > st.ok_count:
+            raise ValueError(f"statistics state inconsistent: {len(st._g_ttft)} requests in the columns, "
+                             f"{st.ok_count} counted")
+        return st
 
     # -- read-outs ----------------------------------------------------------------------------
     def done_keys(self) -> set:
