@@ -36,12 +36,15 @@ async def send_suite(
     segment: int = 0,
     on_record: Callable[[dict], None] | None = None,
     stop: asyncio.Event | None = None,
+    keep: bool = True,
 ) -> list[dict]:
     """Send ``items`` with at most ``concurrency`` requests in flight; return the records.
 
     Each record is the client's ``GenerateResult.to_json()`` plus ``prompt_index``,
     ``repeat``, ``category``, ``segment``.  ``on_record`` sees each as it finishes (the
     run directory appends it there).  A failed request is recorded with ``ok: false``.
+    ``keep=False`` returns [] and holds no record once ``on_record`` had it (a dashboard's
+    looping load: memory flat however many requests a call sends).
     """
     queue: asyncio.Queue = asyncio.Queue()
     for it in items:
@@ -66,7 +69,8 @@ async def send_suite(
                 res = await client.generate_stream(prompt.text, sampling_params(suite, n), rid=rid)
             rec = res.to_json()
             rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
-            records.append(rec)
+            if keep:
+                records.append(rec)
             if on_record is not None:
                 on_record(rec)
 

@@ -110,25 +110,30 @@ class RunDir:
     Args:
         path: the directory; created (with parents) if missing.  An existing directory
             is reused only for ``--resume``: records are then appended.
+        checkpoint: fold every record appended for the resume checkpoint written at
+            :meth:`close` (:meth:`write_checkpoint`); off for directories no ``--resume`` reads
+            (the dashboard's looping load, whose memory must stay flat for hours).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, checkpoint: bool = True) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self.checkpoint = checkpoint
         self._requests_fh = None
         #: every record of requests.jsonl folded (no record kept), for the checkpoint :meth:`close`
         #: writes; None when this object has not seen the whole file (then no checkpoint is written)
         self._ledger = None
 
     @classmethod
-    def create(cls, parent: str | Path, profile_name: str, *, stamp: str | None = None) -> RunDir:
+    def create(cls, parent: str | Path, profile_name: str, *, stamp: str | None = None,
+               checkpoint: bool = True) -> RunDir:
         """A new ``parent/<stamp>-<profile>/`` directory (a ``-2``, ``-3`` … suffix if taken)."""
         base = Path(parent) / f"{stamp or utc_stamp()}-{safe_name(profile_name)}"
         path, n = base, 1
         while path.exists():
             n += 1
             path = base.with_name(f"{base.name}-{n}")
-        return cls(path)
+        return cls(path, checkpoint=checkpoint)
 
     # -- files ---------------------------------------------------------------------------------
     @property
@@ -163,7 +168,7 @@ class RunDir:
                     torn = fh.read(1) != b"\n"
             else:
                 size = self.requests_path.stat().st_size if self.requests_path.is_file() else 0
-                if not size and self._ledger is None:
+                if not size and self._ledger is None and self.checkpoint:
                     from specdash.collect.stream import RunStats
 
                     self._ledger = RunStats(keep_records=False)
@@ -235,7 +240,7 @@ class RunDir:
             stats, offset = self._read_checkpoint() or (RunStats(keep_records=False), 0)
             stats.fold(r for r in self.iter_requests(offset) if isinstance(r, dict))
             hit = stats, stats.max_segment + 1
-        if self._requests_fh is None:  # this object has now seen the whole file: it can checkpoint it
+        if self._requests_fh is None and self.checkpoint:  # this object has seen the whole file: it can checkpoint it
             self._ledger = RunStats.from_state(*hit[0].state())
         return hit
 

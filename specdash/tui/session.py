@@ -336,7 +336,7 @@ class Session(PresetsMixin):
             except PreflightBlocked:
                 self._set_state(ServerState.IDLE, "preflight found errors: fix them, or launch anyway")
                 raise
-            self.rundir = RunDir.create(self.out_dir, self.profile.name)
+            self.rundir = RunDir.create(self.out_dir, self.profile.name, checkpoint=False)
             launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.sglang_version,
                                           preflight=report, extra_manifest={"source": "tui"})
             info = _launch_info(launch.spec)
@@ -504,7 +504,7 @@ class Session(PresetsMixin):
                 items = work_items(suite, repeats * rounds, offset)
                 offset += repeats * rounds
                 await send_suite(self.client, suite, items, concurrency=st.concurrency, max_tokens=max_tokens,
-                                 on_record=self._on_record, stop=self._load_stop)
+                                 on_record=self._on_record, stop=self._load_stop, keep=False)
                 if not st.loop or self._load_stop.is_set():
                     break
         except asyncio.CancelledError:
@@ -522,7 +522,7 @@ class Session(PresetsMixin):
         from specdash.launch import attached_profile, build_manifest, server_fields
 
         prof = self.profile or attached_profile()
-        self.rundir = RunDir.create(self.out_dir, prof.name)
+        self.rundir = RunDir.create(self.out_dir, prof.name, checkpoint=False)
         manifest = build_manifest(prof, url=self.url or "", sglang_version=self.sglang_version,
                                   extra={"source": "tui"})
         with contextlib.suppress(Exception):  # a server that does not say costs the fields only
