@@ -58,6 +58,10 @@ def error_response(message: str, status: int = 400) -> Response:
     return json_response({"error": {"message": message}}, status)
 
 
+class ContextLengthError(ValueError):
+    """A request longer than the context (SGLang's message: :meth:`SimServer.context_error`)."""
+
+
 class SamplingError(ValueError):
     """Bad ``sampling_params``; ``body`` is the JSON SGLang answers with (HTTP 400)."""
 
@@ -223,16 +227,29 @@ class Api:
         if batch:
             items = text if isinstance(text, list) else [None] * len(ids)
             reqs = []
-            for i, item in enumerate(items):
-                sp = (sp_raw[i] if isinstance(sp_raw, list) else sp_raw) or {}
-                rid = body.get("rid")[i] if isinstance(body.get("rid"), list) else None
-                reqs.append(self._submit(item, ids[i] if isinstance(ids, list) else None, sp, rid, log_metrics))
+            try:
+                for i, item in enumerate(items):
+                    sp = (sp_raw[i] if isinstance(sp_raw, list) else sp_raw) or {}
+                    rid = body.get("rid")[i] if isinstance(body.get("rid"), list) else None
+                    reqs.append(self._submit(item, ids[i] if isinstance(ids, list) else None, sp, rid, log_metrics))
+            except ContextLengthError as exc:
+                for r in reqs:
+                    self.srv.engine.abort(r)
+                return error_response(str(exc))
             out = []
             for r in reqs:
                 await self._wait_done(r)
                 out.append(self._final_json(r, logprobs))
             return json_response(out)
-        r = self._submit(text, ids, sp_raw or {}, body.get("rid"), log_metrics)
+        try:
+            r = self._submit(text, ids, sp_raw or {}, body.get("rid"), log_metrics)
+        except ContextLengthError as exc:
+            if stream:  # SGLang's stream_results: the ValueError as an error event, then [DONE] (HTTP 200)
+                err = {"error": {"message": str(exc), "type": "invalid_request_error", "code": 400,
+                                 "retryable": False}}
+                return StreamingResponse(iter([b"data: " + orjson.dumps(err) + b"\n\n", SSE_DONE]),
+                                         media_type="text/event-stream")
+            return error_response(str(exc))
         if stream:
             return StreamingResponse(self._stream_generate(r, logprobs), media_type="text/event-stream")
         await self._wait_done(r)
@@ -244,9 +261,22 @@ class Api:
         mnt = sp.get("max_new_tokens", 128)
         if mnt is None:
             mnt = 128
-        return self.srv.engine.new_request(text if isinstance(text, str) else None, ids if ids else None, int(mnt),
+        text = text if isinstance(text, str) else None
+        mnt = self._fit_context(self.srv.engine.prompt_tokens(text, ids if ids else None), int(mnt))
+        return self.srv.engine.new_request(text, ids if ids else None, mnt,
                                            rid=str(rid) if rid else None, temperature=sp.get("temperature", 1.0),
                                            log_metrics=log_metrics)
+
+    def _fit_context(self, prompt_tokens: int, max_new_tokens: int) -> int:
+        """The max new tokens to run for a prompt of ``prompt_tokens``.
+
+        Raises:
+            ContextLengthError: the request does not fit the context (SGLang's message).
+        """
+        err, mnt = self.srv.context_error(prompt_tokens, max_new_tokens)
+        if err is not None:
+            raise ContextLengthError(err)
+        return int(mnt if mnt is not None else max_new_tokens)
 
     async def _wait_done(self, r: SimRequest) -> None:
         while not r.finished:
@@ -338,6 +368,11 @@ class Api:
         temperature = body.get("temperature", 1.0)
         if not isinstance(mnt, int) or mnt < 0:
             return error_response(f"max_tokens must be a non-negative integer, got {mnt!r}")
+        try:
+            mnt = self._fit_context(self.srv.engine.prompt_tokens(prompt, None), int(mnt))
+        except ContextLengthError as exc:  # serving_base.create_error_response: OpenAI's error object
+            return json_response({"object": "error", "message": str(exc), "type": "BadRequestError", "param": None,
+                                  "code": 400}, 400)
         r = self.srv.engine.new_request(prompt, None, int(mnt), rid=None, temperature=temperature)
         cid = uuid.uuid4().hex
         created = int(time.time())

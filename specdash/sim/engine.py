@@ -252,19 +252,26 @@ class Engine:
         for r in list(self.running) + list(self.waiting):
             self._finish(r, {"type": "abort", "message": "server shutting down"}, metrics=False)
 
+    @staticmethod
+    def prompt_tokens(prompt_text: str | None, prompt_ids: list[int] | None) -> int:
+        """The prompt's token count as :meth:`new_request` counts it (``input_ids`` as given, text by
+        the simulator's tokenizer stand-in)."""
+        from specdash.sim.text import count_tokens
+
+        if prompt_ids is not None:
+            return max(1, len(prompt_ids))
+        return count_tokens(prompt_text or "")
+
     def new_request(self, prompt_text: str | None, prompt_ids: list[int] | None, max_new_tokens: int, *,
                     rid: str | None = None, temperature: float | None = 0.0, log_metrics: bool = True,
                     internal: str = "", ignore_eos: bool = True) -> SimRequest:
         """Create and queue a request (``prompt_text`` or ``prompt_ids``)."""
-        from specdash.sim.text import count_tokens
-
+        n_prompt = self.prompt_tokens(prompt_text, prompt_ids)
         if prompt_ids is not None:
             key = "ids:" + ",".join(str(i) for i in prompt_ids[:4096])
-            n_prompt = max(1, len(prompt_ids))
             category = "general"
         else:
             key = prompt_text or ""
-            n_prompt = count_tokens(key)
             category = detect_category(key)
         r = SimRequest(rid or uuid.uuid4().hex, key, n_prompt, max(0, int(max_new_tokens)),
                        temperature=temperature, log_metrics=log_metrics, internal=internal)

@@ -359,6 +359,30 @@ class SimServer:
                                       [b for b in bs if b <= cap] or [1] if bs else None)
         return self.adaptive.init_lines()
 
+    def context_error(self, prompt_tokens: int, max_new_tokens: int | None) -> tuple[str | None, int | None]:
+        """SGLang's request-length check (``TokenizerManager._validate_one_request``, 0.5.14
+        ``tokenizer_manager.py``): ``(message, max_new_tokens)`` — the ``ValueError`` text the real
+        server answers with (HTTP 400; an error event in a stream), or None and the max new tokens
+        to run (cut to fit under ``--allow-auto-truncate``).  EAGLE reserves
+        max(topk × steps, draft tokens) slots of the context for its draft tokens."""
+        reserved = 0
+        if self.spec_shape is not None:
+            sh = self.spec_shape
+            reserved = max(sh.topk * sh.steps, sh.num_draft_tokens)
+        n = int(prompt_tokens) + reserved
+        ctx = int(self.context_len)
+        truncate = bool(self.args.get("allow_auto_truncate"))
+        if n >= ctx and not truncate:
+            return (f"The input ({n} tokens) is longer than the model's context length ({ctx} tokens).", None)
+        if max_new_tokens is not None and max_new_tokens + n > ctx:
+            if truncate:
+                return None, max(0, ctx - n)
+            return (f"Requested token count exceeds the model's maximum context length of {ctx} tokens. You "
+                    f"requested a total of {max_new_tokens + n} tokens: {n} tokens from the input messages and "
+                    f"{max_new_tokens} tokens for the completion. Please reduce the number of tokens in the input "
+                    "messages or the completion to fit within the limit.", None)
+        return None, max_new_tokens
+
     def _draft_context_check(self) -> None:
         """Draft built with the target's context length (``eagle_worker_v2.py``)."""
         if self.draft is None:
