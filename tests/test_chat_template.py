@@ -247,3 +247,15 @@ def test_a_template_that_fails_is_a_profile_error(tmp_path):
     (d / "tokenizer_config.json").write_text("{not json")
     with pytest.raises(ProfileError, match=r"tokenizer_config.json: not valid JSON"):
         apply_prompt_format(_profile(str(d)), _suite({"text": "hello"}))
+
+
+def test_messages_without_a_user_turn_say_so():
+    """From a newcomer's try: a system-only chat was refused as "text: Field required"."""
+    with pytest.raises(ProfileError) as e:
+        parse_suite({"suite": {"name": "s"}, "prompts": [{"text": "fine"},
+                                                         {"messages": [{"role": "system", "content": "Be brief."}]}]})
+    msg = str(e.value)
+    assert "prompts.1" in msg and "no user message" in msg and "roles: system" in msg and 'role = "user"' in msg
+    ok = parse_suite({"suite": {"name": "s"}, "prompts": [
+        {"messages": [{"role": "system", "content": "Be brief."}], "text": "the raw form"}]})
+    assert ok.prompts[0].text == "the raw form"

@@ -419,3 +419,20 @@ def test_hosts_are_checked_for_what_urls_and_ssh_will_need(tmp_path):
         parse_profile({**base, "nodes": [{"host": "10.0.0.1", "node_rank": 0}, {"host": "h1", "node_rank": "1"}]})
     ok = parse_profile({**base, "nodes": [{"host": "10.0.0.1", "node_rank": 0}, {"host": "[fd00::2]", "node_rank": 1}]})
     assert ok.nodes[1].host == "[fd00::2]"
+
+
+def test_loopback_names_are_one_machine_and_the_fix_never_repeats_the_value(monkeypatch):
+    """From a newcomer's try: node 0 on 127.0.0.1 and node 1 on "localhost" is one machine (no NODES
+    error about hosts), and with node 0 itself on loopback and node 1 remote the fix cannot be "use node
+    0's address" (that is the same loopback value)."""
+    monkeypatch.setenv("K", "k")
+    data = copy.deepcopy(two_nodes())
+    data["nodes"][0]["host"], data["nodes"][1]["host"] = "127.0.0.1", "localhost"
+    data["server"]["dist_init_addr"] = "localhost:50000"
+    msgs = [f.message for f in nodes_findings(data)]
+    assert not any("loopback address but" in m or "not node 0's host" in m or "is node 1's host" in m
+                   for m in msgs), msgs
+    data["nodes"][1]["host"] = "10.0.0.2"
+    data["server"]["dist_init_addr"] = "127.0.0.1:50000"
+    (f,) = [f for f in nodes_findings(data) if "is a loopback address" in f.message]
+    assert "127.0.0.1:50000" not in f.fix and "an address the other nodes reach" in f.fix, f.fix

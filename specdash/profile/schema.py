@@ -343,6 +343,11 @@ class Prompt(_Strict):
                          and m.get("role") == "user" and isinstance(m.get("content"), str)), None)
             if user is not None:
                 data = {**data, "text": user}
+            elif data["messages"]:
+                roles = ", ".join(sorted({str(m.get("role")) for m in data["messages"] if isinstance(m, dict)}))
+                raise ValueError(f"messages has no user message with text content (roles: {roles or 'none'}): a chat "
+                                 'prompt needs at least one {role = "user", content = "..."} — its raw-text form, '
+                                 "what a suite without a chat template sends — or give the prompt a text")
         return data
 
 

@@ -182,7 +182,12 @@ def _rendezvous_host(ctx: RuleContext, nodes: list, host: str, port: int) -> Non
     addr = ctx.profile.server.dist_init_addr
     node0 = nodes[0].host
     hosts = {x.host for x in nodes}
-    several = len(hosts) > 1
+    # every loopback name (localhost, 127.0.0.1, ::1, 127.x) is this one machine
+    several = len({"loopback" if loopback_host(h) else h.lower() for h in hosts}) > 1
+
+    def same(a: str, b: str) -> bool:
+        return a.lower() == b.lower() or (loopback_host(a) and loopback_host(b))
+
     http = ctx.flags.get("--port")
     good = port if str(port) != str(http) else (port + 20000 if port < 45535 else port - 20000)
     fix_addr = f'dist_init_addr = "{node0}:{good}"'
@@ -191,18 +196,23 @@ def _rendezvous_host(ctx: RuleContext, nodes: list, host: str, port: int) -> Non
                 _RDZV_WHY + " 0.0.0.0 / :: mean 'any local address' to a listener, nothing to a client.",
                 f"use node 0's address: [server] {fix_addr}", dist_init_addr=addr)
     elif loopback_host(host) and several:
+        if loopback_host(node0):  # node 0's own address is loopback too: there is no address to copy
+            fix = ("give node 0 an address the other nodes reach (its LAN or cluster-network address) as its "
+                   f'host in [[nodes]] and in [server] dist_init_addr = "<that address>:{good}"')
+        else:
+            fix = f"use node 0's address: [server] {fix_addr}"
         ctx.add("NODES", "error",
                 f"dist_init_addr {addr} is a loopback address but the nodes are on {len(hosts)} hosts "
                 f"({', '.join(sorted(hosts))})",
                 _RDZV_WHY + f" On nodes other than node 0, {host} is the node itself, not node 0.",
-                f"use node 0's address: [server] {fix_addr}", dist_init_addr=addr, hosts=sorted(hosts))
-    elif host != node0 and host in hosts:
+                fix, dist_init_addr=addr, hosts=sorted(hosts))
+    elif not same(host, node0) and host in hosts:
         other = next(x for x in nodes if x.host == host)
         ctx.add("NODES", "error",
                 f"dist_init_addr {addr} is node {other.node_rank}'s host, not node 0's ({node0})",
                 _RDZV_WHY + " The listener is rank 0's, which runs on node 0: it cannot listen on another "
                 "machine's address.", f"[server] {fix_addr}", dist_init_addr=addr, node0=node0)
-    elif host != node0 and not (loopback_host(host) and loopback_host(node0)):
+    elif not same(host, node0):
         ctx.add("NODES", "warning",
                 f"dist_init_addr {addr} names {host}, which is not node 0's host ({node0})",
                 _RDZV_WHY + " This is right when it is another name or interface of node 0 (e.g. its "
