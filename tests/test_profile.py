@@ -159,6 +159,16 @@ def test_variant_maker_and_preset_writer(tmp_path):
         write_preset(v, "a/b", directory=tmp_path, note="x")
     assert write_preset(v, "a/b", directory=tmp_path, note="x", description="d", on_exists="overwrite") == first
     assert load_profile(str(first)).description == "d"
+    # defaults the source never wrote stay out (a newcomer found ssh_options = [] in a single-node preset)
+    plain = write_preset(profile_variant(src, {"num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 3}), "plain",
+                         directory=tmp_path, note="x", base_text=base)
+    for p in (plain, second):
+        text = p.read_text()
+        assert "ssh_options" not in text and "= []" not in text, text
+    assert "extra_args = [" in second.read_text()  # set: written
+    assert load_profile(str(plain)).model_dump(exclude={"name", "description"}) == \
+        profile_variant(src, {"num_steps": 2, "eagle_topk": 1, "num_draft_tokens": 3}).model_dump(
+            exclude={"name", "description"})
 
 
 @pytest.mark.parametrize("env,words", [

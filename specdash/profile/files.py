@@ -147,6 +147,10 @@ def profile_to_toml(profile: Profile, *, header: str = "", base_text: str | None
                 node.pop(key, None)
     if not data.get("gpu_exporters"):
         data.pop("gpu_exporters", None)
+    for section in data.values():  # [server] extra_args = [], ssh_options = [] … are the defaults: not written
+        if isinstance(section, dict):
+            for key in [k for k, v in section.items() if v == [] or v == {}]:
+                del section[key]
     if profile.server.launcher != "sim":
         data.pop("sim", None)
     if base_text is not None:
