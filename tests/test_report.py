@@ -244,6 +244,15 @@ def test_report_refuses_what_is_not_a_directory_it_knows(dirs, tmp_path, capsys)
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 2
     assert "no summary.json, comparison.json or tune.json" in capsys.readouterr().err
+    # a run that never got to its summary (a launch that failed): said as such, with where to look
+    never = tmp_path / "never"
+    never.mkdir()
+    (never / "manifest.json").write_text(json.dumps({"profile": "demo-eagle3"}))
+    (never / "server.log").write_text("RuntimeError: CUDA out of memory\n")
+    assert main(["report", str(never)]) == 2
+    err = capsys.readouterr().err
+    assert "is a run directory of profile demo-eagle3" in err and "no request record" in err
+    assert f"{never / 'server.log'} says how the server ended" in err and f"--resume {never}" in err
 
 
 def test_report_of_a_tune_dir(tmp_path):

@@ -282,6 +282,16 @@ def load_source(path: str | Path) -> Source:
         return Source(p, "compare", comparison=_read_json(p / "comparison.json"))
     if (p / "tune.json").is_file():
         return Source(p, "tune", tune=_read_json(p / "tune.json"))
+    if (p / "manifest.json").is_file():  # a run directory whose run ended before it wrote a summary
+        manifest = _read_json(p / "manifest.json")
+        name = manifest.get("profile") if isinstance(manifest, dict) else None
+        name = name if isinstance(name, str) else None
+        log = p / "server.log"
+        why = f"; {log} says how the server ended" if log.is_file() and log.stat().st_size else ""
+        recs = " and some request records" if (p / "requests.jsonl").is_file() else ", no request record"
+        raise ReportError(f"{p} is a run directory{f' of profile {name}' if name else ''} with a manifest{recs} but "
+                          f"no summary.json: the run ended before it wrote one{why}. Run it again, or continue it, "
+                          f"with `specdash --bench --resume {p}`")
     hint = " (an unfinished run? continue it with --resume)" if (p / "requests.jsonl").is_file() else ""
     raise ReportError(f"{p} holds no summary.json, comparison.json or tune.json: not a run, compare or tune "
                       f"directory{hint}")
