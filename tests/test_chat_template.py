@@ -259,3 +259,29 @@ def test_messages_without_a_user_turn_say_so():
     ok = parse_suite({"suite": {"name": "s"}, "prompts": [
         {"messages": [{"role": "system", "content": "Be brief."}], "text": "the raw form"}]})
     assert ok.prompts[0].text == "the raw form"
+
+
+def test_attached_run_without_profile_renders_with_the_servers_tokenizer(tmp_path):
+    """``--url`` alone: the chat template is the one of the tokenizer /server_info names (when that directory
+    is on this machine too); a server whose tokenizer is not here says so instead of "(attached)"."""
+    from specdash.bench.runner import ProfileRun, RunOptions
+    from specdash.launch import attached_profile
+    from specdash.sim.testing import SimProcess
+
+    d = _tokenizer_dir(tmp_path / "model")
+    suite = _suite({"text": "what is two plus two"}, name="s", max_tokens=8, warmup=0)
+    for tok, want in ((str(d), CLIENT), ("/nowhere/tok", RAW)):
+        said: list[str] = []
+        with SimProcess(["--model-path", "sim:llama-3.1-8b", "--tokenizer-path", tok, "--time-scale", "8"]) as sim:
+            pr = ProfileRun(attached_profile(), suite, RunOptions(url=sim.url, out_dir=tmp_path / "runs",
+                                                                  preflight=False, progress=said.append))
+            run = asyncio.run(pr.run())
+        rd = Path(run["run_dir"])
+        fmt = json.loads((rd / "manifest.json").read_text())["prompt_format"]
+        rec = json.loads((rd / "requests.jsonl").read_text().splitlines()[0])
+        assert fmt["format"] == want, fmt
+        if want == CLIENT:
+            assert fmt["tokenizer_from"] == "server_info" and fmt["template"]["source"].startswith(str(d))
+            assert rec["prompt_tokens"] == sim_count("<|user|>\nwhat is two plus two<|end|>\n<|assistant|>\n")
+        else:
+            assert "/nowhere/tok" in fmt["note"] and "(attached)" not in " ".join(said), said

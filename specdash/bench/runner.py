@@ -118,6 +118,7 @@ class ProfileRun:
         #: the suite as sent: raw-text prompts rendered with the target's chat template where the suite's
         #: ``chat_template`` asks (:mod:`specdash.profile.chat`); ``prompt_format`` is the manifest's record
         self.suite, self.prompt_format = apply_prompt_format(self.profile, suite)
+        self._suite_given = suite  # as written: an attached run renders it again once /server_info names the tokenizer
         self.opt = options
         self.launch: ServerLaunch | None = None
         self.rundir: RunDir | None = None
@@ -235,6 +236,32 @@ class ProfileRun:
             self._say(f"[{self.profile.name}] GPU exporter {r.target.node}: "
                       + (f"{len(r.devices)} device(s)" if r.status == "ok" else r.status))
 
+    def _format_for_server(self, info: dict | None) -> None:
+        """An attached run whose profile names no local tokenizer (``--url`` alone, or a profile whose
+        model is a hub id): the prompts are rendered again with the chat template of the tokenizer the
+        server says it loaded (``/server_info`` ``tokenizer_path``, else ``model_path``) when that is a
+        directory on this machine too; otherwise the record says what the server named."""
+        from specdash.profile.chat import RAW, apply_prompt_format, tokenizer_dir
+
+        if self.suite.suite.api == "chat" or tokenizer_dir(self.profile)[0] is not None:
+            return
+        named = next((info.get(k) for k in ("tokenizer_path", "model_path")
+                      if isinstance(info, dict) and isinstance(info.get(k), str) and info.get(k)), None)
+        if named is None:
+            return
+        path = Path(os.path.expanduser(named))
+        if not (path.is_dir() or path.is_file()):
+            if self.prompt_format.get("format") == RAW and self.suite.suite.chat_template != "none":
+                self.prompt_format = {**self.prompt_format, "note": f"the server's tokenizer {named} (/server_info) "
+                                      "is not a directory on this machine: its chat template is unknown"}
+            return
+        from specdash.profile.schema import parse_profile
+
+        stand_in = parse_profile({"name": self.profile.name, "server": {"model_path": str(path)}},
+                                 f"<{self.profile.name}: the server's tokenizer>")
+        self.suite, self.prompt_format = apply_prompt_format(stand_in, self._suite_given)
+        self.prompt_format["tokenizer_from"] = "server_info"
+
     def _check_context(self, info: dict, max_tokens: int, manifest: dict) -> None:
         """Refuse the run before its first request when a prompt cannot fit the server's context
         (exact token counts), warn when an estimate says so (:mod:`specdash.bench.context`).
@@ -261,10 +288,6 @@ class ProfileRun:
         url, api_key, manifest = self._start()
         from specdash.profile.chat import describe as describe_format
 
-        manifest["prompt_format"] = self.prompt_format
-        self._say(f"[{self.profile.name}] {describe_format(self.prompt_format)}")
-        if self.prompt_format.get("warning"):
-            self._say(f"[{self.profile.name}] warning: {self.prompt_format['warning']}")
         async with SGLangClient(url, api_key=api_key) as client:
             self.client = client
             if self.launch is not None:
@@ -273,6 +296,12 @@ class ProfileRun:
             info = await client.server_info()
             self._refuse_foreign(info, url)
             self._warn_invalid_info(info)
+            if self.opt.url is not None:
+                self._format_for_server(info)
+            manifest["prompt_format"] = self.prompt_format
+            self._say(f"[{self.profile.name}] {describe_format(self.prompt_format)}")
+            if self.prompt_format.get("warning"):
+                self._say(f"[{self.profile.name}] warning: {self.prompt_format['warning']}")
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
             await self._read_gpu_exporters(manifest)
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens

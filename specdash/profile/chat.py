@@ -83,6 +83,8 @@ def tokenizer_dir(profile: Profile | None) -> tuple[Path | None, str]:
 
     if profile is None:
         return None, "no profile (an attached server): the target's template is unknown"
+    if profile.server.model_path == "(attached)":  # launch.attached_profile: --url without --profile
+        return None, "an attached server without --profile: the tokenizer /server_info names is read once it answers"
     if profile.server.launcher == "sim":
         return None, "the simulator has no tokenizer"
     src = expand_path(_profile_tokenizer_path(profile), where=f"{profile.path or profile.name}: tokenizer") or ""
