@@ -82,12 +82,23 @@ def _manifest(run_dir: str) -> dict:
 
 
 def test_tune_starts_exploration_launches_cheaper_and_nothing_else(tmp_path):
+    from specdash.bench.tune import render_live
+
     prof = load_profile(str(sim_profile(tmp_path, "fx", spec=(1, 1, 2), time_scale=8.0)))
     suite = small_suite(n_prompts=2, max_tokens=128)
+    said: list[str] = []
     report = asyncio.run(tune(prof, suite, budget=3, out=tmp_path / "runs",
                               opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
-                              preset_dir=tmp_path / "presets", fast_explore=True))
+                              preset_dir=tmp_path / "presets", fast_explore=True, progress=said.append))
     log = report["launch_log"]
+    # the progress lines and the text table number launches alike (#N = the launch log's place, from 1)
+    text = render_live(report)
+    for e in log:
+        if e["role"] == "explore":
+            assert any(ln.startswith(f"tune: launch #{e['id'] + 1} (exploration ") for ln in said), said
+            assert f"launch #{e['id'] + 1}" in text
+    assert "exploration start-up, per launch" in text and "saves SGLang's warm-up request" in text, text
+    assert "capture list kept" in text, text  # the first launch says why its capture list was not cut
     roles = [e["role"] for e in log]
     assert roles[0] == "baseline" and roles.count("explore") >= 2, roles
     explore = [e for e in log if e["role"] == "explore"]

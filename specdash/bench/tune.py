@@ -425,7 +425,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         for n in baseline_notes:
             say(f"tune: note: {n}")
     else:
-        say(f"tune: baseline run of {profile.name} without speculation")
+        say(f"tune: launch #{len(log.entries) + 1}: baseline run of {profile.name} without speculation")
         base_run, _, base_entry = await log.run(base_prof, suite, opts, "baseline")
         base_launch, later = base_entry.id, replace(opts, preflight=False)
     stop_note = None
@@ -442,6 +442,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         baseline = live_plan.measure_static(base_run, launch=base_launch)
     else:
         baseline = Measurement.from_run(base_run, concurrency=base_run.get("concurrency", 1))
+        baseline.launch = base_launch
     candidates, cand_note = tune_candidates(profile)
     if cand_note:
         say(f"tune: {cand_note}")
@@ -463,7 +464,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
                 say(f"tune: live: {live_plan.reason}")
                 break
             a, b = pair
-            say(f"tune: live launch {live_plan.launches + 1}/{chain_cap}: chain tiers steps {a} and {b} in one "
+            say(f"tune: launch #{len(log.entries) + 1} (live {live_plan.launches + 1}/{chain_cap}): chain tiers "
+                f"steps {a} and {b} in one "
                 f"adaptive launch — {live_plan.reason}")
             res = await live_plan.measure_pair(log, suite, later, a, b, prepare=explorer.prepare)
             explorer.learn(log.entries[res.launch])
@@ -481,7 +483,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         if nxt != planner.start and (stop_note := _time_left(t_start, max_time_s, log)):
             say(f"tune: stop — {stop_note} (next would have been {nxt.label()})")
             break
-        say(f"tune: launch {planner.launches(measurements) + 1}/{budget}: {nxt.label()} — {planner.reason}")
+        say(f"tune: launch #{len(log.entries) + 1} (exploration {planner.launches(measurements) + 1}/{budget}): "
+            f"{nxt.label()} — {planner.reason}")
         prof = variant(profile, nxt.steps, nxt.topk, nxt.draft_tokens)
         if live_plan is not None:
             prof = decode_logged(prof)
@@ -604,6 +607,32 @@ def _s(v, nd: int = 1) -> str:
     return "—" if v is None else f"{v:.{nd}f}"
 
 
+def _render_fast_start(report: dict) -> list[str]:
+    """The exploration start-up per launch: ``launch #N steps/topk/draft: flags — what they save; why
+    a flag was not added`` (the planner's notes), or one summary line for a report without them."""
+    log = report.get("launch_log") or []
+    fast = [e for e in log if e.get("fast_start")]
+    plans = (report.get("fast_explore") or {}).get("launches") or []
+    prepared = [e for e in log if e.get("role") in ("explore", "live")]
+    if not (report.get("fast_explore") or {}).get("enabled") or not (fast or plans):
+        return []
+    if len(plans) != len(prepared):
+        flags = sorted({" ".join(e["fast_start"]) for e in fast})
+        return [f"  exploration start-up: {len(fast)} launch(es) with {'; '.join(flags)} "
+                "(never the baseline or the final A/B; --full-start turns it off)"]
+    out = ["  exploration start-up, per launch (never the baseline or the final A/B; --full-start turns it off):"]
+    for e, plan in zip(prepared, plans, strict=True):
+        st = e.get("settings") or {}
+        lab = (f" {st.get('speculative_num_steps')}/{st.get('speculative_eagle_topk')}/"
+               f"{st.get('speculative_num_draft_tokens')}" if st else "")
+        if e.get("tiers"):
+            lab = f" tiers {'/'.join(map(str, e['tiers']))}"
+        what = " ".join(plan.get("flags") or []) or "as the profile says"
+        why = "; ".join([*(f"saves {x}" for x in plan.get("saved") or []), *(plan.get("notes") or [])])
+        out.append(f"    launch #{e['id'] + 1}{lab}: {what}" + (f" — {why}" if why else ""))
+    return out
+
+
 def render_live(report: dict) -> str:
     """The launches, the measured settings by source, the live pairs and the time used, as text."""
     out = []
@@ -616,12 +645,12 @@ def render_live(report: dict) -> str:
     roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
     out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
                f"of {report['budget']}")
-    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ     (launch: its place in the launch log, from 1)")
+    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ     (launch: #N of the progress lines)")
     for r in report.get("measured") or []:
         st = r.get("settings")
         lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
                                                f"{st['speculative_num_draft_tokens']}")
-        out.append(f"  {r['source']:<6}  {r['launch'] + 1 if r['launch'] is not None else '—':>6}  "
+        out.append(f"  {r['source']:<6}  {'#' + str(r['launch'] + 1) if r['launch'] is not None else '—':>6}  "
                    f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
                    f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
     for k, p in enumerate((live or {}).get("pairs") or [], 1):
@@ -631,11 +660,7 @@ def render_live(report: dict) -> str:
         out.append(f"  live launch {k}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
                    f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
                    f"{p['discarded_after_switch']} decode lines after switches discarded")
-    fast = [e for e in report.get("launch_log") or [] if e.get("fast_start")]
-    if fast:
-        flags = sorted({" ".join(e["fast_start"]) for e in fast})
-        out.append(f"  exploration start-up: {len(fast)} launch(es) with {'; '.join(flags)} "
-                   "(never the baseline or the final A/B; --full-start turns it off)")
+    out.extend(_render_fast_start(report))
     t = report.get("time") or {}
     out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"
                f" vs ≈ {_s(t.get('relaunch_estimate_s'))} s for a relaunch per measured setting "
