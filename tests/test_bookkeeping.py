@@ -296,3 +296,55 @@ def test_resume_skips_exactly_the_done_records(tmp_path):
     assert pr._remaining_items() == [it for it in all_items if it not in done]
     assert 0 < len(done) < len(all_items)
     assert pr.stats.records == [] and pr.stats.summary() == ref_summary(recs)
+
+
+# -- bounded statistics (the dashboard): sketches instead of columns ------------------------------
+@pytest.mark.parametrize("seed", [0, 1])
+def test_quantile_sketch_is_within_its_relative_accuracy(seed):
+    from specdash.collect.stream import QuantileSketch
+
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.lognormal(-4, 1.5, 50_000), rng.exponential(0.02, 50_000), [0.0] * 30, [7200.0]])
+    sk = QuantileSketch()
+    for v in x.tolist():
+        sk.append(v)
+    qs = (0, 1, *PERCENTILES, 100)
+    for got, want in zip(sk.quantiles(qs), np.percentile(x, qs), strict=True):
+        assert abs(got - want) <= QuantileSketch.ALPHA * want + 1e-15, (got, want)
+    d = sk.distribution()
+    assert d["max"] == 7200.0 * 1000.0 and d["mean"] == pytest.approx(x.mean() * 1000.0, rel=1e-12)
+    assert len(sk) == x.size and len(sk._buckets) < 3000  # bounded: ~log(range) / log(gamma)
+    one = QuantileSketch()
+    one.append(0.25)
+    assert one.quantiles([0, 50, 100]) == [0.25, 0.25, 0.25]  # clamped to [min, max]: exact for one value
+
+
+def test_bounded_run_stats_match_the_exact_ones_and_stay_flat():
+    from specdash.collect.stream import QuantileSketch
+
+    recs = synth(4000, seed=6)
+    exact, bounded = RunStats(recs, keep_records=False), RunStats(recs, keep_records=False, bounded=True)
+    a, b = exact.summary(), bounded.summary()
+    for key in ("requests", "output_tokens", "duration_s", "output_tok_s", "accept_length", "accept_rate",
+                "accept_histogram", "request_throughput", "achieved_request_rate", "itl_ms"):
+        assert a[key] == b[key], key
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        for q, v in a[key].items():
+            assert b[key][q] == pytest.approx(v, rel=QuantileSketch.ALPHA + 1e-12), (key, q)
+    for cat, g in a["by_category"].items():
+        assert b["by_category"][cat]["requests"] == g["requests"]
+        assert b["by_category"][cat]["request_tok_s_p50"] == pytest.approx(g["request_tok_s_p50"], rel=0.011)
+    # no per-request key or column: every failure counts, goodput and the checkpoint state are refused
+    assert bounded.done_keys() == set() and bounded.failed_count() == sum(1 for r in recs if not r["ok"])
+    with pytest.raises(ValueError, match="goodput"):
+        bounded.goodput({"ttft_ms": 100.0})
+    with pytest.raises(ValueError, match="bounded"):
+        bounded.state()
+    assert bounded.verify_records() == exact.verify_records()
+    # memory: sketch buckets, not one entry per request
+    more = RunStats(keep_records=False, bounded=True)
+    more.fold(synth(4000, seed=7))
+    n_before = len(more._ttft._buckets)
+    more.fold(synth(4000, seed=8))
+    assert len(more._ttft._buckets) <= n_before + 50 and more.count == 8002
+    assert not more._g_ttft and not more._done and not more._failed_keys

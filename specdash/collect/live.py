@@ -368,7 +368,7 @@ class LiveCollector:
         self._run_metrics0: MetricsSnapshot | None = None
         self._last_metrics: MetricsSnapshot | None = None  # the latest scrape (the previous one during a poll)
         self._metrics_enabled: bool | None = None
-        self._stats = RunStats(keep_records=False)  # running figures only: flat memory for hours
+        self._stats = RunStats(keep_records=False, bounded=True)  # sketches: flat memory and cost for hours
         self._run_label = ""
         self._run_started: float | None = None
         self._run_cache: dict | None = None
@@ -443,7 +443,7 @@ class LiveCollector:
     def new_run(self, label: str = "") -> None:
         """Start a new run scope: run statistics restart from zero and the run's ``/metrics``
         counters are measured from the latest reading (run-scoped, never lifetime averages)."""
-        self._stats = RunStats(keep_records=False)  # running figures only: flat memory for hours
+        self._stats = RunStats(keep_records=False, bounded=True)  # sketches: flat memory and cost for hours
         self._itl.clear()
         self._requests.clear()
         self._run_cache = None

@@ -40,6 +40,7 @@ proposed_drafts, histogram} or null).
 
 from __future__ import annotations
 
+import bisect
 import math
 import struct
 from array import array
@@ -386,16 +387,113 @@ def percentiles_from_counts(values: np.ndarray, counts: np.ndarray, q: Sequence[
     return res
 
 
+class QuantileSketch:
+    """Log-bucketed counts of non-negative values: every quantile within relative accuracy
+    :attr:`ALPHA` in memory that does not grow with the count (DDSketch: Masson, Rim and Lee,
+    "DDSketch: A Fast and Fully-Mergeable Quantile Sketch with Relative-Error Guarantees", VLDB 2019).
+
+    A value x > 0 is counted in bucket ``ceil(log_γ x)``, γ = (1 + α)/(1 − α), whose representative
+    ``2γ^i/(γ + 1)`` is within α of every value in it; values ≤ :attr:`ZERO` count as 0.  ``count``,
+    ``max`` and ``min`` are exact, ``mean`` is the running sum ÷ count.  Quantiles follow numpy's
+    ``linear`` method over the order statistics (each estimated within α, so their interpolation is
+    too).  At α = 0.5 % latencies from 1 µs to 1 h take at most ≈ 2,200 buckets.  The dashboard's run
+    figures use it (:class:`RunStats` ``bounded=True``); ``summary.json`` keeps exact columns.
+    """
+
+    ALPHA = 0.005
+    ZERO = 1e-12
+    __slots__ = ("_buckets", "_gamma", "_lg", "max", "min", "n", "total", "zeros")
+
+    def __init__(self) -> None:
+        self._gamma = (1 + self.ALPHA) / (1 - self.ALPHA)
+        self._lg = math.log(self._gamma)
+        self._buckets: dict[int, int] = {}
+        self.zeros = 0
+        self.n = 0
+        self.total = 0.0
+        self.max = -math.inf
+        self.min = math.inf
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, v: float) -> None:
+        """Count one value (NaN is ignored: a missing one)."""
+        v = float(v)
+        if v != v:
+            return
+        self.n += 1
+        self.total += v
+        self.max = max(self.max, v)
+        self.min = min(self.min, v)
+        if v <= self.ZERO:
+            self.zeros += 1
+            return
+        i = math.ceil(math.log(v) / self._lg)
+        self._buckets[i] = self._buckets.get(i, 0) + 1
+
+    def quantiles(self, q: Sequence[float]) -> list[float]:
+        """Estimates of ``np.percentile(values, q)`` (``q`` in 0–100), clamped to [min, max]."""
+        if not self.n:
+            raise ValueError("no values")
+        reps: list[float] = []
+        cum: list[int] = []
+        running = 0
+        if self.zeros:
+            running = self.zeros
+            reps.append(0.0)
+            cum.append(running)
+        for i in sorted(self._buckets):
+            running += self._buckets[i]
+            reps.append(2.0 * self._gamma ** i / (self._gamma + 1))
+            cum.append(running)
+
+        def order_stat(k: int) -> float:  # the k-th smallest (0-based)
+            j = bisect.bisect_right(cum, k)
+            return min(self.max, max(self.min, reps[j]))
+
+        out = []
+        for qq in q:
+            r = (self.n - 1) * float(qq) / 100.0
+            lo = math.floor(r)
+            a = order_stat(lo)
+            b = order_stat(min(lo + 1, self.n - 1))
+            out.append(a + (b - a) * (r - lo))
+        return out
+
+    def distribution(self) -> dict | None:
+        """:func:`distribution_ms`'s shape (values in s, figures in ms); None when empty."""
+        if not self.n:
+            return None
+        out = {"mean": self.total / self.n * 1000.0}
+        out.update({_pkey(q): v * 1000.0 for q, v in zip(PERCENTILES, self.quantiles(PERCENTILES))})
+        out["max"] = self.max * 1000.0
+        return out
+
+    def median(self) -> float | None:
+        """The estimated median (None when empty)."""
+        return self.quantiles([50])[0] if self.n else None
+
+
+def _column(bounded: bool):
+    """A per-request column: exact (``array('d')``) or :class:`QuantileSketch` when ``bounded``."""
+    return QuantileSketch() if bounded else array("d")
+
+
+def _dist(col) -> dict | None:
+    return col.distribution() if isinstance(col, QuantileSketch) else distribution_ms(np.frombuffer(col, dtype=float))
+
+
 class _Group:
     """One ``breakdowns`` group, folded record by record: counts, pooled spec, per-request tok/s."""
 
     __slots__ = ("rates", "requests", "spec", "tokens")
 
-    def __init__(self) -> None:
+    def __init__(self, bounded: bool = False) -> None:
         self.spec = SpecTotals()
         self.tokens = 0
         self.requests = 0
-        self.rates = array("d")
+        self.rates = _column(bounded)
 
     def add(self, n: int, rec: dict) -> None:
         self.requests += 1
@@ -411,9 +509,13 @@ class _Group:
                 else None
         else:
             rate = spec.accept_rate
-        rates = sorted(self.rates)
+        if isinstance(self.rates, QuantileSketch):
+            p50 = self.rates.median()
+        else:
+            rates = sorted(self.rates)
+            p50 = rates[len(rates) // 2] if rates else None
         return {"requests": self.requests, "output_tokens": self.tokens, "accept_length": spec.accept_length,
-                "accept_rate": rate, "request_tok_s_p50": rates[len(rates) // 2] if rates else None}
+                "accept_rate": rate, "request_tok_s_p50": p50}
 
 
 def _nan(v) -> float:
@@ -434,14 +536,22 @@ class RunStats:
     every figure is what the old list-of-dicts code computed, bit for bit, except the ITL mean
     beyond 2**20 pooled ITLs (within 1 ulp of exact; :class:`ValuePool`).
 
+    ``bounded=True`` (the dashboard: runs of hours) keeps memory independent of the number of
+    requests: the per-request columns are :class:`QuantileSketch` es (percentiles within 0.5 %,
+    counts, sums, means and maxima exact), no (prompt, repeat) key is kept — :meth:`done_keys` is
+    empty and every failure counts in :meth:`failed_count` —, and neither :meth:`goodput` nor
+    :meth:`state` is available.
+
     Args:
         records: records to fold at once (also kept in :attr:`records` when ``keep_records``).
         keep_records: keep each added record in :attr:`records` too (a live UI's table, the
             records a run returns for paired comparisons); :meth:`fold` never keeps them.
+        bounded: see above.
     """
 
-    def __init__(self, records: Iterable[dict] = (), *, keep_records: bool = True) -> None:
+    def __init__(self, records: Iterable[dict] = (), *, keep_records: bool = True, bounded: bool = False) -> None:
         self.keep_records = keep_records
+        self.bounded = bounded
         #: the records added with :meth:`add` / :meth:`extend` when ``keep_records`` (else empty)
         self.records: list[dict] = []
         self.ok_count = 0
@@ -450,11 +560,12 @@ class RunStats:
         self.max_segment = -1
         self._tokens = 0
         self._spec = SpecTotals()
-        self._ttft, self._tpot, self._e2e = array("d"), array("d"), array("d")
-        self._g_ttft, self._g_tpot, self._g_e2e = array("d"), array("d"), array("d")  # NaN = None
+        self._ttft, self._tpot, self._e2e = _column(bounded), _column(bounded), _column(bounded)
+        self._g_ttft, self._g_tpot, self._g_e2e = array("d"), array("d"), array("d")  # NaN = None (not when bounded)
         self._itl = ValuePool()
         self._done: set = set()
         self._failed_keys: list = []
+        self._failed_n = 0  # bounded: failures counted, no keys
         self._windows: dict[int, list[float]] = {}
         self._sends: dict[int, list] = {}  # segment → [sends, first, last]
         self._cats: dict[str, _Group] = {}
@@ -501,10 +612,14 @@ class RunStats:
                 s[2] = max(s[2], t)
         key = (r.get("prompt_index"), r.get("repeat"))
         if not r.get("ok"):
-            self._failed_keys.append(key)
+            if self.bounded:
+                self._failed_n += 1
+            else:
+                self._failed_keys.append(key)
             return
         self.ok_count += 1
-        self._done.add(key)
+        if not self.bounded:
+            self._done.add(key)
         if ts_sent is not None and ts_done is not None:
             w = self._windows.get(seg)
             if w is None:
@@ -523,21 +638,22 @@ class RunStats:
             self._e2e.append(e2e)
         if t is not None:
             self._tpot.append(t)
-        self._g_ttft.append(_nan(ttft))
-        self._g_tpot.append(_nan(t))
-        self._g_e2e.append(_nan(e2e))
+        if not self.bounded:
+            self._g_ttft.append(_nan(ttft))
+            self._g_tpot.append(_nan(t))
+            self._g_e2e.append(_nan(e2e))
         self._itl.extend(r.get("itl_s") or ())
         if r.get("category"):
             g = self._cats.get(str(r["category"]))
             if g is None:
-                g = self._cats[str(r["category"])] = _Group()
+                g = self._cats[str(r["category"])] = _Group(self.bounded)
             g.add(n, r)
         if r.get("prompt_tokens") is not None:
             ctx = int(r.get("prompt_tokens") or 0) + n
             label = next(lab for hi, lab in CONTEXT_BUCKETS if ctx < hi)
             g = self._buckets.get(label)
             if g is None:
-                g = self._buckets[label] = _Group()
+                g = self._buckets[label] = _Group(self.bounded)
             g.add(n, r)
 
     # -- state (the resume checkpoint of :class:`~specdash.bench.rundir.RunDir`) ----------------
@@ -551,6 +667,8 @@ class RunStats:
         def spec_json(t: SpecTotals) -> list:
             return [t.tokens, t.verify_ct, t.correct, t.proposed, t.histogram, t.requests]
 
+        if self.bounded:
+            raise ValueError("bounded statistics keep sketches, not a state to save")
         itl_meta, itl_arrays = self._itl.state()
         arrays = {f"itl_{k}": v for k, v in itl_arrays.items()}
         for name in ("_ttft", "_tpot", "_e2e", "_g_ttft", "_g_tpot", "_g_e2e"):
@@ -625,6 +743,8 @@ class RunStats:
     def failed_count(self) -> int:
         """Failed records not made good later by a success of the same (prompt, repeat); a record
         without ``prompt_index`` always counts (a resumed run re-sends failures)."""
+        if self.bounded:
+            return self._failed_n
         return sum(1 for k in self._failed_keys if k not in self._done or k[0] is None)
 
     def verify_records(self) -> list[dict]:
@@ -667,6 +787,8 @@ class RunStats:
         without SLOs.  Same rule as :func:`meets_slo`, over the columns."""
         if not slo:
             return {"goodput": None, "goodput_slo": None, "goodput_fraction": None}
+        if self.bounded:
+            raise ValueError("goodput needs the per-request columns, which bounded statistics do not keep")
         good_mask = np.ones(self.ok_count, dtype=bool)
         for key, limit in slo.items():
             if key == "ttft_ms":
@@ -704,10 +826,10 @@ class RunStats:
             "output_tokens": tokens,
             "duration_s": dur,
             "output_tok_s": (tokens / dur) if dur else None,
-            "ttft_ms": distribution_ms(np.frombuffer(self._ttft, dtype=float)),
-            "tpot_ms": distribution_ms(np.frombuffer(self._tpot, dtype=float)),
+            "ttft_ms": _dist(self._ttft),
+            "tpot_ms": _dist(self._tpot),
             "itl_ms": self._itl.distribution(),
-            "e2e_ms": distribution_ms(np.frombuffer(self._e2e, dtype=float)),
+            "e2e_ms": _dist(self._e2e),
             "request_throughput": (ok / dur) if dur else None,
             "achieved_request_rate": self.send_rate(),
             "accept_length": spec.accept_length,

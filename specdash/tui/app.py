@@ -137,6 +137,9 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
     def on_mount(self) -> None:
         """Start the redraw timer, then (after the first frame) the session."""
         self.set_interval(1.0 / max(2.0, self.config.redraw_hz), self.redraw, name="redraw")
+        from specdash.tui.terminal import release_free_memory
+
+        self.set_interval(30.0, release_free_memory, name="release-memory")
         self.redraw()
         self.call_after_refresh(self._first_frame)
         if self.config.frozen is None:
