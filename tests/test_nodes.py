@@ -436,3 +436,19 @@ def test_loopback_names_are_one_machine_and_the_fix_never_repeats_the_value(monk
     data["server"]["dist_init_addr"] = "127.0.0.1:50000"
     (f,) = [f for f in nodes_findings(data) if "is a loopback address" in f.message]
     assert "127.0.0.1:50000" not in f.fix and "an address the other nodes reach" in f.fix, f.fix
+
+
+def test_a_nodes_python_runs_its_simulator_too(monkeypatch):
+    """From a newcomer's try: a node's ``python`` was ignored on the simulator (always this interpreter)."""
+    import sys
+
+    from specdash.profile import build_launch, parse_profile
+
+    monkeypatch.setenv("K", "k")
+    data = copy.deepcopy(two_nodes())
+    data["nodes"][1]["python"] = "/opt/venv-b/bin/python"
+    prof = parse_profile(data, "two.toml")
+    assert build_launch(prof, node_rank=0).argv[:3] == [sys.executable, "-m", "specdash.sim"]
+    assert build_launch(prof, node_rank=1).argv[:3] == ["/opt/venv-b/bin/python", "-m", "specdash.sim"]
+    data["server"]["python"] = "/opt/venv-a/bin/python"
+    assert build_launch(parse_profile(data, "two.toml"), node_rank=0).argv[0] == "/opt/venv-a/bin/python"

@@ -99,7 +99,8 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
     node = profile.node(0 if node_rank is None else node_rank) if profile.nodes else None
     env = dict(profile.env) | (dict(node.env) if node is not None else {})
     if profile.server.launcher == "sim":
-        program = [sys.executable, "-m", "specdash.sim"]
+        # the simulator runs where specdash is installed: this interpreter unless the node or [server] names one
+        program = [(node.python if node is not None else None) or s.python or sys.executable, "-m", "specdash.sim"]
         sim = profile.sim
         flags["--sim-scenario"] = sim.scenario_ref(profile)
         flags["--sim-seed"] = sim.seed
