@@ -452,3 +452,33 @@ def test_a_nodes_python_runs_its_simulator_too(monkeypatch):
     assert build_launch(prof, node_rank=1).argv[:3] == ["/opt/venv-b/bin/python", "-m", "specdash.sim"]
     data["server"]["python"] = "/opt/venv-a/bin/python"
     assert build_launch(parse_profile(data, "two.toml"), node_rank=0).argv[0] == "/opt/venv-a/bin/python"
+
+
+def test_a_node_that_hangs_without_exiting_is_named_when_node_0_times_out(tmp_path):
+    """From a newcomer's try: a node that stays up but never joins was reported only through node 0's
+    timeout.  Node 0's readiness timeout now lists every other node: exited, or running and how long it
+    has been silent, with its last line."""
+    import asyncio
+    import sys
+
+    from specdash.sglang.process import ServerProcess, ServerStartError, free_port
+    from specdash.sglang.remote import NodeGroup
+
+    port = free_port()
+    head = ServerProcess([sys.executable, "-u", "-c", "import time; print('node 0 waiting', flush=True); "
+                          "time.sleep(60)"], run_dir=tmp_path / "n0", url=f"http://127.0.0.1:{port}", name="h0")
+    hung = ServerProcess([sys.executable, "-u", "-c", "import time; print('loading weights', flush=True); "
+                          "time.sleep(60)"], run_dir=tmp_path / "n1", name="h1")
+    quiet = ServerProcess([sys.executable, "-u", "-c", "import time; time.sleep(60)"], run_dir=tmp_path / "n2",
+                          name="h2")
+    group = NodeGroup([head, hung, quiet]).start()
+    try:
+        with pytest.raises(ServerStartError) as e:
+            asyncio.run(group.wait_ready(f"http://127.0.0.1:{port}", timeout_s=2.0, poll_s=0.2))
+    finally:
+        group.stop(5.0)
+    msg = str(e.value)
+    assert "server not healthy after 2 s" in msg and e.value.exit_code is None
+    assert "node 1 (h1): running, last output" in msg and "loading weights" in msg, msg
+    assert "node 2 (h2): running, no output at all since its start" in msg, msg
+    assert "node 0 waiting" in msg  # node 0's own log tail is still shown

@@ -192,6 +192,9 @@ class ServerProcess:
         self.name = name
         self.url = url
         self.ring = ring if ring is not None else LogRing()
+        #: ``time.monotonic()`` of the last output line (None before the first): a node that is
+        #: running but silent is told apart from one still printing its start-up
+        self.last_output_at: float | None = None
         self._inherit_env = inherit_env
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
@@ -259,6 +262,7 @@ class ServerProcess:
                 if log_file is not None:
                     log_file.write(raw)  # unbuffered: on disk line by line
                 self.ring.append(raw.decode("utf-8", "replace"))
+                self.last_output_at = time.monotonic()
         except (OSError, ValueError):  # pipe or file closed under us
             pass
         finally:

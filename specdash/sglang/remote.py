@@ -166,12 +166,36 @@ class NodeGroup:
         """``(node rank, process)`` of every node > 0 whose process has exited."""
         return [(i, n) for i, n in enumerate(self.nodes) if i and n.returncode is not None]
 
+    def node_status(self) -> list[str]:
+        """One line per node > 0: exited (code), or running and how long since its last output line
+        (with that line) — a node that hangs without exiting shows as the silent one."""
+        import time
+
+        out = []
+        now = time.monotonic()
+        for i, n in enumerate(self.nodes):
+            if not i:
+                continue
+            name = n.name or "ssh"
+            if n.returncode is not None:
+                out.append(f"node {i} ({name}): exited with code {n.returncode}")
+                continue
+            last = getattr(n, "last_output_at", None)
+            tail = (n.log_tail(1) or "").strip()
+            if last is None:
+                out.append(f"node {i} ({name}): running, no output at all since its start")
+            else:
+                out.append(f"node {i} ({name}): running, last output {now - last:.0f} s ago"
+                           + (f": {tail[:160]}" if tail else ""))
+        return out
+
     async def wait_ready(self, client=None, timeout_s: float = 600.0, poll_s: float = 0.5) -> float:
         """Node 0's :meth:`ServerProcess.wait_ready`, failing as soon as another node exits.
 
         Raises:
-            ServerStartError: node 0 exited or timed out (as for one node), or node R exited first
-                (its exit code and log tail; node 0 would wait for it until ``--dist-timeout``).
+            ServerStartError: node 0 exited or timed out (as for one node, with every other node's
+                state: :meth:`node_status`), or node R exited first (its exit code and log tail; node 0
+                would wait for it until ``--dist-timeout``).
         """
         import asyncio
 
@@ -189,7 +213,15 @@ class NodeGroup:
                         "(node 0 would wait for it in torch.distributed's rendezvous): its log is "
                         f"{n.log_path or 'in memory'}", n.returncode, n.log_tail())
                 await asyncio.wait({task}, timeout=poll_s)
-            return task.result()
+            try:
+                return task.result()
+            except ServerStartError as exc:
+                if len(self.nodes) < 2:
+                    raise
+                msg = str(exc.args[0]).split("\n--- last log lines ---", 1)[0]
+                raise ServerStartError(f"{msg}; the other nodes: " + "; ".join(self.node_status())
+                                       + " (a node running but silent while node 0 waits is the one to look at)",
+                                       exc.exit_code, exc.log_tail) from None
         finally:
             if not task.done():
                 task.cancel()
