@@ -365,6 +365,7 @@ class ServerLaunch:
             server = self._node_group()
         else:
             argv, self._secret_dir, self.secret_note = secrets_via_config(self.spec.argv)
+            self.secrets_in_config = self._secret_dir is not None
             server = ServerProcess(argv, env=self.spec.env, log_path=self.rundir.server_log_path,
                                    run_dir=self.rundir.path, url=self.spec.base_url, name=self.profile.name,
                                    secrets=secret_values(self.spec.argv))
@@ -392,6 +393,7 @@ class ServerLaunch:
             spec = build_launch(self.profile, version=self.version, port=self.spec.port, node_rank=rank)
             argv, config_text, note = node_secrets_via_config(spec.argv)
             self.secret_note = self.secret_note or note
+            self.secrets_in_config = self.secrets_in_config or config_text is not None
             script = node_script(argv, workdir=node.workdir, with_config=config_text is not None)
             log_path = self.rundir.server_log_path if rank == 0 else Path(self.rundir.path) / f"node-{rank}.log"
             nodes.append(SSHNodeProcess(
@@ -404,6 +406,8 @@ class ServerLaunch:
     _secret_dir: str | None = field(default=None, repr=False)
     #: why an API key stayed in argv (a ``--config`` of the profile's own), else None
     secret_note: str | None = None
+    #: the API key went to SGLang in a ``--config`` file (or, over ssh, its contents on stdin), not argv
+    secrets_in_config: bool = False
 
     def _drop_secrets(self) -> None:
         """Delete the private ``--config`` file that carried the API key (the server has read it)."""

@@ -162,6 +162,7 @@ def test_api_key_reaches_the_server_through_a_private_config_file(tmp_path: Path
         assert SECRET not in cmdline and "--config" in cmdline
         secret_dir = launch._secret_dir
         assert secret_dir and Path(secret_dir).is_dir()
+        assert launch.secrets_in_config and launch.secret_note is None  # the bench says where the key went
 
         async def check():
             async with SGLangClient(launch.base_url, api_key=SECRET) as c:

@@ -218,3 +218,11 @@ def test_baseline_from_notes_other_server_settings(tmp_path):
     _, notes = load_baseline_run(d, prof, suite)
     text = " | ".join(notes)
     assert "mem_fraction_static = 0.5" in text and "NCCL_PROTO" in text
+
+
+def test_an_empty_baseline_from_is_refused_not_ignored(capsys):
+    """From a newcomer's try: ``--baseline-from ""`` launched a new baseline without a word."""
+    from specdash.cli import main
+
+    assert main(["tune", "--profile", "demo-eagle3", "--baseline-from", "", "--budget", "1"]) == 2
+    assert "--baseline-from needs a run directory" in capsys.readouterr().err

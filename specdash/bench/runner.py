@@ -220,6 +220,9 @@ class ProfileRun:
         self.launch.start()
         if self.launch.secret_note:
             self._say(f"[{self.profile.name}] warning: {self.launch.secret_note}")
+        elif self.launch.secrets_in_config:
+            self._say(f"[{self.profile.name}] the API key reaches SGLang in a private --config file (0600, deleted "
+                      "once the server is ready), not in argv: the line above shows it as ***")
         return self.launch.base_url, self.launch.api_key, self.launch.manifest
 
     async def _read_gpu_exporters(self, manifest: dict) -> None:

@@ -95,6 +95,9 @@ def _tune(args: argparse.Namespace, progress) -> int:
             raise UsageError("--sweep needs two or more concurrencies ≥ 1 (e.g. 1,16)")
     if args.max_time is not None and not args.max_time > 0:
         raise UsageError(f"--max-time must be a positive number of seconds (got {args.max_time:g})")
+    if args.baseline_from is not None and not args.baseline_from.strip():
+        raise UsageError("--baseline-from needs a run directory (an empty value would silently launch a new "
+                         "baseline); leave the option out to measure one")
     profile = load_profile(args.profile)
     from specdash.profile.nodes import launch_refusal, launches_nodes
 
