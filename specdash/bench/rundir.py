@@ -268,9 +268,7 @@ class RunDir:
                 if fh.read(1) != b"\n" or list(_span_digest(fh, offset)) != meta["digest"]:
                     return None
             return RunStats.from_state(meta["stats"], arrays), offset
-        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError):
-            return None
-        except Exception:  # noqa: BLE001 — np.load of a damaged zip raises zipfile's own errors too
+        except Exception:  # noqa: BLE001 — OSError, ValueError, KeyError … and zipfile's own errors on a damaged file
             return None
 
     def write_checkpoint(self) -> Path | None:
