@@ -113,6 +113,8 @@ class ServerStartError(RuntimeError):
     def __init__(self, message: str, exit_code: int | None, log_tail: str) -> None:
         shown = "\n".join(ln if len(ln) <= 300 else ln[:300] + " …" for ln in log_tail.splitlines()[-15:])
         super().__init__(f"{message}\n--- last log lines ---\n{shown}" if log_tail else message)
+        #: the message without the log tail
+        self.message = message
         self.exit_code = exit_code
         self.log_tail = log_tail
 

@@ -180,7 +180,7 @@ class NodeGroup:
             if n.returncode is not None:
                 out.append(f"node {i} ({name}): exited with code {n.returncode}")
                 continue
-            last = getattr(n, "last_output_at", None)
+            last = n.last_output_at
             tail = (n.log_tail(1) or "").strip()
             if last is None:
                 out.append(f"node {i} ({name}): running, no output at all since its start")
@@ -218,8 +218,7 @@ class NodeGroup:
             except ServerStartError as exc:
                 if len(self.nodes) < 2:
                     raise
-                msg = str(exc.args[0]).split("\n--- last log lines ---", 1)[0]
-                raise ServerStartError(f"{msg}; the other nodes: " + "; ".join(self.node_status())
+                raise ServerStartError(f"{exc.message}; the other nodes: " + "; ".join(self.node_status())
                                        + " (a node running but silent while node 0 waits is the one to look at)",
                                        exc.exit_code, exc.log_tail) from None
         finally:

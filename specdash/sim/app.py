@@ -261,9 +261,10 @@ class Api:
         mnt = sp.get("max_new_tokens", 128)
         if mnt is None:
             mnt = 128
-        text = text if isinstance(text, str) else None
-        mnt = self._fit_context(self.srv.engine.prompt_tokens(text, ids if ids else None), int(mnt))
-        return self.srv.engine.new_request(text, ids if ids else None, mnt,
+        text, ids = (text if isinstance(text, str) else None), (ids if ids else None)
+        n_prompt = self.srv.engine.prompt_tokens(text, ids)  # counted once: the check and the request
+        mnt = self._fit_context(n_prompt, int(mnt))
+        return self.srv.engine.new_request(text, ids, mnt, n_prompt=n_prompt,
                                            rid=str(rid) if rid else None, temperature=sp.get("temperature", 1.0),
                                            log_metrics=log_metrics)
 
@@ -368,12 +369,13 @@ class Api:
         temperature = body.get("temperature", 1.0)
         if not isinstance(mnt, int) or mnt < 0:
             return error_response(f"max_tokens must be a non-negative integer, got {mnt!r}")
+        n_prompt = self.srv.engine.prompt_tokens(prompt, None)
         try:
-            mnt = self._fit_context(self.srv.engine.prompt_tokens(prompt, None), int(mnt))
+            mnt = self._fit_context(n_prompt, int(mnt))
         except ContextLengthError as exc:  # serving_base.create_error_response: OpenAI's error object
             return json_response({"object": "error", "message": str(exc), "type": "BadRequestError", "param": None,
                                   "code": 400}, 400)
-        r = self.srv.engine.new_request(prompt, None, int(mnt), rid=None, temperature=temperature)
+        r = self.srv.engine.new_request(prompt, None, int(mnt), rid=None, temperature=temperature, n_prompt=n_prompt)
         cid = uuid.uuid4().hex
         created = int(time.time())
         model = self.srv.served_model_name

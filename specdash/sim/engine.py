@@ -264,9 +264,11 @@ class Engine:
 
     def new_request(self, prompt_text: str | None, prompt_ids: list[int] | None, max_new_tokens: int, *,
                     rid: str | None = None, temperature: float | None = 0.0, log_metrics: bool = True,
-                    internal: str = "", ignore_eos: bool = True) -> SimRequest:
-        """Create and queue a request (``prompt_text`` or ``prompt_ids``)."""
-        n_prompt = self.prompt_tokens(prompt_text, prompt_ids)
+                    internal: str = "", ignore_eos: bool = True, n_prompt: int | None = None) -> SimRequest:
+        """Create and queue a request (``prompt_text`` or ``prompt_ids``; ``n_prompt``: its
+        :meth:`prompt_tokens` when the caller counted them already)."""
+        if n_prompt is None:
+            n_prompt = self.prompt_tokens(prompt_text, prompt_ids)
         if prompt_ids is not None:
             key = "ids:" + ",".join(str(i) for i in prompt_ids[:4096])
             category = "general"
