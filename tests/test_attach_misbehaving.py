@@ -33,7 +33,7 @@ BAD_INFO = {"version": 5, "model_path": ["x"], "speculative_algorithm": 7, "spec
             "speculative_eagle_topk": True, "max_total_num_tokens": "lots"}
 
 
-def _app(mode: str, on_generate=None) -> Starlette:
+def _app(mode: str, on_generate=None, on_metrics=None) -> Starlette:
     async def health(req):
         return PlainTextResponse("")
 
@@ -47,11 +47,13 @@ def _app(mode: str, on_generate=None) -> Starlette:
         return JSONResponse(BAD_INFO if mode == "types" else GOOD_INFO)
 
     async def metrics(req):
+        if on_metrics is not None:
+            await on_metrics()
         return PlainTextResponse(GARBAGE_METRICS if mode == "garbage" else "")
 
     async def generate(req):
         if on_generate is not None:
-            on_generate()
+            await on_generate()
         if mode == "no-headers":
             await asyncio.sleep(3600)
         if mode in ("5xx", "cut") and _FLAKY["left"] > 0:  # the first requests fail, then the server recovers
@@ -87,19 +89,28 @@ def _app(mode: str, on_generate=None) -> Starlette:
 
 
 class _Server:
-    def __init__(self, mode: str, die_after: int | None = None) -> None:
+    def __init__(self, mode: str, die_after: int | None = None, die_at_metrics: int | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.generates = 0
+        self.generates = self.scrapes = 0
 
-        def counted():
+        async def die() -> None:  # uvicorn notices within 0.1 s; this request is never answered
+            self.server.should_exit = self.server.force_exit = True
+            await asyncio.sleep(3600)
+
+        async def counted():
             self.generates += 1
             if die_after is not None and self.generates > die_after:  # the server goes away mid-run
-                self.server.should_exit = self.server.force_exit = True
+                await die()
 
-        self.server = uvicorn.Server(uvicorn.Config(_app(mode, counted), host="127.0.0.1", port=self.port,
-                                                    log_level="warning", lifespan="off"))
+        async def scraped():
+            self.scrapes += 1
+            if die_at_metrics is not None and self.scrapes >= die_at_metrics:  # ... or after the last answer
+                await die()
+
+        self.server = uvicorn.Server(uvicorn.Config(_app(mode, counted, scraped), host="127.0.0.1", port=self.port,
+                                                    log_level="critical", lifespan="off"))  # a dying request logs its cancellation
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> str:
@@ -267,3 +278,15 @@ def test_an_attached_server_that_goes_away_ends_the_run_partial(tmp_path, capsys
     assert out.err.count("FAILED") <= 1  # the load stops; it does not send the rest into a dead port
     run = _run(tmp_path)
     assert run["partial"] is True and 3 <= run["requests"] < 8  # uvicorn serves a few more while it shuts down
+
+
+def test_a_server_that_goes_away_after_the_last_answer_keeps_every_record(tmp_path, capsys):
+    """Every request answered, then the server dies before its after-run ``/metrics``: the run ends partial
+    with the fault named (not a raw ``GET /metrics failed``), and all its records and client figures stand."""
+    with _Server("ok", die_at_metrics=2) as url:  # scrape 1: before the load, scrape 2: after it
+        rc, out = _bench(tmp_path, url, capsys)
+    assert rc == 1 and "stopped answering" in out.err and "GET /metrics failed" not in out.err, out.err
+    run = _run(tmp_path)
+    assert run["partial"] is True and run["requests"] == 2 and run["failed_requests"] == 0
+    assert "after the last request" in run["partial_reason"]
+    assert run["output_tokens"] == 16 and run["output_tok_s"] > 0 and run["server_accept_length"] is None

@@ -349,8 +349,8 @@ class ProfileRun:
             await client.flush_cache()
             metrics_before = await client.metrics_text()
         except SGLangError:
-            if not await self._note_exit():  # not the server dying under us: a real error
-                raise
+            if not await self._note_exit(after="the warm-up, flushing its cache and reading /metrics"):
+                raise  # not the server dying under us: a real error
         self.rundir.write_text(f"metrics-before{suffix}.txt", metrics_before)
         metrics_before = self._usable_metrics(metrics_before)
         self._log_start = await self._settled_log_count()
@@ -386,10 +386,15 @@ class ProfileRun:
                                      segment=segment, on_record=on_record)
         metrics_after = info_after = None
         if self.fault is None:
-            metrics_after = await client.metrics_text()
-            self.rundir.write_text(f"metrics-after{suffix}.txt", metrics_after)
-            metrics_after = self._usable_metrics(metrics_after)
-            info_after = await client.server_info()
+            try:  # a server that goes away after the last answer: its counters are lost, the records are not
+                metrics_after = await client.metrics_text()
+                self.rundir.write_text(f"metrics-after{suffix}.txt", metrics_after)
+                metrics_after = self._usable_metrics(metrics_after)
+                info_after = await client.server_info()
+            except SGLangError:
+                if not await self._note_exit(after="the last request, reading its /metrics and /server_info"):
+                    raise
+                metrics_after = info_after = None
         await self._settled_log_count()
         run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
         run["partial"] = self.fault is not None
@@ -488,13 +493,13 @@ class ProfileRun:
             return None
         return ServerFault(f"server exited ({describe_exit(code)})", exit_code=code)
 
-    async def _note_exit(self, wait_s: float = 1.0) -> bool:
+    async def _note_exit(self, wait_s: float = 1.0, after: str = "a request broke off") -> bool:
         """After a request failed (not with an HTTP status): wait up to ``wait_s`` for the launched
         server to be seen exited — for an attached server, whether it still answers ``/health`` — and
         if it is gone, set :attr:`fault` and return True (the load is then cancelled and the failure
-        is not a result)."""
+        is not a result).  ``after``: what failed, for the attached server's fault reason."""
         if self.server is None:
-            return await self._attached_gone(wait_s)
+            return await self._attached_gone(wait_s, after)
         deadline = time.monotonic() + wait_s
         while self.fault is None:
             self.fault = self._exit_fault()
@@ -503,7 +508,7 @@ class ProfileRun:
             await asyncio.sleep(0.02)
         return self.fault is not None
 
-    async def _attached_gone(self, wait_s: float) -> bool:
+    async def _attached_gone(self, wait_s: float, after: str) -> bool:
         """An attached server that no longer answers ``/health`` within ``wait_s`` (connection refused,
         reset, timeout): :attr:`fault` says so.  One probe per failure; the first fault wins."""
         if self.fault is not None:
@@ -519,7 +524,7 @@ class ProfileRun:
         if healthy or self.fault is not None:
             return self.fault is not None
         self.fault = ServerFault(f"the attached server at {redact_url(self.client.base_url)} stopped answering "
-                                 "(/health failed after a request broke off)")
+                                 f"(/health failed after {after})")
         return True
 
     async def _warmup(self, client, max_tokens: int, width: int) -> None:
