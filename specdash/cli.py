@@ -67,10 +67,11 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--sglang-version", metavar="V", help="judge against this SGLang version")
     p.add_argument("--max-tokens", type=int, metavar="N", help="override the suite's max_tokens")
     p.add_argument("--concurrency", type=int, metavar="N", help="override the suite's concurrency")
-    p.add_argument("--sweep", metavar="concurrency=N,N,…",
-                   help="run the suite at each concurrency in one launch per side, against the baseline "
-                        "(--baseline R, else the profile without speculation); prints the speedup curve and "
-                        "the break-even concurrency")
+    p.add_argument("--sweep", metavar="concurrency=N,N,…|request_rate=R,R,…",
+                   help="run the suite at each concurrency (closed loop) or request rate (open loop, requests/s; "
+                        "--concurrency caps the requests in flight, --burstiness shapes the arrivals) in one launch "
+                        "per side, against the baseline (--baseline R, else the profile without speculation); prints "
+                        "the speedup curve and the break-even concurrency or rate")
     p.add_argument("--request-rate", type=float, metavar="R",
                    help="open loop: send requests at R per second (Poisson, or gamma gaps with --burstiness; "
                         "inf = all at once) instead of --concurrency workers; --concurrency then caps the "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.bench.sweep import break_even, parse_sweep
+from specdash.bench.sweep import Sweep, break_even, parse_sweep
 from specdash.cli import main
 from specdash.sim.expected import expected
 from tests.test_bench import sim_profile
@@ -21,10 +21,13 @@ MAX_TOKENS = 64
 
 
 def test_parse_sweep():
-    assert parse_sweep("concurrency=16,1,4,4") == [1, 4, 16]
+    assert parse_sweep("concurrency=16,1,4,4") == Sweep("concurrency", (1, 4, 16))
+    assert parse_sweep("request-rate=8, 0.5,2,2") == Sweep("request_rate", (0.5, 2.0, 8.0))
     for bad, msg in (("concurrency=1", "two or more"), ("concurrency=0,4", "two or more"),
                      ("concurrency=1,x", "integers"), ("batch=1,2", "takes concurrency"),
-                     ("request_rate=1,2", "open-loop")):
+                     ("request_rate=1", "two or more request rates"), ("request_rate=1,x", "numbers"),
+                     ("request_rate=0,2", "finite and > 0"), ("request_rate=2,inf", "--request-rate inf"),
+                     ("request_rate=", "request_rate=R,R")):
         with pytest.raises(ValueError, match=msg):
             parse_sweep(bad)
 
@@ -140,3 +143,122 @@ def test_sweep_with_baseline_none_measures_the_profile_only(tmp_path, capsys):
     assert all(p["output_tok_s"] > 0 and p["speedup"] is None for p in res["sweep"])
     assert res["break_even_concurrency"] is None and res["note"] == "no baseline: no speedup"
 
+
+
+# -- request-rate sweeps (open loop) ------------------------------------------------------------------
+
+RATES = [4, 32]
+
+
+@pytest.fixture(scope="module")
+def rate_sweep(tmp_path_factory):
+    """One ``--sweep request_rate=4,32`` of the early-crossing scenario (2 s of arrivals per point): the
+    speculative side keeps up at 4/s and falls behind at 32/s, where its steps cost more than the baseline's."""
+    from dataclasses import replace
+
+    import specdash.commands.bench as bench_cmd
+
+    tmp = tmp_path_factory.mktemp("rate-sweep")
+    prof = sim_profile(tmp, "rated", scenario=early_crossing(tmp), time_scale=1.0)
+    mp = pytest.MonkeyPatch()
+    real = bench_cmd._options
+    mp.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), rate_point_s=2.0))
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = main(["--bench", "--profile", str(prof), "--sweep", "request_rate=" + ",".join(map(str, RATES)),
+                       "--max-tokens", str(MAX_TOKENS), "--out", str(tmp / "runs"), "--json"])
+    finally:
+        mp.undo()
+    assert rc == 0, err.getvalue()[-2000:]
+    return {"tmp": tmp, "res": json.loads(out.getvalue()), "err": err.getvalue()}
+
+
+def test_rate_sweep_runs_each_point_open_loop_at_its_rate(rate_sweep):
+    res = rate_sweep["res"]
+    assert res["variable"] == "request_rate" and res["break_even_concurrency"] is None
+    pts = res["sweep"]
+    assert [p["request_rate"] for p in pts] == [4.0, 32.0]
+    for p in pts:  # Poisson arrivals at the asked rate (seeded): within 25 % over a 2 s point
+        assert p["achieved_request_rate"] == pytest.approx(p["request_rate"], rel=0.25)
+        assert p["pairs"] >= 8 and p["baseline_tok_s"] > 0
+    assert pts[0]["speedup"] > 1.5 and pts[0]["saturated"] == []  # pays while both sides keep up
+    assert pts[0]["served_fraction"]["speculative"] == pytest.approx(1.0, abs=0.1)
+    # at 32/s speculation falls behind first: its capacity is below the baseline's at the batch this builds
+    assert "speculative" in pts[1]["saturated"] and pts[1]["served_fraction"]["speculative"] < 0.9
+    assert pts[1]["throughput_ratio"] < 1.0 and pts[1]["speedup"] < pts[0]["speedup"] - 0.5
+    be = res["break_even_request_rate"]  # how far below 1 a saturated point falls depends on its length
+    assert be is None or 4 < be < 32
+    assert "fell behind the arrivals" in res["note"] and "throughput ratio" in res["note"]
+    for d in res["run_dirs"]:  # one launch per side; records and metrics files per rate
+        manifest = json.loads((Path(d) / "manifest.json").read_text())
+        assert manifest["sweep"] == {"request_rate": [4.0, 32.0]}
+        runs = json.loads((Path(d) / "summary.json").read_text())["runs"]
+        assert [r["request_rate"] for r in runs] == [4.0, 32.0] and all(r["concurrency"] is None for r in runs)
+        recs = [json.loads(x) for x in (Path(d) / "requests.jsonl").read_text().splitlines()]
+        per = {x: sum(1 for r in recs if r["request_rate"] == x) for x in (4.0, 32.0)}
+        assert per[32.0] >= 64 and per[4.0] >= 8  # at least 2 s of arrivals (and 2 x the warm-up width)
+        assert (Path(d) / "metrics-before-r32.txt").is_file() and (Path(d) / "metrics-after-r4.txt").is_file()
+    sweep_file = json.loads((Path(res["run_dirs"][0]) / "sweep.json").read_text())
+    assert sweep_file["break_even_request_rate"] == be
+
+
+def test_rate_sweep_renders_in_the_table_the_report_and_the_dashboard(rate_sweep):
+    from specdash.bench.html import load_source, render_report
+    from specdash.bench.sweep import render_sweep
+    from specdash.tui.widgets.advice import sweep_text
+
+    res = rate_sweep["res"]
+    table = render_sweep(res)
+    assert "rate/s  achieved" in table and "(saturated: speculative)" in table
+    text = sweep_text({**res, "path": "sweep.json"}).plain
+    assert text.startswith("Request-rate sweep") and "4/s: ×" in text and "32/s: ×" in text
+    assert res["note"] in table and res["note"] in text
+    be = res["break_even_request_rate"]
+    if be is not None:
+        assert f"break-even request rate ≈ {be:.2f} requests/s" in table
+        assert f"break-even request rate ≈ {be:.2f} requests/s" in text
+    spec_dir = next(d for d in res["run_dirs"] if not d.endswith("-baseline"))
+    base_dir = next(d for d in res["run_dirs"] if d.endswith("-baseline"))
+    page = render_report([load_source(spec_dir), load_source(base_dir)])
+    assert "Throughput against request rate" in page and "request rate (requests/s)" in page
+    assert "speedup over rated-baseline against request rate" in page
+    if res["break_even_request_rate"] is not None:
+        assert f"break-even request rate ≈ {res['break_even_request_rate']:.2f} requests/s" in page
+
+
+def test_compare_two_rate_sweeps_pairs_within_each_rate(rate_sweep, capsys):
+    res = rate_sweep["res"]
+    spec_dir = next(d for d in res["run_dirs"] if not d.endswith("-baseline"))
+    base_dir = next(d for d in res["run_dirs"] if d.endswith("-baseline"))
+    rc = main(["compare", base_dir, spec_dir, "--json"])
+    got = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    pts = {p["request_rate"]: p for p in got["per_request_rate"]}
+    for p in res["sweep"]:  # the same pairs as the sweep's own
+        assert pts[p["request_rate"]]["speedup"] == pytest.approx(p["speedup"], rel=1e-12)
+    assert got["break_even_request_rate"] == pytest.approx(res["break_even_request_rate"], rel=1e-12, nan_ok=True) \
+        if res["break_even_request_rate"] is not None else got["break_even_request_rate"] is None
+    rc = main(["compare", base_dir, spec_dir, "--concurrency", "4"])
+    assert rc == 2 and "request-rate sweeps" in capsys.readouterr().err
+
+
+def test_rate_sweep_flags(tmp_path, capsys):
+    from specdash.cli import _main_parser
+    from specdash.commands.bench import _check_args
+
+    prof = sim_profile(tmp_path, "s")
+    for extra, msg in ((["--sweep", "request_rate=1,2", "--request-rate", "3"], "sets the request rates itself"),
+                       (["--sweep", "concurrency=1,2", "--request-rate", "3"], "sweep request_rate=R,R"),
+                       (["--sweep", "concurrency=1,2", "--burstiness", "0.5"], "--burstiness shapes"),
+                       (["--sweep", "request_rate=1,inf"], "--request-rate inf")):
+        rc = main(["--bench", "--profile", str(prof), *extra])
+        assert rc == 2 and msg in capsys.readouterr().err, extra
+    # the in-flight cap and the arrival shape go with a rate sweep
+    args = _main_parser().parse_args(["--bench", "--profile", str(prof), "--sweep", "request_rate=1,2",
+                                      "--concurrency", "8", "--burstiness", "0.5"])
+    _check_args(args)
+    assert args.sweep_spec.points == (1.0, 2.0)

@@ -41,7 +41,7 @@ from typing import Any
 
 from specdash.bench.compare import build_comparison, side_stats
 from specdash.bench.report import _ci, _fmt, _fractions
-from specdash.bench.sweep import break_even
+from specdash.bench.sweep import axis_name, break_even, point_label
 
 GENERATOR = "specdash report"
 """The ``<meta name="generator">`` of every page: ``specdash report`` overwrites only files that carry it."""
@@ -253,10 +253,17 @@ class Source:
         """Whether any of its RUNs ran with a speculative algorithm (read back from the server)."""
         return any((r.get("effective") or {}).get("speculative_algorithm") for r in self.runs)
 
-    def records_at(self, concurrency: Any) -> list[dict]:
-        """Its records at one concurrency (records without one belong to a single-RUN directory's)."""
-        only = self.runs[0].get("concurrency") if len(self.runs) == 1 else None
-        return [r for r in self.records if r.get("concurrency", only) == concurrency]
+    @property
+    def sweep_var(self) -> str:
+        """The axis its RUNs differ in: ``request_rate`` for a ``--sweep request_rate=…`` directory, else
+        ``concurrency`` (a concurrency sweep, or a single RUN)."""
+        return "request_rate" if "request_rate" in (self.manifest.get("sweep") or {}) else "concurrency"
+
+    def records_at(self, point: Any, var: str = "concurrency") -> list[dict]:
+        """Its records at one point of the ``var`` axis (records without one belong to a single-RUN
+        directory's)."""
+        only = self.runs[0].get(var) if len(self.runs) == 1 else None
+        return [r for r in self.records if r.get(var, only) == point]
 
 
 def load_source(path: str | Path) -> Source:
@@ -352,6 +359,9 @@ def _yes(v: Any) -> str | None:
 
 
 def _run_label(run: Mapping[str, Any], n_runs: int) -> str:
+    if n_runs > 1 and isinstance(run.get("sweep_point"), int) and isinstance(run.get("request_rate"), (int, float)) \
+            and not isinstance(run.get("concurrency"), int):
+        return point_label("request_rate", run["request_rate"])
     c = run.get("concurrency")
     return f"c{c}" if n_runs > 1 and c is not None else str(run.get("profile") or "run")
 
@@ -368,6 +378,7 @@ def _run_section(src: Source) -> list[str]:
         tags.append('<span class="tag">adaptive</span>')
     out = [f"<h2>Run: {esc(src.name)}{''.join(tags)}</h2>", f'<p class="note">directory <code>{esc(src.path)}</code></p>']
     sweep = (m.get("sweep") or {}).get("concurrency")
+    rates = (m.get("sweep") or {}).get("request_rate")
     asked = m.get("asked") or {}
     eff = r0.get("effective") or m.get("effective")
     asked_s = _settings(asked) if asked.get("speculative_algorithm") else None
@@ -378,6 +389,7 @@ def _run_section(src: Source) -> list[str]:
         ("profile", src.name), ("profile file", r0.get("profile_path") or m.get("profile_path")),
         ("suite", r0.get("suite") or m.get("suite")), ("max tokens", r0.get("max_tokens") or m.get("max_tokens")),
         ("concurrency", ", ".join(map(str, sweep)) + " (sweep)" if sweep else r0.get("concurrency") or m.get("concurrency")),
+        ("request rate (requests/s)", ", ".join(f"{x:g}" for x in rates) + " (sweep)" if rates else None),
         ("speculative settings (effective, read back from the server)", _settings(eff)),
         ("asked", asked_s if asked_s and asked_s != _settings(eff) else None),
         ("SGLang version", f"{ver}" + (f" (preflight judged {m.get('judged_sglang_version')}, version source: {src_v})"
@@ -399,14 +411,15 @@ def _run_section(src: Source) -> list[str]:
     for run in runs:
         out += _tiers(run, len(runs))
     out += _categories(src)
-    out += _contexts(runs)
+    out += _contexts(runs, src.sweep_var)
     out += _verification(runs)
     return out
 
 
-def _contexts(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+def _contexts(runs: Sequence[Mapping[str, Any]], var: str = "concurrency") -> list[str]:
     """Each RUN's ``by_context`` (accept length per context-length bucket of prompt + completion tokens)
-    when a run has more than one bucket: a long-context collapse is a falling row."""
+    when a run has more than one bucket: a long-context collapse is a falling row.  Several RUNs (a sweep):
+    a column with each one's point on the ``var`` axis."""
     rows = []
     several = len(runs) > 1
     for run in runs:
@@ -414,12 +427,12 @@ def _contexts(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         if len(groups) < 2:
             continue
         for g in groups:
-            rows.append([*([run.get("concurrency")] if several else []), g.get("context_tokens"), g.get("requests"),
+            rows.append([*([run.get(var)] if several else []), g.get("context_tokens"), g.get("requests"),
                          _fmt(g.get("accept_length"), 3), _fmt(g.get("accept_rate"), 3),
                          _fmt(g.get("request_tok_s_p50"), 1)])
     if not rows:
         return []
-    head = [*(["concurrency"] if several else []), "context tokens (prompt + completion)", "requests",
+    head = [*([_axis_col(var)] if several else []), "context tokens (prompt + completion)", "requests",
             "accept length", "accept rate", "request tok/s p50"]
     return ["<h3>Acceptance by context length</h3>", _table(head, rows)]
 
@@ -434,12 +447,15 @@ def _gpus(g: Any) -> str | None:
 
 
 def _run_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    head = ["run", "concurrency", "requests", "failed", "output tokens", "duration s", "tok/s",
+    open_loop = any(r.get("request_rate") is not None for r in runs)  # asked (requests/s, or "inf") and achieved
+    head = ["run", "concurrency", *(["request rate /s", "achieved /s"] if open_loop else []), "requests", "failed",
+            "output tokens", "duration s", "tok/s",
             *(f"TTFT {q} ms" for q in ("p50", "p90", "p99")), *(f"TPOT {q} ms" for q in ("p50", "p90", "p99")),
             *(f"ITL {q} ms" for q in ("p50", "p90", "p99")), "accept length", "accept rate", "server τ"]
     rows = []
     for r in runs:
-        rows.append([_run_label(r, len(runs)), _fmt(r.get("concurrency")), _fmt(r.get("requests")),
+        rate = ([_fmt(r.get("request_rate")), _fmt(r.get("achieved_request_rate"), 2)] if open_loop else [])
+        rows.append([_run_label(r, len(runs)), _fmt(r.get("concurrency")), *rate, _fmt(r.get("requests")),
                      _fmt(r.get("failed_requests")), _fmt(r.get("output_tokens")), _fmt(r.get("duration_s"), 2),
                      _fmt(r.get("output_tok_s"), 1),
                      *(_fmt(_stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms") for q in ("p50", "p90", "p99")),
@@ -489,22 +505,24 @@ def _categories(src: Source) -> list[str]:
     recs = [r for r in src.records if r.get("ok", True)]
     if not any(r.get("category") for r in recs):
         return []
-    several = len({r.get("concurrency") for r in recs}) > 1
+    var = src.sweep_var
+    several = len({r.get(var) for r in recs}) > 1
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in recs:
-        groups[(r.get("concurrency") if several else None, r.get("category") or "uncategorized")].append(r)
+        groups[(r.get(var) if several else None, r.get("category") or "uncategorized")].append(r)
     rows, by_cat = [], defaultdict(dict)
     for (c, cat), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
         s = side_stats(rs)
         rows.append([cat, *([c] if several else []), s["requests"], _fmt(s["tok_s"], 1), _fmt(s["accept_length"], 3),
                      _fmt(s["accept_rate"], 3)])
         by_cat[cat][c] = s["accept_length"]
-    head = ["category", *(["concurrency"] if several else []), "requests", "tok/s (mean per request)",
+    head = ["category", *([_axis_col(var)] if several else []), "requests", "tok/s (mean per request)",
             "accept length", "accept rate"]
     out = ["<h3>Acceptance per category</h3>", _table(head, rows)]
     cats = sorted(by_cat)
     points = sorted({c for v in by_cat.values() for c in v}, key=lambda x: x or 0)
-    series = [(f"c{c}" if several else "accept length", [by_cat[cat].get(c) for cat in cats]) for c in points]
+    series = [(point_label(var, c) if several else "accept length", [by_cat[cat].get(c) for cat in cats])
+              for c in points]
     if any(v is not None for _, vs in series for v in vs):
         out.append(_figure(bar_chart(cats, series, title="accept length per category", x_label="category",
                                      y_label="accept length (tokens per verify round)")))
@@ -533,60 +551,83 @@ def _verification(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["<h3>Post-launch verification</h3>", *out] if out else []
 
 
-def sweep_speedups(spec: Source, base: Source) -> list[dict[str, Any]]:
-    """The paired speedup of ``spec`` over ``base`` at each concurrency both have: ``concurrency``,
-    ``output_tok_s``, ``baseline_tok_s``, ``speedup``, ``ci95``, ``verdict``, ``pairs`` (the sweep's point shape)."""
-    base_by = {r.get("concurrency"): r for r in base.runs}
+def sweep_speedups(spec: Source, base: Source, var: str | None = None) -> list[dict[str, Any]]:
+    """The paired speedup of ``spec`` over ``base`` at each point of the ``var`` axis (default: ``spec``'s
+    sweep axis) both have: the point under ``var``, ``output_tok_s``, ``baseline_tok_s``, ``speedup``,
+    ``ci95``, ``verdict``, ``pairs`` (the sweep's point shape)."""
+    var = var or spec.sweep_var
+    base_by = {r.get(var): r for r in base.runs if _is_point(r.get(var))}
     points = []
     for run in spec.runs:
-        c = run.get("concurrency")
-        b = base_by.get(c)
+        x = run.get(var)
+        b = base_by.get(x) if _is_point(x) else None
         if b is None:
             continue
-        cmp = build_comparison(base.records_at(c), spec.records_at(c), a_name=base.name, b_name=spec.name)
-        points.append({"concurrency": c, "output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s"),
+        cmp = build_comparison(base.records_at(x, var), spec.records_at(x, var), a_name=base.name, b_name=spec.name)
+        points.append({var: x, "output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s"),
                        "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
                        "pairs": cmp.get("pairs", 0)})
     return points
 
 
+def _is_point(x: Any) -> bool:
+    """A swept value (a concurrency or a finite rate; not None, not the string ``"inf"``)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def sources_sweep_var(sources: Sequence[Source]) -> str:
+    """The axis shared by the sweeps among ``sources``: ``request_rate`` when every sweep there is a rate
+    sweep, else ``concurrency``."""
+    kinds = {s.sweep_var for s in sources if s.kind == "run" and s.manifest.get("sweep")}
+    return "request_rate" if kinds == {"request_rate"} else "concurrency"
+
+
+def _axis_col(var: str) -> str:
+    """A table column's head for a sweep axis."""
+    return "concurrency" if var == "concurrency" else "request rate (requests/s)"
+
+
 def _sweep_section(sources: Sequence[Source]) -> list[str]:
     runs_src = [s for s in sources if s.kind == "run"]
-    concs = {r.get("concurrency") for s in runs_src for r in s.runs if r.get("concurrency") is not None}
+    var = sources_sweep_var(runs_src)
+    name = axis_name(var)
+    x_label = f"{name} (log scale)" if var == "concurrency" else "request rate, requests/s (log scale)"
+    xs = {r.get(var) for s in runs_src for r in s.runs if _is_point(r.get(var))}
     bases = [s for s in runs_src if not s.speculative]
     specs = [s for s in runs_src if s.speculative]
     out: list[str] = []
-    if len(concs) >= 2:
-        series = [{"name": s.name, "points": [(r["concurrency"], r.get("output_tok_s")) for r in s.runs
-                                              if r.get("concurrency") is not None]} for s in runs_src]
-        out += ["<h2>Throughput against concurrency</h2>",
-                _figure(line_chart(series, title="output tok/s against concurrency", x_label="concurrency (log scale)",
+    if len(xs) >= 2:
+        series = [{"name": s.name, "points": [(r[var], r.get("output_tok_s")) for r in s.runs if _is_point(r.get(var))]}
+                  for s in runs_src]
+        out += [f"<h2>Throughput against {name}</h2>",
+                _figure(line_chart(series, title=f"output tok/s against {name}", x_label=x_label,
                                    y_label="output tok/s", log_x=True))]
     if bases and specs:
         base = bases[0]
         out.append(f"<h2>Speedup over {esc(base.name)}</h2>")
         out.append('<p class="note">speedup = geometric mean of the per-request tok/s ratios paired by prompt and '
-                   "repeat at each concurrency, with its 95 % bootstrap interval.</p>")
+                   f"repeat at each {name}, with its 95 % bootstrap interval.</p>")
         series = []
+        col = _axis_col(var)
         for s in specs:
-            pts = sweep_speedups(s, base)
-            rows = [[_fmt(p["concurrency"]), _fmt(p["output_tok_s"], 1), _fmt(p["baseline_tok_s"], 1),
+            pts = sweep_speedups(s, base, var)
+            rows = [[_fmt(p[var]), _fmt(p["output_tok_s"], 1), _fmt(p["baseline_tok_s"], 1),
                      _fmt(p["speedup"], 3), _ci(p["ci95"]), _fmt(p["verdict"]), _fmt(p["pairs"])] for p in pts]
             out.append(f"<h3>{esc(s.name)} over {esc(base.name)}</h3>")
-            out.append(_table(["concurrency", "tok/s", "baseline tok/s", "speedup", "95 % CI", "verdict", "pairs"],
-                              rows))
+            out.append(_table([col, "tok/s", "baseline tok/s", "speedup", "95 % CI", "verdict", "pairs"], rows))
             if len(pts) >= 2:
-                be, be_ci, note = break_even(pts)
+                be, be_ci, note = break_even(pts, var)
                 lo, hi = be_ci or (None, None)
-                txt = (f"break-even concurrency ≈ {be:.1f} (95 % CI {_fmt(lo, 1)} – {_fmt(hi, 1)}; an open end did not "
-                       f"cross 1 in the swept range). " if be is not None else "") + note
+                nd = 1 if var == "concurrency" else 2
+                unit = "" if var == "concurrency" else " requests/s"
+                txt = (f"break-even {name} ≈ {be:.{nd}f}{unit} (95 % CI {_fmt(lo, nd)} – {_fmt(hi, nd)}; an open end "
+                       f"did not cross 1 in the swept range). " if be is not None else "") + note
                 out.append(f'<p class="note">{esc(txt)}</p>')
-            series.append({"name": s.name, "points": [(p["concurrency"], p["speedup"]) for p in pts],
-                           "band": [(p["concurrency"], *(p["ci95"] or (None, None))) for p in pts]})
+            series.append({"name": s.name, "points": [(p[var], p["speedup"]) for p in pts],
+                           "band": [(p[var], *(p["ci95"] or (None, None))) for p in pts]})
         if len({p[0] for s in series for p in s["points"]}) >= 2:
-            out.append(_figure(line_chart(series, title=f"speedup over {base.name} against concurrency",
-                                          x_label="concurrency (log scale)", y_label="speedup (×)", log_x=True,
-                                          ref_y=1.0)))
+            out.append(_figure(line_chart(series, title=f"speedup over {base.name} against {name}",
+                                          x_label=x_label, y_label="speedup (×)", log_x=True, ref_y=1.0)))
     return out
 
 

@@ -32,8 +32,10 @@ from specdash.profile import safe_name
 
 #: ``requests.csv`` columns, in order.  Times in ms; ``accept_length`` = completion_tokens ÷
 #: verify rounds of the request (bonus included; empty without speculation); ``itl_mean_ms`` =
-#: the mean of the record's ITLs; ``concurrency`` only on sweep points; empty = not applicable.
-CSV_COLUMNS = ("prompt_index", "repeat", "category", "segment", "concurrency", "ok", "completion_tokens",
+#: the mean of the record's ITLs; ``concurrency`` / ``request_rate`` (requests/s) only on the points of a
+#: sweep of that axis; empty = not applicable.
+CSV_COLUMNS = ("prompt_index", "repeat", "category", "segment", "concurrency", "request_rate", "ok",
+               "completion_tokens",
                "prompt_tokens", "ttft_ms", "tpot_ms", "e2e_ms", "itl_mean_ms", "server_e2e_ms", "accept_length",
                "accept_rate", "verify_ct", "correct_drafts", "proposed_drafts", "finish_reason", "ts_sent",
                "ts_done", "rid", "error")
@@ -78,7 +80,8 @@ def csv_row(rec: dict) -> dict:
     vct = spec.get("verify_ct")
     return {
         "prompt_index": rec.get("prompt_index"), "repeat": rec.get("repeat"), "category": rec.get("category"),
-        "segment": rec.get("segment"), "concurrency": rec.get("concurrency"), "ok": bool(rec.get("ok")),
+        "segment": rec.get("segment"), "concurrency": rec.get("concurrency"),
+        "request_rate": rec.get("request_rate"), "ok": bool(rec.get("ok")),
         "completion_tokens": n, "prompt_tokens": rec.get("prompt_tokens"),
         "ttft_ms": _ms(ttft), "tpot_ms": _ms(tpot), "e2e_ms": _ms(e2e),
         "itl_mean_ms": _ms(sum(itl) / len(itl)) if itl else None, "server_e2e_ms": _ms(rec.get("server_e2e_s")),

@@ -49,6 +49,8 @@ from specdash.launch import (
 from specdash.profile import Profile, Suite
 
 WARMUP_MAX_TOKENS = 32
+#: The most requests a ``request_rate`` sweep point without an in-flight cap warms up with at once.
+RATE_WARMUP_WIDTH = 64
 
 
 class RunFailed(Exception):
@@ -63,9 +65,9 @@ class RunOptions:
     ``repeats``/``max_tokens``/``concurrency`` override the suite's when set;
     ``segment`` tags records of a resumed run; ``repeat_offset`` shifts repeat indices
     (A/B rounds); ``on_record`` is called with each finished record (live UIs);
-    ``progress`` receives human progress lines; ``sweep``: concurrencies to run one after the other
-    in the same launch (one RUN per point in ``summary.json``, records tagged with their
-    ``concurrency``; :func:`run_sweep`), None for one run at ``concurrency``.
+    ``progress`` receives human progress lines; ``sweep``: the values of ``sweep_var`` to run one after
+    the other in the same launch (one RUN per point in ``summary.json``, records tagged with their
+    ``concurrency`` or ``request_rate``; :func:`run_sweep`), None for one run at ``concurrency``.
     """
 
     out_dir: Path = Path("runs")
@@ -84,7 +86,13 @@ class RunOptions:
     progress: Callable[[str], None] | None = None
     preflight: bool = True
     extra_manifest: dict = field(default_factory=dict)
-    sweep: tuple[int, ...] | None = None
+    sweep: tuple[int | float, ...] | None = None
+    #: the swept axis: ``concurrency`` (closed loop) or ``request_rate`` (open loop, requests/s; then
+    #: ``concurrency`` caps the requests in flight at every point, None = no cap)
+    sweep_var: str = "concurrency"
+    #: seconds of arrivals a ``request_rate`` sweep point sends at least
+    #: (:data:`specdash.bench.sweep.RATE_POINT_S`)
+    rate_point_s: float = 10.0
     #: seconds without a finished request or a streamed token (while requests are in flight)
     #: after which the server counts as stalled and the run ends partial
     stall_s: float = 60.0
@@ -311,40 +319,71 @@ class ProfileRun:
             self._check_context(info, max_tokens, manifest)
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
             points = list(self.opt.sweep) if self.opt.sweep else [concurrency]
-            manifest.update({"max_tokens": max_tokens, "concurrency": points[0],
+            base_opt = self.opt
+            if self._rate_sweep:  # each point runs open loop at its own rate (self.opt per point)
+                self.opt = replace(base_opt, request_rate=float(points[0]))
+            manifest.update({"max_tokens": max_tokens,
+                             "concurrency": self.opt.concurrency if self._rate_sweep else points[0],
                              "repeats": self.opt.repeats or self.suite.suite.repeats, **self._load_fields()})
             if self.opt.sweep:
-                manifest["sweep"] = {"concurrency": points}
+                manifest["sweep"] = {self.opt.sweep_var: points}
             self.rundir.write_manifest(manifest)
-            for i, conc in enumerate(points):
-                if i:
-                    self.stats = RunStats()
-                run = await self._point(client, info, segment, conc, max_tokens, tag=self.opt.sweep is not None)
-                if self.opt.sweep:
-                    run["sweep_point"] = i
-                self.runs.append(run)
-                self.rundir.write_summary(self.runs)  # results written as they come
-                if self.fault is not None:
-                    break
+            try:
+                for i, x in enumerate(points):
+                    if i:
+                        self.stats = RunStats()
+                    if self._rate_sweep:
+                        self.opt = replace(base_opt, request_rate=float(x))
+                    run = await self._point(client, info, segment, x, max_tokens, tag=self.opt.sweep is not None)
+                    if self.opt.sweep:
+                        run["sweep_point"] = i
+                    self.runs.append(run)
+                    self.rundir.write_summary(self.runs)  # results written as they come
+                    if self.fault is not None:
+                        break
+            finally:
+                self.opt = base_opt
         if self.fault is not None:
             raise RunFailed(self.fault.message(self))
-        bad = [r["concurrency"] for r in self.runs if r["requests"] == 0]
+        var = self.opt.sweep_var if self.opt.sweep else "concurrency"
+        bad = [r[var] for r in self.runs if r["requests"] == 0]
         if bad:
+            from specdash.bench.sweep import axis_name
+
             raise RunFailed(f"[{self.profile.name}] no request succeeded"
-                            + (f" at concurrency {', '.join(map(str, bad))}" if self.opt.sweep else "")
+                            + (f" at {axis_name(var)} {', '.join(f'{b:g}' for b in bad)}" if self.opt.sweep else "")
                             + f"; see {self.rundir.path}/requests.jsonl")
         return self.runs[-1]
 
-    async def _point(self, client, info: dict, segment: int, concurrency: int, max_tokens: int, *,
+    @property
+    def _rate_sweep(self) -> bool:
+        """Whether this run is a ``request_rate`` sweep (each point open loop at its own rate)."""
+        return bool(self.opt.sweep) and self.opt.sweep_var == "request_rate"
+
+    async def _point(self, client, info: dict, segment: int, point: int | float, max_tokens: int, *,
                      tag: bool) -> dict:
-        """One measured pass of the suite at ``concurrency`` (flushed cache, ``/metrics`` and log
-        window around it); returns its RUN.  ``tag``: a sweep point (records carry ``concurrency``,
-        metrics files are named ``metrics-{before,after}-c<N>.txt``)."""
+        """One measured pass of the suite at ``point`` — a concurrency, or in a ``request_rate`` sweep
+        the rate in requests/s that ``self.opt.request_rate`` already holds — (flushed cache,
+        ``/metrics`` and log window around it); returns its RUN.  ``tag``: a sweep point (records carry
+        ``concurrency`` or ``request_rate``, metrics files are named ``metrics-{before,after}-c<N>.txt``
+        or ``-r<rate>.txt``).
+
+        A rate point sends at least ``rate_point_s`` seconds of arrivals; its warm-up runs at the
+        in-flight cap, or without one at ⌈rate⌉ requests at once (at most :data:`RATE_WARMUP_WIDTH`):
+        about the batch one second of arrivals builds."""
         from specdash.sglang.client import SGLangError
 
-        suffix = f"-c{concurrency}" if tag else ""
+        rate_pt = tag and self._rate_sweep
+        if rate_pt:
+            concurrency = self.opt.concurrency
+            width = concurrency or max(1, min(RATE_WARMUP_WIDTH, math.ceil(float(point))))
+            key, label = "request_rate", f"{point:g}/s"
+        else:
+            concurrency = width = int(point)
+            key, label = "concurrency", f"c{point}"
+        suffix = (f"-r{point:g}" if rate_pt else f"-c{point}") if tag else ""
         metrics_before = None
-        await self._warmup(client, max_tokens, concurrency)
+        await self._warmup(client, max_tokens, width)
         try:
             await client.flush_cache()
             metrics_before = await client.metrics_text()
@@ -355,9 +394,9 @@ class ProfileRun:
         metrics_before = self._usable_metrics(metrics_before)
         self._log_start = await self._settled_log_count()
         items = self._remaining_items()
-        if tag:  # a sweep point keeps its batch full: at least 2 × concurrency requests
-            reps = max(self.opt.repeats or self.suite.suite.repeats,
-                       math.ceil(2 * concurrency / max(1, len(self.suite.prompts))))
+        if tag:  # a sweep point keeps its batch full: at least 2 × concurrency requests (rate: seconds of arrivals)
+            want = (max(2 * width, math.ceil(float(point) * self.opt.rate_point_s)) if rate_pt else 2 * concurrency)
+            reps = max(self.opt.repeats or self.suite.suite.repeats, math.ceil(want / max(1, len(self.suite.prompts))))
             items = work_items(self.suite, reps, self.opt.repeat_offset)
         load = f"concurrency {concurrency}" if self.opt.request_rate is None else (
             f"request rate {self.opt.request_rate:g}/s, burstiness {self.opt.burstiness:g}, "
@@ -365,24 +404,24 @@ class ProfileRun:
         self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
                   f"max_tokens {max_tokens}, suite {self.suite.name}")
         done = [0]
-        records = self.point_records.setdefault(concurrency, [])
+        records = self.point_records.setdefault(point, [])
 
         def on_record(rec: dict) -> None:
             if tag:
-                rec["concurrency"] = concurrency
+                rec[key] = point
             self.rundir.append_request(rec)
             self.stats.add(rec)
             records.append(rec)
             done[0] += 1
             tok_s = rec["completion_tokens"] / rec["e2e_s"] if rec.get("e2e_s") else 0.0
             self._say(f"[{self.profile.name}] {done[0]}/{len(items)} prompt {rec['prompt_index']} "
-                      f"repeat {rec['repeat']}{f' c{concurrency}' if tag else ''}: {rec['completion_tokens']} "
+                      f"repeat {rec['repeat']}{f' {label}' if tag else ''}: {rec['completion_tokens']} "
                       f"tokens, {tok_s:.1f} tok/s" + ("" if rec.get("ok") else f" FAILED: {rec.get('error')}"))
             if self.opt.on_record:
                 self.opt.on_record(rec)
 
         if self.fault is None:
-            await self._send_watched(client, items, concurrency=concurrency, max_tokens=max_tokens,
+            await self._send_watched(client, items, concurrency=width, max_tokens=max_tokens,
                                      segment=segment, on_record=on_record)
         metrics_after = info_after = None
         if self.fault is None:
@@ -677,13 +716,15 @@ async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dic
     return run, pr.stats.records
 
 
-async def run_sweep(profile: Profile, suite: Suite, opts: RunOptions,
-                    concurrencies: Sequence[int]) -> tuple[list[dict], dict[int, list[dict]]]:
-    """Run ``profile`` at each of ``concurrencies`` in one launch (one run directory, one RUN per
-    point, in order); returns (the RUNs, concurrency → that point's records).
+async def run_sweep(profile: Profile, suite: Suite, opts: RunOptions, points: Sequence[int | float], *,
+                    var: str = "concurrency") -> tuple[list[dict], dict[int | float, list[dict]]]:
+    """Run ``profile`` at each of ``points`` of the ``var`` axis (``concurrency``, or ``request_rate``
+    in requests/s) in one launch (one run directory, one RUN per point, in order); returns (the RUNs,
+    point → that point's records).
 
     Raises: as :class:`ProfileRun` (a point where no request succeeded raises after all points ran).
     """
-    pr = ProfileRun(profile, suite, replace(opts, sweep=tuple(int(c) for c in concurrencies)))
+    pts = tuple(float(x) for x in points) if var == "request_rate" else tuple(int(x) for x in points)
+    pr = ProfileRun(profile, suite, replace(opts, sweep=pts, sweep_var=var))
     await pr.run()
     return pr.runs, pr.point_records

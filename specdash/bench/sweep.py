@@ -1,21 +1,34 @@
-"""Concurrency sweeps: the speedup of speculation against its baseline at each load, and the break-even
-concurrency (``specdash --bench --profile P --sweep concurrency=1,4,16``).
+"""Load sweeps: the speedup of speculation against its baseline at each load, and the break-even load
+(``specdash --bench --profile P --sweep concurrency=1,4,16`` or ``--sweep request_rate=2,8,32``).
 
-One launch per side: the profile runs the suite at each concurrency of the sweep in turn inside one
-server (:func:`specdash.bench.runner.run_sweep`: cache flushed before each point, one RUN per point),
-then its no-speculation baseline does the same (``--baseline R``, or the profile without its
-``[speculative]`` section: :func:`specdash.bench.tune.baseline_of`).  At each point the speedup is the
-paired one of the A/B (:func:`specdash.bench.compare.build_comparison`: geometric mean of the per-request
-output tok/s ratios, matched by prompt and repeat, BCa 95 % interval), so the curve has a confidence band.
+One launch per side: the profile runs the suite at each point of the sweep in turn inside one server
+(:func:`specdash.bench.runner.run_sweep`: cache flushed before each point, one RUN per point), then its
+no-speculation baseline does the same (``--baseline R``, or the profile without its ``[speculative]``
+section: :func:`specdash.bench.tune.baseline_of`).  At each point the speedup is the paired one of the
+A/B (:func:`specdash.bench.compare.build_comparison`: geometric mean of the per-request output tok/s
+ratios, matched by prompt and repeat, BCa 95 % interval), so the curve has a confidence band.
+
+Two load axes, as SGLang's ``bench_serving`` and vLLM's ``bench serve`` spell them:
+
+* ``concurrency``: closed loop, that many requests in flight (``--max-concurrency`` there); a point sends
+  at least 2 × concurrency requests so its batch stays full.
+* ``request_rate``: open loop, Poisson arrivals at that many requests/s (gamma with ``--burstiness``;
+  ``--concurrency`` then caps the requests in flight, none by default); a point sends at least
+  :data:`RATE_POINT_S` seconds of arrivals.  Past a side's capacity its queue grows for as long as the
+  point runs: each point says, per side, the fraction of the arrivals it served (:func:`served_rate`) and
+  which sides were *saturated* (below :data:`SATURATED_BELOW`); there the paired per-request speedup is not
+  a steady state (it depends on the point's length) and the note points to the throughput ratio.
+  Speculation usually saturates first (each step costs more), so its break-even rate sits near its own
+  capacity.
 
 Break-even (:func:`break_even`): speedup falls with the batch (drafting and verifying cost more per token as
-the target's forward pass stops being memory-bound; sglang#5160).  The break-even concurrency is where the
-speedup curve first crosses 1 going down, interpolated linearly in log2(concurrency) between the two
-points around the crossing; its interval is where the upper and the lower confidence bounds cross 1
-(the load from which speculation surely stops paying, and up to which it surely pays).  No crossing in
-the swept range → None, with a note saying which side of 1 the whole curve is on.
+the target's forward pass stops being memory-bound; sglang#5160).  The break-even load is where the speedup
+curve first crosses 1 going down, interpolated linearly in log2(load) between the two points around the
+crossing; its interval is where the upper and the lower confidence bounds cross 1 (the load from which
+speculation surely stops paying, and up to which it surely pays).  No crossing in the swept range → None,
+with a note saying which side of 1 the whole curve is on.
 
-Units: concurrency in requests in flight; tok/s output tokens per second.
+Units: concurrency in requests in flight; request rate in requests/s; tok/s output tokens per second.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +44,99 @@ from typing import Any
 SWEEP_FILE = "sweep.json"
 
 
-def parse_sweep(text: str) -> list[int]:
-    """``concurrency=1,4,16`` → ``[1, 4, 16]`` (sorted, unique).
+#: The load axes a sweep can vary (the RUN's and the point's key for the swept value).
+SWEEP_VARS = ("concurrency", "request_rate")
+#: Seconds of arrivals a ``request_rate`` point sends at least (its requests: ⌈rate × this⌉, or more
+#: when the suite × repeats has more).
+RATE_POINT_S = 10.0
+#: A side of a rate point is *saturated* when it served fewer than this fraction of the arrival rate
+#: (:func:`served_rate` over the achieved rate): its queue grows for as long as the point runs.
+SATURATED_BELOW = 0.9
+
+
+def served_rate(records: Sequence[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """``(arrival rate, served rate)`` of one point's records, in requests/s: (n − 1) over the span of the
+    send times (``ts_sent``), and over the span of the finish times (``ts_done``) of the ``n`` answered
+    requests.  A server keeping up finishes requests as fast as they arrive (the two agree); one past its
+    capacity finishes them at its capacity, however fast they come.  None where fewer than 3 requests
+    were answered or a span is 0."""
+    ok = [r for r in records if r.get("ok") and isinstance(r.get("ts_sent"), (int, float))
+          and isinstance(r.get("ts_done"), (int, float))]
+    if len(ok) < 3:
+        return None, None
+    sent, done = [r["ts_sent"] for r in ok], [r["ts_done"] for r in ok]
+    span_s, span_d = max(sent) - min(sent), max(done) - min(done)
+    return ((len(ok) - 1) / span_s if span_s > 0 else None, (len(ok) - 1) / span_d if span_d > 0 else None)
+
+
+def _saturation(records: Sequence[dict[str, Any]]) -> float | None:
+    """Served over arrival rate of one side of a rate point (:func:`served_rate`); None when unknown."""
+    arrival, served = served_rate(records)
+    return served / arrival if arrival and served else None
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parsed ``--sweep``: ``var`` (one of :data:`SWEEP_VARS`) and its ``points`` (sorted, unique;
+    ints for concurrency, floats in requests/s for the rate)."""
+
+    var: str
+    points: tuple
+
+    def label(self, x) -> str:
+        """A point as the tables write it: ``c16`` or ``8/s``."""
+        return point_label(self.var, x)
+
+
+def point_label(var: str, x) -> str:
+    """``c16`` (concurrency 16) or ``8/s`` (request rate 8 requests/s); ``?`` for a missing value."""
+    if not isinstance(x, (int, float)):
+        return "?"
+    return f"{x:g}/s" if var == "request_rate" else f"c{x}"
+
+
+def _prose(var: str, x) -> str:
+    return f"{x:g} requests/s" if var == "request_rate" else f"{int(x)}"
+
+
+def axis_name(var: str) -> str:
+    """``concurrency`` or ``request rate`` (prose)."""
+    return "request rate" if var == "request_rate" else "concurrency"
+
+
+def parse_sweep(text: str) -> Sweep:
+    """``concurrency=1,4,16`` → ``Sweep("concurrency", (1, 4, 16))``; ``request_rate=2,0.5,8`` →
+    ``Sweep("request_rate", (0.5, 2.0, 8.0))`` (sorted, unique; ``request-rate`` is accepted too).
 
     Raises:
-        ValueError: another variable (``request_rate`` needs open-loop load, not built yet), a
-            non-integer or a value below 1, or fewer than two points.
+        ValueError: another variable, a non-integer concurrency or one below 1, a rate that is not a finite
+            number > 0 (``inf`` sends everything at once: it is one point, not a curve), or fewer than two
+            points.
     """
     var, _, values = text.partition("=")
     var = var.strip().replace("-", "_")
-    if var == "request_rate":
-        raise ValueError("--sweep request_rate=… needs open-loop load (a request rate), which specdash does "
-                         "not drive yet: sweep concurrency=… instead")
-    if var != "concurrency" or not values.strip():
-        raise ValueError(f"--sweep takes concurrency=N,N,… (e.g. concurrency=1,4,16), got {text!r}")
+    if var not in SWEEP_VARS or not values.strip():
+        raise ValueError("--sweep takes concurrency=N,N,… (closed loop, e.g. concurrency=1,4,16) or "
+                         f"request_rate=R,R,… (open loop, requests/s, e.g. request_rate=2,8,32), got {text!r}")
+    raw = [v.strip() for v in values.split(",") if v.strip()]
+    if var == "concurrency":
+        try:
+            pts = sorted({int(v) for v in raw})
+        except ValueError:
+            raise ValueError(f"--sweep concurrency values must be integers (got {values!r})") from None
+        if len(pts) < 2 or pts[0] < 1:
+            raise ValueError(f"--sweep needs two or more concurrencies ≥ 1 (got {values!r})")
+        return Sweep(var, tuple(pts))
     try:
-        points = sorted({int(v) for v in values.split(",") if v.strip()})
+        rates = sorted({float(v) for v in raw})
     except ValueError:
-        raise ValueError(f"--sweep concurrency values must be integers (got {values!r})") from None
-    if len(points) < 2 or points[0] < 1:
-        raise ValueError(f"--sweep needs two or more concurrencies ≥ 1 (got {values!r})")
-    return points
+        raise ValueError(f"--sweep request_rate values must be numbers of requests/s (got {values!r})") from None
+    if any(not math.isfinite(r) or r <= 0 for r in rates):
+        raise ValueError(f"--sweep request rates must be finite and > 0 requests/s (got {values!r}); for all "
+                         "requests at once run one --request-rate inf")
+    if len(rates) < 2:
+        raise ValueError(f"--sweep needs two or more request rates (got {values!r})")
+    return Sweep(var, tuple(rates))
 
 
 def _crossing(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
@@ -65,72 +151,102 @@ def _crossing(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
     return None
 
 
-def break_even(points: Sequence[dict[str, Any]]) -> tuple[float | None, list[float | None] | None, str]:
-    """``(break-even concurrency, [low, high] interval, note)`` from sweep points with ``concurrency``,
-    ``speedup`` and ``ci95`` (see the module docstring).  An interval end is None when its bound does not
-    cross 1 in the swept range."""
-    pts = [p for p in points if p.get("speedup") is not None]
+def break_even(points: Sequence[dict[str, Any]], var: str = "concurrency"
+               ) -> tuple[float | None, list[float | None] | None, str]:
+    """``(break-even load, [low, high] interval, note)`` from sweep points with ``var`` (the swept value:
+    ``concurrency`` or ``request_rate``), ``speedup`` and ``ci95`` (see the module docstring).  An
+    interval end is None when its bound does not cross 1 in the swept range."""
+    pts = [p for p in points if p.get("speedup") is not None and p.get(var) is not None]
     if len(pts) < 2:
         return None, None, "fewer than two points with a speedup: no curve"
-    xs = [float(p["concurrency"]) for p in pts]
+    xs = [float(p[var]) for p in pts]
     mid = _crossing(xs, [p["speedup"] for p in pts])
     lo_end = _crossing(xs, [(p.get("ci95") or [None, None])[0] for p in pts])
     hi_end = _crossing(xs, [(p.get("ci95") or [None, None])[1] for p in pts])
+    name = axis_name(var)
     if mid is None:
         if all(p["speedup"] >= 1.0 for p in pts):
-            note = f"speculation pays at every swept concurrency (up to {int(xs[-1])}): sweep higher to find the break-even"
+            note = (f"speculation pays at every swept {name} (up to {_prose(var, pts[-1][var])}): sweep higher "
+                    "to find the break-even")
         elif all(p["speedup"] < 1.0 for p in pts):
-            note = f"speculation does not pay at any swept concurrency (from {int(xs[0])})"
+            note = f"speculation does not pay at any swept {name} (from {_prose(var, pts[0][var])})"
         else:
             note = "the speedup curve does not fall through 1 (it rises with load): no break-even"
         return None, ([lo_end, hi_end] if (lo_end or hi_end) else None), note
-    return mid, [lo_end, hi_end], (f"speculation stops paying at about concurrency {mid:.1f}")
+    at = f"{mid:.1f}" if var == "concurrency" else f"{mid:.3g} requests/s"
+    return mid, [lo_end, hi_end], f"speculation stops paying at about {name} {at}"
 
 
-async def sweep_bench(profile, baseline, suite, opts, concurrencies: Sequence[int]) -> dict[str, Any]:
-    """Run the sweep (see the module docstring); returns the ``--json`` payload: ``sweep`` (one point per
-    concurrency: ``concurrency``, ``output_tok_s``, ``baseline_tok_s``, ``accept_length``, ``speedup``,
-    ``ci95``, ``verdict``, ``pairs``, ``throughput_ratio``), ``break_even_concurrency``,
-    ``break_even_ci95``, ``note``, ``runs`` (the profile's RUNs, then the baseline's) and ``run_dirs``.
+async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[int]) -> dict[str, Any]:
+    """Run the sweep (see the module docstring); returns the ``--json`` payload: ``variable`` (the swept
+    axis), ``sweep`` (one point per value: the value under its axis' key — ``concurrency`` or
+    ``request_rate``, a rate point with its ``achieved_request_rate`` too — ``output_tok_s``,
+    ``baseline_tok_s``, ``accept_length``, ``speedup``, ``ci95``, ``verdict``, ``pairs``,
+    ``throughput_ratio``), ``break_even_concurrency`` (None for a rate sweep), ``break_even_request_rate``
+    (None for a concurrency sweep), ``break_even_ci95``, ``note``, ``runs`` (the profile's RUNs, then the
+    baseline's) and ``run_dirs``.
 
-    ``baseline``: the no-speculation profile, None to derive it from ``profile`` (nothing to derive
-    when ``profile`` has no speculation), or False for none (``--baseline none``: tok/s per point only).
+    ``sweep``: a :class:`Sweep`, or a list of concurrencies.  ``baseline``: the no-speculation profile, None
+    to derive it from ``profile`` (nothing to derive when ``profile`` has no speculation), or False for
+    none (``--baseline none``: tok/s per point only).
 
     Raises: as :func:`specdash.bench.runner.run_sweep`.
     """
     from specdash.bench.compare import build_comparison
     from specdash.bench.runner import run_sweep
 
+    if not isinstance(sweep, Sweep):
+        sweep = Sweep("concurrency", tuple(int(c) for c in sweep))
+    var = sweep.var
     if baseline is False:
         baseline = None
     elif baseline is None and profile.spec_enabled:
         from specdash.bench.tune import baseline_of
 
         baseline = baseline_of(profile)
-    runs, recs = await run_sweep(profile, suite, opts, concurrencies)
+    runs, recs = await run_sweep(profile, suite, opts, sweep.points, var=var)
     base_runs: list[dict] = []
-    base_recs: dict[int, list[dict]] = {}
+    base_recs: dict = {}
     if baseline is not None:
-        base_runs, base_recs = await run_sweep(baseline, suite, opts, concurrencies)
-    base_by = {r["concurrency"]: r for r in base_runs}
+        base_runs, base_recs = await run_sweep(baseline, suite, opts, sweep.points, var=var)
+    base_by = {r[var]: r for r in base_runs}
     points = []
     for run in runs:
-        c = run["concurrency"]
-        b = base_by.get(c)
-        pt: dict[str, Any] = {"concurrency": c, "output_tok_s": run.get("output_tok_s"),
-                              "baseline_tok_s": b.get("output_tok_s") if b else None,
-                              "accept_length": run.get("accept_length"), "speedup": None, "ci95": None,
-                              "verdict": None, "pairs": 0, "throughput_ratio": None}
+        x = run[var]
+        b = base_by.get(x)
+        pt: dict[str, Any] = {var: x}
+        if var == "request_rate":
+            kept = {"speculative": _saturation(recs.get(x, [])), "baseline": _saturation(base_recs.get(x, [])) if b else None}
+            pt.update(achieved_request_rate=run.get("achieved_request_rate"), max_in_flight=run.get("concurrency"),
+                      served_fraction=kept, saturated=sorted(k for k, v in kept.items()
+                                                             if v is not None and v < SATURATED_BELOW))
+        pt.update({"output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s") if b else None,
+                   "accept_length": run.get("accept_length"), "speedup": None, "ci95": None,
+                   "verdict": None, "pairs": 0, "throughput_ratio": None})
         if b is not None:
-            cmp = build_comparison(base_recs.get(c, []), recs.get(c, []), a_name=baseline.name, b_name=profile.name)
+            cmp = build_comparison(base_recs.get(x, []), recs.get(x, []), a_name=baseline.name, b_name=profile.name)
             pt.update(speedup=cmp.get("speedup"), ci95=cmp.get("ci95"), verdict=cmp.get("verdict"),
                       pairs=cmp.get("pairs", 0))
             if run.get("output_tok_s") and b.get("output_tok_s"):
                 pt["throughput_ratio"] = run["output_tok_s"] / b["output_tok_s"]
         points.append(pt)
-    be, be_ci, note = break_even(points) if baseline is not None else (None, None, "no baseline: no speedup")
+    be, be_ci, note = break_even(points, var) if baseline is not None else (None, None, "no baseline: no speedup")
+    sat = [p for p in points if p.get("saturated")]
+    if sat:
+        p0 = sat[0]
+        who = " and ".join("the baseline" if k == "baseline" else profile.name for k in p0["saturated"])
+        frac = min(v for k, v in p0["served_fraction"].items() if k in p0["saturated"])
+        ratio = p0.get("throughput_ratio")
+        note += (f"; from {p0['request_rate']:g} requests/s on, {who} fell behind the arrivals (served "
+                 f"{frac:.0%} of them): the queue grows for as long as a point runs, so per-request speedups "
+                 "there are not steady-state"
+                 + (f" — the throughput ratio (×{ratio:.2f} at {p0['request_rate']:g}/s) is" if ratio else " — tok/s is")
+                 + " the answer there")
     payload = {"profile": profile.name, "baseline": baseline.name if baseline is not None else None,
-               "sweep": points, "break_even_concurrency": be, "break_even_ci95": be_ci, "note": note,
+               "variable": var, "sweep": points,
+               "break_even_concurrency": be if var == "concurrency" else None,
+               "break_even_request_rate": be if var == "request_rate" else None,
+               "break_even_ci95": be_ci, "note": note,
                "runs": [*runs, *base_runs],
                "run_dirs": sorted({r["run_dir"] for r in [*runs, *base_runs]})}
     from specdash.bench.rundir import atomic_write_json
@@ -138,6 +254,18 @@ async def sweep_bench(profile, baseline, suite, opts, concurrencies: Sequence[in
     # beside the profile's RUNs: what `specdash report` and the dashboard read back
     atomic_write_json(Path(runs[0]["run_dir"]) / SWEEP_FILE, {k: v for k, v in payload.items() if k != "runs"})
     return payload
+
+
+def sweep_var(payload: dict[str, Any]) -> str:
+    """The axis of a sweep payload (``sweep.json``; files written before rate sweeps existed have no
+    ``variable``: concurrency)."""
+    var = payload.get("variable")
+    return var if var in SWEEP_VARS else "concurrency"
+
+
+def break_even_of(payload: dict[str, Any]) -> float | None:
+    """The break-even load of a sweep payload, on its axis."""
+    return payload.get(f"break_even_{sweep_var(payload)}")
 
 
 def find_sweep(out_dir: Path, profile: str) -> dict | None:
@@ -159,21 +287,29 @@ def render_sweep(payload: dict[str, Any]) -> str:
     def f(v, nd=1):
         return "—" if v is None else f"{v:.{nd}f}"
 
+    var = sweep_var(payload)
+    head = "  conc" if var == "concurrency" else "  rate/s  achieved"
     out = [f"sweep of {payload['profile']} against {payload.get('baseline') or 'no baseline'} "
            "(speedup: paired per-request tok/s ratio, geometric mean, 95 % CI)",
-           "  conc   tok/s   baseline  accept len  speedup  95 % CI          verdict"]
+           f"{head}   tok/s   baseline  accept len  speedup  95 % CI          verdict"]
     for p in payload["sweep"]:
         ci = p.get("ci95") or [None, None]
-        out.append(f"  {p['concurrency']:>4}  {f(p['output_tok_s']):>7}  {f(p['baseline_tok_s']):>8}  "
+        x = (f"  {p['concurrency']:>4}" if var == "concurrency" else
+             f"  {p['request_rate']:>6g}  {f(p.get('achieved_request_rate'), 2):>8}")
+        sat = p.get("saturated") or []
+        out.append(f"{x}  {f(p['output_tok_s']):>7}  {f(p['baseline_tok_s']):>8}  "
                    f"{f(p['accept_length'], 2):>10}  {('×' + f(p['speedup'], 3)) if p['speedup'] else '—':>7}  "
                    f"[{f(ci[0], 3)}, {f(ci[1], 3)}]  {p.get('verdict') or '—'}"
+                   + (f" (saturated: {', '.join(sat)})" if sat else "")
                    + (f" ({p.get('pairs', 0)} pair{'s' if p.get('pairs', 0) != 1 else ''}: too few for an interval; "
                       "more repeats or prompts)" if p.get("speedup") and ci[0] is None else ""))
-    be, ci = payload.get("break_even_concurrency"), payload.get("break_even_ci95")
+    be, ci = break_even_of(payload), payload.get("break_even_ci95")
     if be is not None:
         lo, hi = (ci or [None, None])
-        out.append(f"break-even concurrency ≈ {be:.1f} (95 % CI {f(lo)} – {f(hi)}; an open end did not cross 1 in the "
-                   "swept range)")
+        unit = "" if var == "concurrency" else " requests/s"
+        nd = 1 if var == "concurrency" else 2
+        out.append(f"break-even {axis_name(var)} ≈ {f(be, nd)}{unit} (95 % CI {f(lo, nd)} – {f(hi, nd)}; an open end "
+                   "did not cross 1 in the swept range)")
     out.append(f"note: {payload.get('note')}")
     for d in payload.get("run_dirs") or []:
         out.append(f"  run dir: {d}")

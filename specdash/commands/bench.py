@@ -328,7 +328,7 @@ def resume_defaults(args) -> dict:
     if problem:
         raise UsageError(f"cannot resume {args.resume}: {problem}")
     if m.get("sweep"):
-        raise UsageError(f"cannot resume {args.resume}: it is a --sweep run (one RUN per concurrency); "
+        raise UsageError(f"cannot resume {args.resume}: it is a --sweep run (one RUN per point); "
                          "run the sweep again instead")
     if not args.profile and not args.url:
         if m.get("attached"):
@@ -471,22 +471,28 @@ def _check_args(args) -> None:
     if args.url and (problem := url_problem(args.url)):
         raise UsageError(problem)
     _check_dataset_args(args)
-    _check_load_args(args)
+    args.sweep_spec = None
     if getattr(args, "sweep", None):
         from specdash.bench.sweep import parse_sweep
 
         try:
-            args.sweep_points = parse_sweep(args.sweep)
+            args.sweep_spec = parse_sweep(args.sweep)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        rate_sweep = args.sweep_spec.var == "request_rate"
         for flag, why in (("vs", "a sweep compares one profile with its baseline (--baseline R); sweep each "
                                  "profile on its own and compare the two with `specdash compare A B`"),
                           ("resume", "a sweep cannot be resumed; run it again"),
-                          ("concurrency", "the sweep sets the concurrencies itself")):
-            if getattr(args, flag):
-                raise UsageError(f"--sweep cannot be combined with --{flag}: {why}")
+                          ("concurrency", "the sweep sets the concurrencies itself (--sweep request_rate=… takes "
+                                          "--concurrency as its in-flight cap)"),
+                          ("request_rate", "the sweep sets the request rates itself" if rate_sweep else
+                                           "a concurrency sweep is closed loop; sweep request_rate=R,R,… for "
+                                           "open-loop load")):
+            if getattr(args, flag, None) not in (None, False) and not (flag == "concurrency" and rate_sweep):
+                raise UsageError(f"--sweep cannot be combined with --{flag.replace('_', '-')}: {why}")
         if args.rounds != 1:
             raise UsageError("--sweep runs one launch per side; --rounds does not apply")
+    _check_load_args(args)
     if args.resume:
         problem = check_resume(Path(args.resume), args)
         if problem:
@@ -517,10 +523,10 @@ def _check_load_args(args) -> None:
         raise UsageError(f"--request-rate must be > 0 requests/s, or inf for all at once (got {rate:g})")
     if burst is not None and (math.isnan(burst) or burst <= 0):
         raise UsageError(f"--burstiness must be > 0 (1 = Poisson; got {burst:g})")
-    if rate is None and burst not in (None, 1.0):
-        raise UsageError("--burstiness shapes the arrivals of --request-rate; give --request-rate R too")
-    if rate is not None and getattr(args, "sweep", None):
-        raise UsageError("--sweep cannot be combined with --request-rate: a sweep point is a closed-loop concurrency")
+    rate_sweep = getattr(getattr(args, "sweep_spec", None), "var", None) == "request_rate"
+    if rate is None and not rate_sweep and burst not in (None, 1.0):
+        raise UsageError("--burstiness shapes the arrivals of --request-rate; give --request-rate R (or "
+                         "--sweep request_rate=R,R,…) too")
     args.goodput_slo = None
     if getattr(args, "goodput", None):
         from specdash.collect.stream import parse_slo
@@ -584,11 +590,11 @@ def _bench(args, progress: Progress) -> int:
 
 
 def _sweep(args, progress: Progress, prof_a, prof_r, suite, opts) -> int:
-    """``--sweep concurrency=…``: :func:`specdash.bench.sweep.sweep_bench`, printed."""
+    """``--sweep concurrency=…`` / ``request_rate=…``: :func:`specdash.bench.sweep.sweep_bench`, printed."""
     from specdash.bench.sweep import render_sweep, sweep_bench
 
     try:
-        payload = asyncio.run(sweep_bench(prof_a, prof_r, suite, opts, args.sweep_points))
+        payload = asyncio.run(sweep_bench(prof_a, prof_r, suite, opts, args.sweep_spec))
     finally:
         progress.done()
     runs = payload["runs"]
@@ -596,7 +602,7 @@ def _sweep(args, progress: Progress, prof_a, prof_r, suite, opts) -> int:
     if failed and not args.allow_unverified:
         for p in payload["sweep"]:
             p.update(speedup=None, ci95=None, verdict="withheld: verification failed")
-        payload.update(break_even_concurrency=None, break_even_ci95=None,
+        payload.update(break_even_concurrency=None, break_even_request_rate=None, break_even_ci95=None,
                        note=f"speedups withheld: post-launch verification failed for {', '.join(failed)}")
     if args.json:
         print(json.dumps({k: v for k, v in payload.items() if k != "runs"} | {"runs": runs}, indent=2, default=str))

@@ -9,9 +9,10 @@ generator tag says ``specdash report``) but never another file unless ``--force`
 run directories' ``requests.jsonl`` records by prompt and repeat and prints the comparison
 (:func:`specdash.bench.compare.build_comparison`: speedup B over A, 95 % CI, verdict, per prompt and
 category) — with ``--json`` the ``comparison.json``-shaped dict and nothing else.  Two sweeps are
-paired per concurrency: the top level pools every shared point (each pair stays within its point),
+paired per point: the top level pools every shared point (each pair stays within its point),
 ``per_concurrency`` gives each point's speedup and ``break_even_concurrency`` / ``break_even_ci95``
-where the curve crosses 1; ``--concurrency N`` compares one point only.  As with ``--bench``, the
+where the curve crosses 1 (two ``request_rate`` sweeps: ``per_request_rate`` and
+``break_even_request_rate``); ``--concurrency N`` compares one point of two concurrency sweeps only.  As with ``--bench``, the
 speedups of a side whose post-launch verification failed are withheld unless ``--allow-unverified``.
 
 ``specdash compare --url URL_A --vs-url URL_B [--suite S] [--max-tokens N] [--concurrency N] [--out DIR]``
@@ -121,8 +122,11 @@ def _run_source(path: str):
     return src
 
 
-def _concurrencies(src) -> list:
-    return sorted({r.get("concurrency") for r in src.runs} - {None})
+def _points(src, var: str = "concurrency") -> list:
+    """The values of the ``var`` axis its RUNs ran at (sorted; a single RUN's one value)."""
+    from specdash.bench.html import _is_point
+
+    return sorted({r.get(var) for r in src.runs if _is_point(r.get(var))})
 
 
 def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> dict:
@@ -133,14 +137,23 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
             one both ran; two sweeps share no concurrency.
     """
     from specdash.bench.compare import build_comparison
-    from specdash.bench.html import sweep_speedups
-    from specdash.bench.sweep import break_even
+    from specdash.bench.html import sources_sweep_var, sweep_speedups
+    from specdash.bench.sweep import axis_name, break_even
 
     a, b = _run_source(dir_a), _run_source(dir_b)
     a_name, b_name = a.name, b.name
     if a_name == b_name:
         a_name, b_name = f"{a_name} ({a.path.name})", f"{b_name} ({b.path.name})"
-    ca, cb = _concurrencies(a), _concurrencies(b)
+    kinds = {s.sweep_var for s in (a, b) if s.manifest.get("sweep")}
+    if len(kinds) > 1:
+        raise UsageError(f"{dir_a} and {dir_b} swept different axes (one concurrency, one request rate): compare "
+                         "two concurrency sweeps or two request-rate sweeps")
+    var = sources_sweep_var([a, b])
+    name = axis_name(var)
+    if concurrency is not None and var != "concurrency":
+        raise UsageError("--concurrency picks a point of two concurrency sweeps; these are request-rate sweeps "
+                         "(compared over every rate they share)")
+    ca, cb = _points(a, var), _points(b, var)
     shared = sorted(set(ca) & set(cb))
     notes: list[str] = []
     if concurrency is not None:
@@ -150,29 +163,31 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
         shared = [concurrency]
     if not shared:
         if len(ca) > 1 or len(cb) > 1:
-            raise UsageError(f"the two sweeps share no concurrency (A: {ca}, B: {cb})")
+            raise UsageError(f"the two sweeps share no {name} (A: {ca}, B: {cb})")
         recs_a, recs_b = a.records, b.records
         if ca != cb:
-            notes.append(f"A ran at concurrency {ca[0] if ca else '?'}, B at {cb[0] if cb else '?'}: "
+            notes.append(f"A ran at {name} {ca[0] if ca else '?'}, B at {cb[0] if cb else '?'}: "
                          "compared as they are, not at the same load")
     else:
-        # each pair stays within its point: the repeat index is made unique per concurrency
+        # each pair stays within its point: the repeat index is made unique per point
         span = 1 + max(int(r.get("repeat", 0) or 0) for r in [*a.records, *b.records])
 
         def at(src, c, k):
-            return [dict(r, repeat=k * span + int(r.get("repeat", 0) or 0)) for r in src.records_at(c)]
+            return [dict(r, repeat=k * span + int(r.get("repeat", 0) or 0)) for r in src.records_at(c, var)]
 
         recs_a = [r for k, c in enumerate(shared) for r in at(a, c, k)]
         recs_b = [r for k, c in enumerate(shared) for r in at(b, c, k)]
         if len(shared) > 1:
-            notes.append(f"pooled over concurrencies {', '.join(map(str, shared))} (pairs matched within each "
-                         "point); per_concurrency has each point")
+            plural = "concurrencies" if var == "concurrency" else "request rates (requests/s)"
+            notes.append(f"pooled over {plural} {', '.join(f'{x:g}' for x in shared)} (pairs matched within each "
+                         f"point); per_{var} has each point")
     cmp = build_comparison(recs_a, recs_b, a_name=a_name, b_name=b_name)
     if not cmp.get("pairs"):
         raise UsageError(f"no request of {dir_a} pairs with one of {dir_b} (same prompt and repeat, both finished): "
                          "were they run with the same suite?")
     # different request shapes pair by prompt and repeat all the same: say so, with what differs
-    for key, label in (("max_tokens", "max_tokens"), ("suite", "suite"), ("request_rate", "request rate")):
+    for key, label in (("max_tokens", "max_tokens"), ("suite", "suite"),
+                       *((("request_rate", "request rate"),) if var != "request_rate" else ())):
         va = {r.get(key) for r in a.runs} - {None}
         vb = {r.get(key) for r in b.runs} - {None}
         if va and vb and va != vb:
@@ -184,11 +199,11 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
                      "repeat) and are left out")
     cmp["notes"] = [*cmp.get("notes", []), *notes]
     if len(shared) > 1:
-        pts = [{"concurrency": p["concurrency"], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
+        pts = [{var: p[var], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
                 "speedup": p["speedup"], "ci95": p["ci95"], "verdict": p["verdict"], "pairs": p["pairs"]}
-               for p in sweep_speedups(b, a) if p["concurrency"] in shared]
-        be, be_ci, note = break_even(pts)
-        cmp.update(per_concurrency=pts, break_even_concurrency=be, break_even_ci95=be_ci, break_even_note=note)
+               for p in sweep_speedups(b, a, var) if p[var] in shared]
+        be, be_ci, note = break_even(pts, var)
+        cmp.update({f"per_{var}": pts, f"break_even_{var}": be, "break_even_ci95": be_ci, "break_even_note": note})
     cmp["runs"] = [str(a.path), str(b.path)]
     cmp["_failed"] = sorted({r.get("profile") or s.name for s in (a, b) for r in s.runs
                              if (r.get("verification") or {}).get("status") == "failed"})
@@ -259,10 +274,11 @@ def _print_comparison(args: argparse.Namespace, cmp: dict) -> int:
     failed = cmp.pop("_failed")
     if failed and not args.allow_unverified:
         withhold_speedup(cmp, failed)
-        for p in cmp.get("per_concurrency") or []:
-            p.update(speedup=None, ci95=None, verdict="withheld: verification failed")
-        if "break_even_concurrency" in cmp:
-            cmp.update(break_even_concurrency=None, break_even_ci95=None)
+        for var in ("concurrency", "request_rate"):
+            for p in cmp.get(f"per_{var}") or []:
+                p.update(speedup=None, ci95=None, verdict="withheld: verification failed")
+            if f"break_even_{var}" in cmp:
+                cmp.update({f"break_even_{var}": None, "break_even_ci95": None})
     if args.json:
         print(json.dumps(cmp, indent=2, default=str))
     else:
@@ -285,13 +301,18 @@ def render_compare_text(cmp: dict) -> str:
         out.append(f"  {side.upper()}: {cmp.get(side)}: {s.get('requests')} requests, {_fmt(s.get('tok_s'))} tok/s "
                    f"(mean per request), TPOT {_fmt(s.get('tpot_ms'), 2)} ms, accept length "
                    f"{_fmt(s.get('accept_length'), 3)}, accept rate {_fmt(s.get('accept_rate'), 3)}")
-    for p in cmp.get("per_concurrency") or []:
+    from specdash.bench.sweep import point_label
+
+    var = "request_rate" if "per_request_rate" in cmp else "concurrency"
+    for p in cmp.get(f"per_{var}") or []:
         lo, hi = p.get("ci95") or (None, None)
-        out.append(f"  c{p['concurrency']}: {_fmt(p.get('a_tok_s'))} → {_fmt(p.get('b_tok_s'))} tok/s, speedup "
-                   f"{_fmt(p.get('speedup'), 3)}× (95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {p.get('pairs')} pairs): "
-                   f"{p.get('verdict')}")
+        out.append(f"  {point_label(var, p.get(var))}: {_fmt(p.get('a_tok_s'))} → {_fmt(p.get('b_tok_s'))} tok/s, "
+                   f"speedup {_fmt(p.get('speedup'), 3)}× (95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {p.get('pairs')} "
+                   f"pairs): {p.get('verdict')}")
     if cmp.get("break_even_concurrency") is not None:
         out.append(f"  break-even concurrency ≈ {cmp['break_even_concurrency']:.1f}")
+    elif cmp.get("break_even_request_rate") is not None:
+        out.append(f"  break-even request rate ≈ {cmp['break_even_request_rate']:.2f} requests/s")
     elif cmp.get("break_even_note"):
         out.append(f"  {cmp['break_even_note']}")
     for note in cmp.get("notes") or []:

@@ -36,24 +36,29 @@ def breakdown_text(run: dict) -> Text | None:
 
 
 def sweep_text(sweep: dict) -> Text:
-    """The newest concurrency sweep of the profile: speedup per concurrency with its interval and the
-    break-even concurrency (``specdash --bench --sweep``)."""
+    """The newest load sweep of the profile: speedup per concurrency (or request rate) with its interval
+    and the break-even load (``specdash --bench --sweep``)."""
+    from specdash.bench.sweep import axis_name, break_even_of, point_label, sweep_var
+
+    var = sweep_var(sweep)
     t = Text()
-    t.append("Concurrency sweep", style="bold")
+    t.append("Concurrency sweep" if var == "concurrency" else "Request-rate sweep", style="bold")
     t.append(f" of {sweep.get('profile')} vs {sweep.get('baseline') or 'no baseline'} ({sweep.get('path')}):\n",
              style="dim")
     parts = []
     for p in sweep.get("sweep") or []:
         sp, ci = p.get("speedup"), p.get("ci95") or [None, None]
+        x = point_label(var, p.get(var))
         if sp is None:
-            parts.append(f"c{p.get('concurrency')}: {num(p.get('output_tok_s'), 0)} tok/s")
+            parts.append(f"{x}: {num(p.get('output_tok_s'), 0)} tok/s")
         else:
-            parts.append(f"c{p.get('concurrency')}: ×{sp:.2f} [{num(ci[0], 2)}, {num(ci[1], 2)}]")
+            parts.append(f"{x}: ×{sp:.2f} [{num(ci[0], 2)}, {num(ci[1], 2)}]")
     t.append("  " + "  ·  ".join(parts) + "\n")
-    be, bci = sweep.get("break_even_concurrency"), sweep.get("break_even_ci95") or [None, None]
+    be, bci = break_even_of(sweep), sweep.get("break_even_ci95") or [None, None]
     if be is not None:
-        t.append(f"  break-even concurrency ≈ {be:.1f} (95 % CI {num(bci[0], 1)} – {num(bci[1], 1)}): above it, serve "
-                 "without speculation or with a schedule that drops to steps 0\n", style="bold yellow")
+        nd, unit = (1, "") if var == "concurrency" else (2, " requests/s")
+        t.append(f"  break-even {axis_name(var)} ≈ {be:.{nd}f}{unit} (95 % CI {num(bci[0], nd)} – {num(bci[1], nd)}): "
+                 "above it, serve without speculation or with a schedule that drops to steps 0\n", style="bold yellow")
     t.append(f"  {sweep.get('note')}\n", style="dim")
     return t
 
