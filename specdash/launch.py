@@ -327,6 +327,12 @@ class ServerLaunch:
 
         if profile.multi_node and not launches_nodes(profile):
             raise ProfileError(launch_refusal(profile))
+        if profile.multi_node and profile.server.node_launcher == "slurm":
+            from specdash.sglang.remote import slurm_problem
+
+            problem = slurm_problem([n.host for n in profile.nodes])
+            if problem:
+                raise ProfileError(f"profile {profile.name!r}: {problem}")
         prof = profile.expanded()
         port = prof.server.port or free_port()
         spec = build_launch(prof, version=sglang_version, port=port)
@@ -378,15 +384,24 @@ class ServerLaunch:
         return server
 
     def _node_group(self):
-        """Every node of a ``node_launcher = "ssh"`` profile as one :class:`~specdash.sglang.remote.NodeGroup`
-        (:mod:`specdash.sglang.remote`): node R's exact command (``profile show``'s, on the launch's port)
-        run by ``ssh`` on its host; node 0's log is ``server.log``, node R's ``node-R.log``; the environment
-        and the API key (as a ``--config`` file's contents) go over each connection's standard input.
+        """Every node of a ``node_launcher = "ssh"`` / ``"slurm"`` profile as one
+        :class:`~specdash.sglang.remote.NodeGroup` (:mod:`specdash.sglang.remote`): node R's exact command
+        (``profile show``'s, on the launch's port) run by ``ssh`` on its host, or by ``srun`` as a job step on
+        that Slurm node; node 0's log is ``server.log``, node R's ``node-R.log``; the environment and the API
+        key (as a ``--config`` file's contents) go over each client's standard input.
         """
-        from specdash.profile import build_launch
-        from specdash.sglang.remote import NodeGroup, SSHNodeProcess, env_block, node_script, ssh_argv
+        from specdash.profile import build_launch, safe_name
+        from specdash.sglang.remote import (
+            NodeGroup,
+            SSHNodeProcess,
+            env_block,
+            node_script,
+            srun_argv,
+            ssh_argv,
+        )
         from specdash.sglang.secrets import secret_values
 
+        slurm = self.profile.server.node_launcher == "slurm"
         nodes = []
         for node in self.profile.nodes:
             rank = node.node_rank
@@ -394,10 +409,13 @@ class ServerLaunch:
             argv, config_text, note = node_secrets_via_config(spec.argv)
             self.secret_note = self.secret_note or note
             self.secrets_in_config = self.secrets_in_config or config_text is not None
-            script = node_script(argv, workdir=node.workdir, with_config=config_text is not None)
+            script = node_script(argv, workdir=node.workdir, with_config=config_text is not None, new_session=not slurm)
             log_path = self.rundir.server_log_path if rank == 0 else Path(self.rundir.path) / f"node-{rank}.log"
+            client = (srun_argv(node.host, script, self.profile.server.slurm_options,
+                                job_name=f"specdash-{safe_name(self.profile.name)}-node{rank}") if slurm
+                      else ssh_argv(node.host, script, self.profile.server.ssh_options))
             nodes.append(SSHNodeProcess(
-                ssh_argv(node.host, script, self.profile.server.ssh_options),
+                client,
                 env={}, stdin_data=env_block(spec.env, config_text), log_path=log_path,
                 run_dir=self.rundir.path if rank == 0 else None, url=self.spec.base_url if rank == 0 else None,
                 name=f"{self.profile.name} node {rank}", secrets=secret_values(spec.argv)))

@@ -19,7 +19,7 @@ from specdash.commands.profile import profile_from_command
 from specdash.eagle3.doctor import run_doctor
 from specdash.profile import ProfileError, build_launch, load_profile, parse_profile, profile_to_toml
 from specdash.profile.flags import redacted_profile_data, server_flags
-from specdash.profile.nodes import build_node_launches, launch_refusal
+from specdash.profile.nodes import build_node_launches
 from specdash.sglang.cmdline import parse_command_line
 from specdash.sim.testing import SimProcess, free_port
 
@@ -183,10 +183,13 @@ def test_a_multi_node_launch_is_refused_with_what_to_do(tmp_path, capsys, monkey
         ServerLaunch.prepare(prof, object())  # type: ignore[arg-type]
     msg = str(err.value)
     assert "runs on 2 nodes" in msg and "--url http://10.0.0.1:30000" in msg and "profile show" in msg
+    assert 'node_launcher = "attach" (the default): you start the nodes' in msg
+    assert 'node_launcher = "ssh" (the system ssh client) or "slurm" (srun job steps inside an allocation)' in msg
+    assert "tune relaunches servers" in msg
+    # a slurm profile outside an allocation: refused before the manifest, with what to run
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     slurm = parse_profile(two_nodes(node_launcher="slurm"), tmp_path / "two.toml")
-    assert 'node_launcher = "slurm" is not built yet' in launch_refusal(slurm)
-    assert 'node_launcher = "ssh" is' in launch_refusal(slurm) and "tune relaunches servers" in launch_refusal(slurm)
-    with pytest.raises(ProfileError, match='node_launcher = "slurm" is not built yet'):
+    with pytest.raises(ProfileError, match='node_launcher = "slurm" (needs Slurm\'s srun|starts one job step)'):
         ServerLaunch.prepare(slurm, object())  # type: ignore[arg-type]
     p = tmp_path / "two.toml"
     p.write_text(profile_to_toml(prof))

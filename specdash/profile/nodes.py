@@ -14,9 +14,9 @@ A profile says so with ``[server] nnodes`` / ``dist_init_addr`` and one ``[[node
 (``host``, ``node_rank``, optional ``gpus``, ``env`` additions, ``workdir``, ``python``, ``extra_args``).
 :func:`check_nodes` validates the structure (every ``parse_profile`` runs it); the doctor's ``NODES``
 rule (:mod:`specdash.eagle3.rules.nodes`) judges consistency.  :func:`build_node_launches` gives each
-node's exact argv and env (``profile show``).  With ``node_launcher = "ssh"`` specdash starts every node itself (:mod:`specdash.sglang.remote`,
-:func:`launches_nodes`); ``"attach"`` (the default) and ``"slurm"`` (not built) end with
-:func:`launch_refusal`, which says how to start the nodes and attach.
+node's exact argv and env (``profile show``).  With ``node_launcher = "ssh"`` or ``"slurm"`` specdash
+starts every node itself (:mod:`specdash.sglang.remote`, :func:`launches_nodes`); ``"attach"`` (the
+default) ends with :func:`launch_refusal`, which says how to start the nodes and attach.
 """
 
 from __future__ import annotations
@@ -66,13 +66,16 @@ def check_nodes(prof: Profile, path: Path | str = "<profile>") -> None:
     ``nnodes`` > 1 needs ``[[nodes]]``; node ranks are 0 … N-1, each once, node 0 first;
     ``dist_init_addr`` is ``HOST:PORT`` (required with nodes); ``--nnodes`` / ``--node-rank`` /
     ``--dist-init-addr`` are never in ``extra_args`` of a multi-node profile; ``node_launcher`` only
-    with nodes.
+    with nodes; ``slurm_options`` only with ``node_launcher = "slurm"``.
 
     Raises:
         ProfileError: every broken rule, one line each, naming the file, the key and the fix.
     """
     s, nodes = prof.server, prof.nodes
     errs: list[str] = []
+    if s.slurm_options and s.node_launcher != "slurm":
+        errs.append(f"server.slurm_options is set but node_launcher is {s.node_launcher or 'attach'!r}: srun options "
+                    "apply to node_launcher = \"slurm\" only; set it, or remove slurm_options")
     if not nodes and (s.nnodes or 1) == 1:
         if s.node_launcher is not None:
             errs.append("server.node_launcher is set but the profile has no [[nodes]]: remove it, or add one "
@@ -185,26 +188,23 @@ def build_node_launches(prof: Profile, *, version: str | None = None) -> list[No
 
 
 def launches_nodes(prof: Profile) -> bool:
-    """True when specdash starts the nodes itself (``node_launcher = "ssh"``,
+    """True when specdash starts the nodes itself (``node_launcher = "ssh"`` or ``"slurm"``,
     :mod:`specdash.sglang.remote`); single-node profiles are launched as always."""
-    return bool(prof.nodes) and prof.server.node_launcher == "ssh"
+    return bool(prof.nodes) and prof.server.node_launcher in ("ssh", "slurm")
 
 
 def launch_refusal(prof: Profile) -> str:
     """Why a multi-node profile is not launched, and what to do instead (what, why, the fix)."""
     how = prof.server.node_launcher or "attach"
     name = str(prof.path) if prof.path else prof.name
-    if how == "attach":
-        why = ('node_launcher = "attach" (the default): you start the nodes, specdash attaches to node 0; '
-               'node_launcher = "ssh" lets specdash start them')
-    else:
-        why = (f'node_launcher = "{how}" is not built yet (node_launcher = "ssh" is: specdash starts every node '
-               "with the system ssh client)")
+    why = (f'node_launcher = "{how}"' + (" (the default)" if how == "attach" else "") + ": you start the nodes, "
+           'specdash attaches to node 0; node_launcher = "ssh" (the system ssh client) or "slurm" (srun job steps '
+           "inside an allocation) lets specdash start them")
     return (f"profile {prof.name!r} runs on {prof.num_nodes} nodes; specdash did not launch it: {why}. "
             f"Start every node yourself with the command `specdash profile show {name}` prints for it "
             f"(node 0 waits in torch.distributed's rendezvous until all have joined), then attach to node 0 with "
             f"--url {node_url(prof)}: `specdash --bench --profile {name} --url {node_url(prof)}` or "
-            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = \"ssh\")")
+            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = \"ssh\" or \"slurm\")")
 
 
 __all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "launches_nodes",

@@ -101,10 +101,15 @@ class ServerSection(_Strict):
     node_launcher: Literal["attach", "ssh", "slurm"] | None = Field(
         None, description="how the nodes are started: 'attach' (you start them, specdash attaches with --url to "
         "node 0; the default), 'ssh' (specdash starts every node with the system ssh client, BatchMode) or "
-        "'slurm' (not built yet: such launches are refused)")
+        "'slurm' (specdash, inside an salloc/sbatch allocation, starts one srun job step per node; hosts are "
+        "the allocation's Slurm node names)")
     ssh_options: list[str] = Field(default_factory=list, description="node_launcher = 'ssh': more ssh client "
                                    "options, as argv words (e.g. [\"-p\", \"2222\", \"-i\", \"~/.ssh/cluster\", "
                                    "\"-l\", \"root\"]); BatchMode=yes and no pty are always set")
+    slurm_options: list[str] = Field(default_factory=list, description="node_launcher = 'slurm': more srun "
+                                     "options for each node's job step, as argv words (e.g. [\"--gpus-per-node=8\", "
+                                     "\"--cpus-per-task=32\", \"--overlap\"]); one task on the named node, "
+                                     "--kill-on-bad-exit=1 and --unbuffered are always set")
     gpus_per_node: int | None = Field(None, ge=1, description="GPUs on each node (the doctor checks tp x pp against "
                                       "it); a node's own `gpus` wins")
 

@@ -1,4 +1,5 @@
-"""Starting one node of a multi-node SGLang server over ssh (``[server] node_launcher = "ssh"``).
+"""Starting one node of a multi-node SGLang server over ssh or Slurm (``[server] node_launcher = "ssh"`` /
+``"slurm"``).
 
 The system OpenSSH client runs, non-interactively (``-T -o BatchMode=yes``: no password or host-key
 prompt ever blocks a run), a small POSIX ``sh`` script on the node; the script is one argument of
@@ -19,6 +20,15 @@ prompt ever blocks a run), a small POSIX ``sh`` script on the node; the script i
 4. exits with the server's exit code once it is gone.
 
 So nothing outlives specdash on any node, without an agent on the node and without a pty.
+
+Under Slurm (``node_launcher = "slurm"``, specdash running inside an allocation: ``salloc`` / ``sbatch``)
+the same script runs as one job step per node, ``srun --nodes=1 --ntasks=1 --nodelist=HOST …
+sh -c SCRIPT`` (:func:`srun_argv`; srun forwards its standard input to the step's one task and takes the
+command as argv — no shell on either side).  There the server stays in the step's process group
+(``new_session=False``): slurmstepd tracks and ends every process of a step when its task exits or its
+``srun`` dies (SIGKILL included), also with ``ProctrackType=proctrack/pgid``, which a ``setsid`` would
+escape.  Each node's rank is the profile's (``--node-rank R``, as ``profile show`` prints it), not
+``SLURM_NODEID`` (0 in every one-node step).
 """
 
 from __future__ import annotations
@@ -41,10 +51,13 @@ SSH_BASE = ("-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o", "Serve
             "-o", "ServerAliveCountMax=4")
 
 
-def node_script(argv: Sequence[str], *, workdir: str | None = None, with_config: bool = False) -> str:
+def node_script(argv: Sequence[str], *, workdir: str | None = None, with_config: bool = False,
+                new_session: bool = True) -> str:
     """The ``sh`` script one node runs (module docstring); ``argv`` may hold :data:`CONFIG_WORD`
     where the path of the ``--config`` file goes (``with_config``: the file's contents follow the
-    environment on standard input, up to a second :data:`ENV_END`)."""
+    environment on standard input, up to a second :data:`ENV_END`).  ``new_session``: the server in a
+    session of its own (ssh: nothing else would end its children); False under Slurm, whose step
+    tracking ends them (module docstring) — the stop signals then go to the server's pid."""
     words = " ".join('"$cfg"' if a == CONFIG_WORD else shlex.quote(str(a)) for a in argv)
     lines = [
         "set -u",
@@ -59,15 +72,16 @@ def node_script(argv: Sequence[str], *, workdir: str | None = None, with_config:
         ]
     if workdir:
         lines.append(f"cd {shlex.quote(workdir)} || exit 98")
+    target = "-$pg" if new_session else "$pg"  # the server's process group, or (Slurm) the server itself
     lines += [
-        f"setsid {words} < /dev/null 3<&- 2>&1 &",
+        f"{'setsid ' if new_session else ''}{words} < /dev/null 3<&- 2>&1 &",
         "pg=$!",
-        "echo \"specdash-node pgid $pg\"",
-        f"( cat <&3 > /dev/null; kill -TERM -$pg 2>/dev/null; sleep {KILL_GRACE_S}; "
-        "kill -KILL -$pg 2>/dev/null ) > /dev/null 2>&1 &",  # not holding ssh's output: the channel closes at once
+        f"echo \"specdash-node {'pgid' if new_session else 'pid'} $pg\"",
+        f"( cat <&3 > /dev/null; kill -TERM {target} 2>/dev/null; sleep {KILL_GRACE_S}; "
+        f"kill -KILL {target} 2>/dev/null ) > /dev/null 2>&1 &",  # not holding ssh's output: the channel closes at once
         "w=$!",
         "wait $pg; rc=$?",
-        "kill -TERM -$pg 2>/dev/null; kill $w 2>/dev/null",
+        f"kill -TERM {target} 2>/dev/null; kill $w 2>/dev/null",
         "[ -n \"$cfg\" ] && rm -rf \"$(dirname \"$cfg\")\"",
         "exit $rc",
     ]
@@ -103,8 +117,54 @@ def ssh_argv(host: str, script: str, options: Sequence[str] = ()) -> list[str]:
     return ["ssh", *SSH_BASE, *options, target, shlex.join(["sh", "-c", script])]
 
 
+#: srun options always given (before the profile's ``slurm_options``): one task on the named node, its
+#: output unbuffered, the whole step ended when that task fails.
+SRUN_BASE = ("--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1", "--unbuffered")
+
+
+def srun_argv(host: str, script: str, options: Sequence[str] = (), *, job_name: str = "specdash") -> list[str]:
+    """``srun <base options> --nodelist=HOST --job-name=NAME <options> sh -c <script>``: one job step on
+    Slurm node ``HOST`` of the current allocation (``SLURM_JOB_ID`` in the environment), the script as
+    one argv word (srun execs it on the node; no shell parses it)."""
+    return ["srun", *SRUN_BASE, f"--nodelist={host}", f"--job-name={job_name}", *options, "sh", "-c", script]
+
+
+def slurm_problem(hosts: Sequence[str], environ: Mapping[str, str] | None = None) -> str | None:
+    """Why ``node_launcher = "slurm"`` cannot start ``hosts`` from here, else None: no ``srun`` on PATH,
+    no allocation (``SLURM_JOB_ID`` unset: specdash runs inside ``salloc`` / ``sbatch``), or hosts that
+    are not nodes of the allocation (``scontrol show hostnames $SLURM_JOB_NODELIST``, when ``scontrol``
+    is there)."""
+    import os
+    import shutil
+    import subprocess
+
+    env = os.environ if environ is None else environ
+    if shutil.which("srun", path=env.get("PATH")) is None:
+        return ("node_launcher = \"slurm\" needs Slurm's srun on PATH (the slurm-client package on Debian/Ubuntu); "
+                "run specdash on a login or compute node of the cluster")
+    if not env.get("SLURM_JOB_ID"):
+        n = len(hosts)
+        return ("node_launcher = \"slurm\" starts one job step per node inside an allocation, and there is none "
+                f"(SLURM_JOB_ID is unset): run specdash inside one, e.g. `salloc --nodes {n} --gpus-per-node 8 "
+                "specdash --bench --profile …` or from an sbatch script")
+    nodelist = env.get("SLURM_JOB_NODELIST")
+    if nodelist and shutil.which("scontrol", path=env.get("PATH")):
+        try:
+            r = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                               timeout=20, env=dict(env))
+        except (OSError, subprocess.SubprocessError):
+            return None  # cannot tell: srun will say
+        names = set(r.stdout.split()) if r.returncode == 0 else set()
+        missing = [h for h in hosts if names and h not in names]
+        if missing:
+            return (f"[[nodes]] host {', '.join(missing)}: not a node of allocation {env.get('SLURM_JOB_ID')} "
+                    f"({', '.join(sorted(names))}); under node_launcher = \"slurm\" each host is a Slurm node name "
+                    "of the allocation (`scontrol show hostnames $SLURM_JOB_NODELIST` lists them)")
+    return None
+
+
 class SSHNodeProcess(ServerProcess):
-    """One node's ``ssh`` client as a :class:`ServerProcess` (its own session, parent-death signal,
+    """One node's ``ssh`` (or ``srun``) client as a :class:`ServerProcess` (its own session, parent-death signal,
     leftover record, log with secrets as ``***``); :meth:`stop` first ends its standard input — the
     node script then stops the server and exits with its code — and waits for that, before the
     process-tree stop of the local client."""
@@ -250,4 +310,5 @@ class NodeGroup:
         return await asyncio.to_thread(self.stop, timeout_s)
 
 
-__all__ = ["CONFIG_WORD", "ENV_END", "KILL_GRACE_S", "NodeGroup", "SSHNodeProcess", "env_block", "node_script", "ssh_argv"]
+__all__ = ["CONFIG_WORD", "ENV_END", "KILL_GRACE_S", "SRUN_BASE", "NodeGroup", "SSHNodeProcess", "env_block",
+           "node_script", "slurm_problem", "srun_argv", "ssh_argv"]
