@@ -29,6 +29,7 @@ from pathlib import Path
 
 from specdash.bench.load import sampling_params, send_suite, send_suite_rate, work_items
 from specdash.bench.rundir import RunDir
+from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import (
     ServerFault,
     Watch,
@@ -91,8 +92,7 @@ class RunOptions:
     #: ``concurrency`` caps the requests in flight at every point, None = no cap)
     sweep_var: str = "concurrency"
     #: seconds of arrivals a ``request_rate`` sweep point sends at least
-    #: (:data:`specdash.bench.sweep.RATE_POINT_S`)
-    rate_point_s: float = 10.0
+    rate_point_s: float = RATE_POINT_S
     #: seconds without a finished request or a streamed token (while requests are in flight)
     #: after which the server counts as stalled and the run ends partial
     stall_s: float = 60.0
