@@ -24,6 +24,11 @@ after the run.
 * ``device_time_s``: ``{category: seconds}`` deltas of ``sglang:forward_execution_seconds_total``
   over the run (SGLang's device timer, ``SGLANG_ENABLE_METRICS_DEVICE_TIMER=1``), None when the
   server does not export it or its counters reset.
+* ``device_time_s`` reads one TP replica per scheduler group (:mod:`specdash.sglang.metrics`): with
+  ``--enable-metrics-for-all-schedulers`` every TP rank exports its own copy, which is not summed.
+* ``ranks``: with more than one scheduler rank in ``/metrics`` (``--enable-metrics-for-all-schedulers``,
+  DP or PP ranks), one entry per rank (:func:`rank_breakdown`): its device-timer seconds and decode
+  tokens over the run, so one slow or idle rank shows; None with a single rank.
 * ``decode_iterations``: batch-level decode iterations (verify rounds of the whole batch) in
   the run window, ``Decode batch`` lines × ``--decode-log-interval``; None without a log.
 
@@ -64,6 +69,7 @@ class RunAdaptive:
     decode_iterations: int | None = None
     acceptance_simulated: bool = False
     device_time_s: dict[str, float] | None = None
+    ranks: list[dict[str, Any]] | None = None
     tracker: TierTracker | None = field(default=None, repr=False)
 
     @property
@@ -77,13 +83,14 @@ class RunAdaptive:
         return sum(s * d for s, d in shares) / total if total > 0 else None
 
     def fields(self) -> dict[str, Any]:
-        """``tiers``, ``adaptive``, ``device_time_s``, ``decode_iterations`` for the RUN."""
+        """``tiers``, ``adaptive``, ``device_time_s``, ``ranks``, ``decode_iterations`` for the RUN."""
         return {
             "tiers": [t.to_json() for t in self.tiers] if self.enabled and self.tiers is not None
             else ([] if self.enabled else None),
             "adaptive": {"enabled": self.enabled, "config": self.config if self.enabled else None,
                          "switches": self.switches if self.enabled else 0},
             "device_time_s": self.device_time_s,
+            "ranks": self.ranks,
             "decode_iterations": self.decode_iterations,
         }
 
@@ -99,6 +106,57 @@ def device_time(metrics_before: str | None, metrics_after: str | None) -> dict[s
                                  "forward_execution_seconds", "category")
     except ValueError:
         return None
+
+
+#: A rank whose device time exceeds the median of the ranks by this fraction is called out as slow.
+SLOW_RANK_ABOVE = 0.10
+
+
+def rank_breakdown(metrics_before: str | None, metrics_after: str | None) -> list[dict[str, Any]] | None:
+    """Per scheduler rank over a run, when ``/metrics`` carries more than one (``dp_rank`` /
+    ``pp_rank`` / ``tp_rank`` series): ``[{"dp_rank", "pp_rank", "tp_rank", "device_time_s",
+    "decode_tokens", "vs_median"}]`` sorted by rank — ``device_time_s`` the Δ of
+    ``sglang:forward_execution_seconds_total`` over all categories (s, None without the device timer),
+    ``decode_tokens`` the Δ of ``sglang:realtime_tokens_total{mode="decode"}``, ``vs_median`` the
+    rank's device time over the ranks' median (a TP rank that waits less in the collectives than its
+    peers, or a DP rank with more work, stands out; :data:`SLOW_RANK_ABOVE`).  None with one rank, no
+    scrapes, or counters that reset."""
+    from statistics import median
+
+    from specdash.sglang.metrics import parse_metrics, rank_deltas
+
+    if not metrics_before or not metrics_after:
+        return None
+    try:
+        a, b = parse_metrics(metrics_before), parse_metrics(metrics_after)
+    except ValueError:
+        return None
+    dev = rank_deltas(a, b, "forward_execution_seconds")
+    tok = rank_deltas(a, b, "realtime_tokens", mode="decode")
+    keys = sorted(set(dev or {}) | set(tok or {}), key=lambda k: tuple(int(x) if x.isdigit() else -1 for x in k))
+    if len(keys) < 2:
+        return None
+    med = median(dev.values()) if dev else None
+    out = []
+    for k in keys:
+        d = dev.get(k) if dev else None
+        out.append({"dp_rank": k[0] or None, "pp_rank": k[1] or None, "tp_rank": k[2] or None,
+                    "device_time_s": d, "decode_tokens": tok.get(k) if tok else None,
+                    "vs_median": d / med if d is not None and med else None})
+    return out
+
+
+def slow_ranks(ranks: Sequence[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+    """The entries of :func:`rank_breakdown` whose device time is more than :data:`SLOW_RANK_ABOVE`
+    above the median."""
+    return [r for r in ranks or () if r.get("vs_median") is not None and r["vs_median"] > 1 + SLOW_RANK_ABOVE]
+
+
+def rank_label(r: Mapping[str, Any]) -> str:
+    """``TP1``, ``DP0 TP4``, ``PP1 TP0`` … (the labels a rank carries)."""
+    parts = [f"{n}{r[k]}" for n, k in (("DP", "dp_rank"), ("PP", "pp_rank"), ("TP", "tp_rank"))
+             if r.get(k) is not None and not (k == "pp_rank" and r[k] == "0")]
+    return " ".join(parts) or "rank"
 
 
 def _adaptive_reported(info: Mapping[str, Any]) -> bool:
@@ -131,7 +189,8 @@ def run_fields(*, flags: Mapping[str, Any], server_info: Mapping[str, Any] | Non
     info = dict(server_info or {})
     out = RunAdaptive(asked=bool(flags.get("--speculative-adaptive")),
                       acceptance_simulated=acceptance_simulated(*envs),
-                      device_time_s=device_time(metrics_before, metrics_after))
+                      device_time_s=device_time(metrics_before, metrics_after),
+                      ranks=rank_breakdown(metrics_before, metrics_after))
     lines = list(log_lines) if log_lines is not None else None
     state = read_internal_state(info) if info else None
     if state is not None and _adaptive_reported(info):

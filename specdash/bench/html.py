@@ -412,6 +412,7 @@ def _run_section(src: Source) -> list[str]:
         out += _tiers(run, len(runs))
     out += _categories(src)
     out += _contexts(runs, src.sweep_var)
+    out += _ranks(runs)
     out += _verification(runs)
     return out
 
@@ -435,6 +436,27 @@ def _contexts(runs: Sequence[Mapping[str, Any]], var: str = "concurrency") -> li
     head = [*([_axis_col(var)] if several else []), "context tokens (prompt + completion)", "requests",
             "accept length", "accept rate", "request tok/s p50"]
     return ["<h3>Acceptance by context length</h3>", _table(head, rows)]
+
+
+def _ranks(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each RUN's ``ranks`` (several scheduler ranks in ``/metrics``): GPU seconds and decode tokens per
+    rank, the rank's GPU time over the median, a mark on the ones that stand out."""
+    from specdash.bench.adaptive import SLOW_RANK_ABOVE, rank_label
+
+    rows = []
+    several = len(runs) > 1
+    for run in runs:
+        for r in run.get("ranks") or []:
+            vs = r.get("vs_median")
+            rows.append([*([_run_label(run, len(runs))] if several else []), rank_label(r),
+                         _fmt(r.get("device_time_s"), 3), _fmt(r.get("decode_tokens"), 0), _fmt(vs, 3),
+                         "stands out" if vs is not None and vs > 1 + SLOW_RANK_ABOVE else ""])
+    if not rows:
+        return []
+    head = [*(["run"] if several else []), "rank", "GPU s (device timer)", "decode tokens", "× median", ""]
+    return ["<h3>Scheduler ranks</h3>", _table(head, rows),
+            '<p class="note">one row per scheduler series in /metrics (--enable-metrics-for-all-schedulers, DP or '
+            "PP ranks); the run's figures above read one TP replica per group.</p>"]
 
 
 def _gpus(g: Any) -> str | None:

@@ -66,6 +66,28 @@ def _fmt(v, nd=1, unit="") -> str:
     return f"{v:.{nd}f}{unit}"
 
 
+def render_ranks(run: dict) -> list[str]:
+    """The RUN's per-rank line (``ranks``: :func:`specdash.bench.adaptive.rank_breakdown`) and a warning
+    for a rank whose device time stands out; nothing with one rank."""
+    from specdash.bench.adaptive import SLOW_RANK_ABOVE, rank_label, slow_ranks
+
+    ranks = run.get("ranks")
+    if not ranks:
+        return []
+    parts = []
+    for r in ranks:
+        dev, tok = r.get("device_time_s"), r.get("decode_tokens")
+        parts.append(f"{rank_label(r)} " + " ".join(
+            x for x in ((f"{dev:.2f} s GPU" if dev is not None else ""),
+                        (f"{tok:.0f} decode tokens" if tok is not None else "")) if x))
+    out = ["  per rank (scheduler series in /metrics): " + " · ".join(parts)]
+    for r in slow_ranks(ranks):
+        out.append(f"  warning: {rank_label(r)} spent {r['vs_median']:.2f}× the median rank's GPU time (more than "
+                   f"{SLOW_RANK_ABOVE:.0%} above): more work on that rank (DP), a heavier pipeline stage (PP) or a "
+                   "slower GPU or link")
+    return out
+
+
 def render_table(runs: list[dict]) -> str:
     """The bench table: one row per run (p50s for latencies)."""
     head = ["profile", "reqs", "out tok", "tok/s", "TTFT p50", "TPOT p50", "ITL p50", "accept len",
@@ -110,6 +132,7 @@ def render_table(runs: list[dict]) -> str:
             out.append("  simulated acceptance: SGLANG_SIMULATE_ACC_LEN is set, so accept length and rate are the "
                        "variable's, not the draft's (the timings still hold)")
         out.extend(render_tiers(r))
+        out.extend(render_ranks(r))
         for f in (r.get("verification") or {}).get("findings", []):
             out.append(f"  {f['severity'].upper()} {f['code']}: {f['message']}")
             if f.get("fix"):

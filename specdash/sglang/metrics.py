@@ -21,6 +21,15 @@ Parsing uses ``prometheus_client.parser`` (no hand parsing).  That parser strips
 Run-scoped truth: take a snapshot before and after a run and use
 :func:`counter_delta`, :func:`server_accept_length` and :func:`histogram_delta`, never
 the lifetime values.
+
+Ranks: by default only the scheduler of attention-TP rank 0 (and CP rank 0) of each DP group exports
+scheduler metrics; with ``--enable-metrics-for-all-schedulers`` every TP rank does (SGLang 0.5.23
+``srt/observability/metrics_collector.py``: ``is_stats_logging_rank or enable_metrics_for_all_schedulers``),
+and the TP ranks of one group count the same batches.  Every lookup here
+therefore reads **one TP replica per group**: of the series that differ only in ``tp_rank`` /
+``moe_ep_rank``, the lowest ``tp_rank``'s (:data:`REPLICA_LABELS`) — DP ranks (``dp_rank``) and PP
+stages (``pp_rank``) stay apart and sum as before.  :meth:`MetricsSnapshot.by_rank` and
+:func:`rank_deltas` read every rank's own series (one slow rank visible).
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = [
     "METRICS",
+    "RANK_LABELS",
+    "REPLICA_LABELS",
     "Histogram",
     "MetricDef",
     "MetricsFormatError",
@@ -42,6 +53,7 @@ __all__ = [
     "counter_rate",
     "histogram_delta",
     "parse_metrics",
+    "rank_deltas",
     "server_accept_length",
 ]
 
@@ -167,6 +179,37 @@ class Histogram:
         return lower
 
 
+#: Labels that tell the TP replicas of one scheduler apart (see the module docstring).
+REPLICA_LABELS = ("tp_rank", "moe_ep_rank")
+#: Labels that name a scheduler rank (``by_rank``'s keys).
+RANK_LABELS = ("dp_rank", "pp_rank", "tp_rank")
+
+
+def _rank_no(v: str | None) -> int:
+    try:
+        return int(v) if v is not None else 0
+    except ValueError:
+        return 1 << 30
+
+
+def _one_replica(samples: list[tuple[dict[str, str], float]]) -> list[tuple[dict[str, str], float]]:
+    """``samples`` without the TP replicas: per set of labels other than :data:`REPLICA_LABELS`, only
+    the series of the lowest ``tp_rank`` (exposition order kept)."""
+    if len(samples) < 2 or not any("tp_rank" in lab for lab, _ in samples):
+        return samples
+    low: dict[tuple, int] = {}
+    keys = []
+    for lab, _ in samples:
+        key = tuple(sorted((k, x) for k, x in lab.items() if k not in REPLICA_LABELS))
+        keys.append(key)
+        r = _rank_no(lab.get("tp_rank"))
+        if key not in low or r < low[key]:
+            low[key] = r
+    if len(low) == len(samples):
+        return samples
+    return [sv for sv, key in zip(samples, keys) if _rank_no(sv[0].get("tp_rank")) == low[key]]
+
+
 @dataclass
 class MetricsSnapshot:
     """One scrape of ``/metrics``, indexed by sample name.
@@ -199,13 +242,24 @@ class MetricsSnapshot:
         """True when the scrape has at least one sample of ``name``."""
         return self._resolve(name) is not None
 
-    def values(self, name: str, **labels: str) -> list[tuple[dict[str, str], float]]:
-        """All ``(labels, value)`` samples of ``name`` whose labels include ``labels``."""
+    def values(self, name: str, *, all_ranks: bool = False, **labels: str) -> list[tuple[dict[str, str], float]]:
+        """The ``(labels, value)`` samples of ``name`` whose labels include ``labels``: one TP replica per
+        scheduler group (module docstring), or with ``all_ranks`` every rank's series."""
         key = self._resolve(name)
         if key is None:
             return []
         want = {k: str(v) for k, v in labels.items()}
-        return [(lab, v) for lab, v in self.samples[key] if all(lab.get(k) == x for k, x in want.items())]
+        found = [(lab, v) for lab, v in self.samples[key] if all(lab.get(k) == x for k, x in want.items())]
+        return found if all_ranks or "tp_rank" in want else _one_replica(found)
+
+    def by_rank(self, name: str, **label_filter: str) -> dict[tuple[str, str, str], float]:
+        """``{(dp_rank, pp_rank, tp_rank): sum}`` of the samples of ``name`` matching ``label_filter``,
+        every rank's own series (``""`` for a label a series does not carry); empty when absent."""
+        out: dict[tuple[str, str, str], float] = {}
+        for lab, v in self.values(name, all_ranks=True, **label_filter):
+            k = tuple(lab.get(x, "") for x in RANK_LABELS)
+            out[k] = out.get(k, 0.0) + v
+        return out
 
     def get(self, name: str, **labels: str) -> float | None:
         """The value of the first sample of ``name`` whose labels include ``labels``
@@ -306,6 +360,23 @@ def counter_deltas_by(before: MetricsSnapshot, after: MetricsSnapshot, name: str
         if d is None:
             return None
         out[key] = d
+    return out
+
+
+def rank_deltas(before: MetricsSnapshot, after: MetricsSnapshot, name: str,
+                **label_filter: str) -> dict[tuple[str, str, str], float] | None:
+    """Δ of a counter per scheduler rank (:meth:`MetricsSnapshot.by_rank` keys), summed over its other
+    labels; a rank absent before counts from 0.  None when the counter is absent from ``after`` or a
+    rank's counter went down (a restart)."""
+    a, b = before.by_rank(name, **label_filter), after.by_rank(name, **label_filter)
+    if not b:
+        return None
+    out = {}
+    for k, v in b.items():
+        d = v - a.get(k, 0.0)
+        if d < 0:
+            return None
+        out[k] = d
     return out
 
 

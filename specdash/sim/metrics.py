@@ -25,6 +25,8 @@ Health-check generations are not counted (``log_metrics=False``).  No ``_created
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 try:  # no *_created samples, like SGLang's multiprocess collector
@@ -54,7 +56,11 @@ SCHED_LABELS = ("engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"
 class SimMetrics:
     """SGLang's metric families for one simulated server (see the module docstring)."""
 
-    def __init__(self, model_name: str, *, spec: bool, tpot: bool, device_timer: bool = False) -> None:
+    def __init__(self, model_name: str, *, spec: bool, tpot: bool, device_timer: bool = False,
+                 replica_ranks: Sequence[int] = ()) -> None:
+        #: ``--enable-metrics-for-all-schedulers``: the other TP ranks whose schedulers export their own
+        #: copy of every scheduler series (the same batches; ``tp_rank`` differs) — see :meth:`render`
+        self.replica_ranks = tuple(int(r) for r in replica_ranks if int(r) != 0)
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         tok = {"engine_type": "unified", "model_name": model_name}
@@ -162,5 +168,16 @@ class SimMetrics:
         self.http_responses.labels(endpoint=endpoint, method=method, status_code=str(status)).inc()
 
     def render(self) -> bytes:
-        """Prometheus text exposition of this server's registry."""
-        return generate_latest(self.registry)
+        """Prometheus text exposition of this server's registry.  With :attr:`replica_ranks`, every
+        scheduler sample (``tp_rank="0"``) is followed by the same sample of each of those TP ranks, as
+        SGLang's ``--enable-metrics-for-all-schedulers`` exports one series per TP rank of a group
+        (``srt/observability/metrics_collector.py``)."""
+        text = generate_latest(self.registry)
+        if not self.replica_ranks:
+            return text
+        out = []
+        for line in text.split(b"\n"):
+            out.append(line)
+            if line and not line.startswith(b"#") and b'tp_rank="0"' in line:
+                out += [line.replace(b'tp_rank="0"', f'tp_rank="{r}"'.encode()) for r in self.replica_ranks]
+        return b"\n".join(out)

@@ -462,8 +462,9 @@ class SimServer:
         spec = self.spec_shape
         tpot = not parse_version(self.version) < parse_version(TPOT_SINCE)
         timer = A.device_timer_enabled(self.env, self.version)
-        self.metrics = SimMetrics(self.served_model_name, spec=spec is not None, tpot=tpot, device_timer=timer) \
-            if self.enable_metrics else None
+        replicas = list(self.local_ranks) if self.args.get("enable_metrics_for_all_schedulers") else []
+        self.metrics = SimMetrics(self.served_model_name, spec=spec is not None, tpot=tpot, device_timer=timer,
+                                  replica_ranks=replicas) if self.enable_metrics else None
         w = self.wiring
         cfg = EngineConfig(
             spec=spec, max_running=self.max_running, graph_max_bs=getattr(self, "graph_max_bs", 0),
