@@ -23,6 +23,7 @@ import pytest
 
 from specdash.sglang.remote import SRUN_BASE, env_block, node_script, slurm_problem, srun_argv
 from specdash.sim.testing import free_port
+from tests.test_ssh_nodes import sim_nodes, two_node_profile
 
 SLURM = {b: shutil.which(b) or (f"/usr/sbin/{b}" if os.path.exists(f"/usr/sbin/{b}") else None)
          for b in ("slurmctld", "slurmd", "srun", "salloc", "scancel", "squeue", "sinfo")}
@@ -95,43 +96,7 @@ def test_slurm_options_need_the_slurm_launcher(tmp_path):
 
 
 def _profile(tmp_path: Path, host0: str, host1: str) -> Path:
-    port0, port1, rdzv = free_port(), free_port(), free_port()
-    text = f"""name = "slurm-two"
-description = "two simulated nodes started as srun job steps"
-[server]
-launcher = "sim"
-model_path = "sim:llama-3.1-8b"
-tp_size = 2
-port = {port0}
-enable_metrics = true
-dist_init_addr = "127.0.0.1:{rdzv}"
-node_launcher = "slurm"
-slurm_options = ["--overlap"]
-extra_args = ["--dist-timeout", "30"]
-[speculative]
-algorithm = "EAGLE3"
-draft_model_path = "sim:llama-3.1-8b-eagle3"
-num_steps = 3
-eagle_topk = 1
-num_draft_tokens = 4
-[env]
-SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN = "1"
-HF_TOKEN = "hf_not_in_argv"
-[sim]
-scenario = "healthy"
-time_scale = 8.0
-[[nodes]]
-host = "{host0}"
-node_rank = 0
-[[nodes]]
-host = "{host1}"
-node_rank = 1
-workdir = "{tmp_path}"
-extra_args = ["--port", "{port1}"]
-"""
-    p = tmp_path / "slurm-two.toml"
-    p.write_text(text)
-    return p
+    return two_node_profile(tmp_path, "slurm-two", "slurm", host0, host1, slurm_options=["--overlap"])
 
 
 # --- a real Slurm on loopback ------------------------------------------------------------------------------
@@ -226,15 +191,6 @@ def _steps(slurm) -> list[str]:
     return [x for x in r.stdout.splitlines() if "specdash-" in x]
 
 
-def _sim_nodes(tag: str) -> list[psutil.Process]:
-    out = []
-    for q in psutil.process_iter(["cmdline"]):
-        cl = q.info.get("cmdline") or []
-        if "specdash.sim" in cl and tag in " ".join(cl):
-            out.append(q)
-    return out
-
-
 def test_two_nodes_as_srun_steps_bench_and_clean_stop(slurm, tmp_path, monkeypatch):
     from specdash.cli import main
 
@@ -262,9 +218,9 @@ def test_two_nodes_as_srun_steps_bench_and_clean_stop(slurm, tmp_path, monkeypat
         if f.is_file():
             assert "hf_not_in_argv" not in f.read_text(errors="replace"), f
     deadline = time.monotonic() + 15
-    while (_sim_nodes(tag) or _steps(slurm)) and time.monotonic() < deadline:
+    while (sim_nodes(tag) or _steps(slurm)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _sim_nodes(tag) == [] and _steps(slurm) == []  # both nodes stopped, both job steps ended
+    assert sim_nodes(tag) == [] and _steps(slurm) == []  # both nodes stopped, both job steps ended
     assert list((tmp_path / "state").glob("*.json")) == []  # leftover records removed
 
 
@@ -284,13 +240,13 @@ def test_sigkill_of_specdash_ends_both_job_steps(slurm, tmp_path):
         if logs and "Decode batch" in logs[0].read_text(errors="replace"):
             break
         time.sleep(0.2)
-    assert len(_sim_nodes(tag)) == 2 and len(_steps(slurm)) == 2, "both nodes should run as job steps"
+    assert len(sim_nodes(tag)) == 2 and len(_steps(slurm)) == 2, "both nodes should run as job steps"
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
     deadline = time.monotonic() + 40
-    while (_sim_nodes(tag) or _steps(slurm)) and time.monotonic() < deadline:
+    while (sim_nodes(tag) or _steps(slurm)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left, steps = _sim_nodes(tag), _steps(slurm)
+    left, steps = sim_nodes(tag), _steps(slurm)
     for q in left:
         q.kill()
     assert left == [] and steps == [], f"outlived specdash: {left} {steps}"

@@ -105,10 +105,14 @@ def sshd(tmp_path_factory):
     proc.wait(10)
 
 
-def _profile(tmp_path: Path, sshd: dict) -> Path:
+def two_node_profile(tmp_path: Path, name: str, launcher: str, host0: str, host1: str, **options: list[str]) -> Path:
+    """A two-node simulated profile started by ``launcher`` (``ssh`` / ``slurm``; ``options``: e.g.
+    ``ssh_options=[…]``), node 0 on ``host0``, node 1 on ``host1`` (its own HTTP port, a workdir), an
+    ``[env]`` secret that must reach no argv and no file."""
     port0, port1, rdzv = free_port(), free_port(), free_port()
-    text = f"""name = "ssh-two"
-description = "two simulated nodes on loopback, started over ssh"
+    opts = "".join(f"{k} = {json.dumps(v)}\n" for k, v in options.items())
+    text = f"""name = "{name}"
+description = "two simulated nodes on loopback, started by {launcher}"
 [server]
 launcher = "sim"
 model_path = "sim:llama-3.1-8b"
@@ -117,9 +121,8 @@ port = {port0}
 host = "127.0.0.1"
 enable_metrics = true
 dist_init_addr = "127.0.0.1:{rdzv}"
-node_launcher = "ssh"
-ssh_options = {json.dumps(sshd["options"])}
-extra_args = ["--dist-timeout", "30"]
+node_launcher = "{launcher}"
+{opts}extra_args = ["--dist-timeout", "30"]
 [speculative]
 algorithm = "EAGLE3"
 draft_model_path = "sim:llama-3.1-8b-eagle3"
@@ -133,20 +136,24 @@ HF_TOKEN = "hf_not_in_argv"
 scenario = "healthy"
 time_scale = 8.0
 [[nodes]]
-host = "127.0.0.1"
+host = "{host0}"
 node_rank = 0
 [[nodes]]
-host = "localhost"
+host = "{host1}"
 node_rank = 1
 workdir = "{tmp_path}"
 extra_args = ["--port", "{port1}"]
 """
-    p = tmp_path / "ssh-two.toml"
+    p = tmp_path / f"{name}.toml"
     p.write_text(text)
     return p
 
 
-def _sim_nodes(tag: str) -> list[psutil.Process]:
+def _profile(tmp_path: Path, sshd: dict) -> Path:
+    return two_node_profile(tmp_path, "ssh-two", "ssh", "127.0.0.1", "localhost", ssh_options=sshd["options"])
+
+
+def sim_nodes(tag: str) -> list[psutil.Process]:
     out = []
     for q in psutil.process_iter(["cmdline"]):
         cl = q.info.get("cmdline") or []
@@ -179,7 +186,7 @@ def test_two_nodes_over_ssh_bench_and_clean_stop(sshd, tmp_path, monkeypatch):
         if f.is_file():
             assert "hf_not_in_argv" not in f.read_text(errors="replace"), f
     time.sleep(0.5)
-    assert _sim_nodes(tag) == []   # both nodes stopped
+    assert sim_nodes(tag) == []   # both nodes stopped
     assert list((tmp_path / "state").glob("*.json")) == []   # leftover records removed
 
 
@@ -193,9 +200,9 @@ def test_sigkill_of_specdash_leaves_nothing_on_either_node(sshd, tmp_path):
                           "--out", str(tmp_path / "runs"), "--force"], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 90
-    while len(_sim_nodes(tag)) < 2 and time.monotonic() < deadline:
+    while len(sim_nodes(tag)) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(_sim_nodes(tag)) == 2, "both simulated nodes should be running"
+    assert len(sim_nodes(tag)) == 2, "both simulated nodes should be running"
     while time.monotonic() < deadline:  # until node 0 serves (decode lines in its log)
         logs = list((tmp_path / "runs").glob("*/server.log"))
         if logs and "Decode batch" in logs[0].read_text(errors="replace"):
@@ -204,9 +211,9 @@ def test_sigkill_of_specdash_leaves_nothing_on_either_node(sshd, tmp_path):
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
     deadline = time.monotonic() + 30
-    while _sim_nodes(tag) and time.monotonic() < deadline:
+    while sim_nodes(tag) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = _sim_nodes(tag)
+    left = sim_nodes(tag)
     for q in left:
         q.kill()
     assert left == [], "a node outlived specdash"
@@ -223,10 +230,10 @@ async def test_the_dashboard_session_launches_and_stops_both_nodes(sshd, tmp_pat
     try:
         info = await s.launch(force=True)
         assert info.time_to_ready_s is not None and info.time_to_ready_s > 0
-        assert len(_sim_nodes(tag)) == 2
+        assert len(sim_nodes(tag)) == 2
         server_info = await s.client.server_info()
         assert (server_info["nnodes"], server_info["node_rank"]) == (2, 0)
     finally:
         await s.stop()
     time.sleep(0.5)
-    assert _sim_nodes(tag) == []
+    assert sim_nodes(tag) == []
