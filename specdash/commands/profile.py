@@ -313,12 +313,13 @@ def render_show(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | 
             lines.append(f"node_launcher = \"ssh\": specdash starts each line on its host over ssh (BatchMode) and "
                          f"serves from node 0 at {url}")
         elif profile.server.node_launcher == "slurm":
+            from specdash.profile import safe_name
             from specdash.sglang.remote import SRUN_BASE
 
-            opts = " ".join([*SRUN_BASE, *profile.server.slurm_options])
+            srun = " ".join([*SRUN_BASE, "--nodelist=HOST", f"--job-name=specdash-{safe_name(profile.name)}-node<R>",
+                             *profile.server.slurm_options])
             lines.append(f"node_launcher = \"slurm\": inside an allocation (salloc / sbatch) specdash starts each line "
-                         f"as a job step on its Slurm node (srun {opts} --nodelist=HOST …) and serves from node 0 at "
-                         f"{url}")
+                         f"as a job step on its Slurm node (srun {srun} sh -c …) and serves from node 0 at {url}")
         else:
             lines.append(f"specdash does not start these nodes (node_launcher = "
                          f"\"{profile.server.node_launcher or 'attach'}\"): run each line on its node, then attach with "
