@@ -231,16 +231,21 @@ def test_sigkill_of_specdash_ends_both_job_steps(slurm, tmp_path):
            "PYTHONPATH": str(Path(__file__).parents[1])}
     suite = tmp_path / "s.toml"
     suite.write_text('[suite]\nname = "s"\nmax_tokens = 4000\nrepeats = 50\n[[prompts]]\ntext = "long"\n')
+    out = (tmp_path / "specdash.out").open("wb")
     p = subprocess.Popen([sys.executable, "-m", "specdash", "--bench", "--profile", str(prof), "--suite", str(suite),
-                          "--out", str(tmp_path / "runs"), "--force"], env=env, stdout=subprocess.DEVNULL,
+                          "--out", str(tmp_path / "runs"), "--force"], env=env, stdout=out,
                          stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:  # until node 0 serves (decode lines in its log)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None:  # until node 0 serves (decode lines in its log)
         logs = list((tmp_path / "runs").glob("*/server.log"))
         if logs and "Decode batch" in logs[0].read_text(errors="replace"):
             break
         time.sleep(0.2)
-    assert len(sim_nodes(tag)) == 2 and len(_steps(slurm)) == 2, "both nodes should run as job steps"
+    said = (tmp_path / "specdash.out").read_text(errors="replace")[-3000:]
+    logs = "".join(f.read_text(errors="replace")[-1500:] for f in (tmp_path / "runs").glob("*/*.log"))
+    assert p.poll() is None, f"specdash ended (code {p.returncode}) before node 0 served: {said}\n{logs}"
+    nodes, steps = sim_nodes(tag), _steps(slurm)
+    assert len(nodes) == 2 and len(steps) == 2, f"both nodes should run as job steps: {nodes} {steps}\n{said}\n{logs}"
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
     deadline = time.monotonic() + 40
