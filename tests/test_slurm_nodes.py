@@ -67,6 +67,11 @@ def test_slurm_problem_says_what_is_missing(tmp_path):
     assert slurm_problem(["gpu-01", "gpu-02"], env) is None
     msg = slurm_problem(["gpu-01", "gpu-09"], env)
     assert "host gpu-09: not a node of allocation 42 (gpu-01, gpu-02)" in msg
+    assert "SLURM_JOB_NODELIST is unset" in slurm_problem(["gpu-01"], {"PATH": str(fake), "SLURM_JOB_ID": "42"})
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error' >&2"
+                                   "\nexit 1\n")
+    msg = slurm_problem(["gpu-01"], env)
+    assert "`scontrol show hostnames gpu-[01-02]` failed: scontrol: error: resolve_ctls_from_dns_srv" in msg
 
 
 def test_a_slurm_profile_outside_an_allocation_is_refused_before_anything_starts(tmp_path, monkeypatch, capsys):

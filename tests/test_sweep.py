@@ -25,7 +25,8 @@ def test_parse_sweep():
     assert parse_sweep("request-rate=8, 0.5,2,2") == Sweep("request_rate", (0.5, 2.0, 8.0))
     for bad, msg in (("concurrency=1", "two or more"), ("concurrency=0,4", "two or more"),
                      ("concurrency=1,x", "integers"), ("batch=1,2", "takes concurrency"),
-                     ("request_rate=1", "two or more request rates"), ("request_rate=1,x", "numbers"),
+                     ("request_rate=1", "two or more distinct request rates"), ("request_rate=2,2", "distinct"),
+                     ("request_rate=1e-9,2", "below 0.01/s"), ("request_rate=1,x", "numbers"),
                      ("request_rate=0,2", "finite and > 0"), ("request_rate=2,inf", "--request-rate inf"),
                      ("request_rate=", "request_rate=R,R")):
         with pytest.raises(ValueError, match=msg):
@@ -141,7 +142,7 @@ def test_sweep_with_baseline_none_measures_the_profile_only(tmp_path, capsys):
     assert rc == 0 and res["baseline"] is None and len(res["run_dirs"]) == 1
     assert [p["concurrency"] for p in res["sweep"]] == [1, 2]
     assert all(p["output_tok_s"] > 0 and p["speedup"] is None for p in res["sweep"])
-    assert res["break_even_concurrency"] is None and res["note"] == "no baseline: no speedup"
+    assert res["break_even_concurrency"] is None and res["note"] == "no baseline (--baseline none): tok/s per point only"
 
 
 
@@ -213,7 +214,7 @@ def test_rate_sweep_renders_in_the_table_the_report_and_the_dashboard(rate_sweep
 
     res = rate_sweep["res"]
     table = render_sweep(res)
-    assert "rate/s  achieved" in table and "(saturated: speculative)" in table
+    assert "rate/s  sent/s (spec, base)" in table and "tok/s ratio" in table and "(saturated: speculative)" in table
     text = sweep_text({**res, "path": "sweep.json"}).plain
     assert text.startswith("Request-rate sweep") and "4/s: ×" in text and "32/s: ×" in text
     assert res["note"] in table and res["note"] in text
@@ -262,3 +263,62 @@ def test_rate_sweep_flags(tmp_path, capsys):
                                       "--concurrency", "8", "--burstiness", "0.5"])
     _check_args(args)
     assert args.sweep_spec.points == (1.0, 2.0)
+
+
+def test_an_interrupted_sweep_keeps_the_point_it_was_in_marked_partial(tmp_path):
+    """SIGINT during the second point: summary.json holds the first point complete and the second one partial
+    (its answered requests, the reason), not a clean-looking one-point run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    prof = sim_profile(tmp_path, "cut", time_scale=8.0)
+    env = {**os.environ, "SPECDASH_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    p = subprocess.Popen([sys.executable, "-m", "specdash", "--bench", "--profile", str(prof), "--baseline", "none",
+                          "--sweep", "concurrency=1,2", "--max-tokens", "200", "--repeats", "6",
+                          "--out", str(tmp_path / "runs")], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    seen = 0
+    while time.monotonic() < deadline and p.poll() is None and seen < 3:
+        recs = list((tmp_path / "runs").glob("*/requests.jsonl"))
+        if recs:
+            seen = sum(1 for line in recs[0].read_text().splitlines() if '"concurrency": 2' in line
+                       or '"concurrency":2' in line)
+        time.sleep(0.1)
+    assert p.poll() is None and seen >= 3, "the sweep should be in its second point"
+    os.kill(p.pid, signal.SIGINT)
+    err = p.communicate(timeout=60)[1].decode()
+    assert p.returncode != 0 and "interrupted" in err
+    (d,) = list((tmp_path / "runs").iterdir())
+    runs = json.loads((d / "summary.json").read_text())["runs"]
+    assert [r["concurrency"] for r in runs] == [1, 2]
+    assert runs[0]["partial"] is False and runs[0]["requests"] == 30  # the seeds-five suite x 6 repeats
+    assert runs[1]["partial"] is True and "interrupted during this point" in runs[1]["partial_reason"]
+    assert 3 <= runs[1]["requests"] < 30
+
+
+def test_a_rate_sweep_says_when_the_in_flight_cap_held_the_arrivals_back(tmp_path, capsys, monkeypatch):
+    """``--concurrency 1`` under a rate of 64/s: the client cannot send faster than one request at a time, so the
+    point names the sides whose requests went out below the asked rate, with what they sent."""
+    from dataclasses import replace
+
+    import specdash.commands.bench as bench_cmd
+
+    real = bench_cmd._options
+    monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), rate_point_s=1.0))
+    prof = sim_profile(tmp_path, "capped", time_scale=8.0)
+    rc = main(["--bench", "--profile", str(prof), "--sweep", "request_rate=1,64", "--concurrency", "1",
+               "--max-tokens", "64", "--out", str(tmp_path / "runs"), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    low, high = res["sweep"]
+    assert low["held_back"] == [] and low["max_in_flight"] == 1
+    assert high["held_back"] == ["baseline", "speculative"]
+    assert high["achieved_request_rate"] < 0.9 * 64 and high["baseline_achieved_request_rate"] < 0.9 * 64
+    assert "the in-flight cap (--concurrency 1) held arrivals back" in res["note"]
+    from specdash.bench.sweep import render_sweep
+
+    assert "(held back by the in-flight cap: baseline, speculative)" in render_sweep(res)

@@ -334,7 +334,13 @@ class ProfileRun:
                         self.stats = RunStats()
                     if self._rate_sweep:
                         self.opt = replace(base_opt, request_rate=float(x))
-                    run = await self._point(client, info, segment, x, max_tokens, tag=self.opt.sweep is not None)
+                    try:
+                        run = await self._point(client, info, segment, x, max_tokens,
+                                                tag=self.opt.sweep is not None)
+                    except (asyncio.CancelledError, KeyboardInterrupt):
+                        if self.opt.sweep:  # the point cut short stays in summary.json, marked partial
+                            self._interrupted_point(info, i, x, max_tokens)
+                        raise
                     if self.opt.sweep:
                         run["sweep_point"] = i
                     self.runs.append(run)
@@ -354,6 +360,19 @@ class ProfileRun:
                             + (f" at {axis_name(var)} {', '.join(f'{b:g}' for b in bad)}" if self.opt.sweep else "")
                             + f"; see {self.rundir.path}/requests.jsonl")
         return self.runs[-1]
+
+    def _interrupted_point(self, info: dict, i: int, x: int | float, max_tokens: int) -> None:
+        """Ctrl-C / SIGTERM during sweep point ``i``: its RUN from the records it finished (no
+        after-run ``/metrics``: server-side figures unknown), ``partial`` with the reason, appended to
+        ``summary.json`` after the points that completed.  Best effort: the interruption goes on."""
+        with contextlib.suppress(Exception):  # never mask the interruption itself
+            run = self._summarize(info, None, None, None, self.opt.concurrency if self._rate_sweep else int(x),
+                                  max_tokens)
+            run.update(sweep_point=i, partial=True, partial_reason=(
+                f"interrupted during this point, after {run.get('requests', 0)} answered requests; the sweep "
+                "ended here (run it again: a sweep cannot be resumed)"))
+            self.runs.append(run)
+            self.rundir.write_summary(self.runs)
 
     @property
     def _rate_sweep(self) -> bool:
@@ -400,7 +419,9 @@ class ProfileRun:
             items = work_items(self.suite, reps, self.opt.repeat_offset)
         load = f"concurrency {concurrency}" if self.opt.request_rate is None else (
             f"request rate {self.opt.request_rate:g}/s, burstiness {self.opt.burstiness:g}, "
-            f"max in flight {self.opt.concurrency or 'unlimited'}")
+            f"max in flight {self.opt.concurrency or 'unlimited'}"
+            + (f", arrivals over ~{len(items) / self.opt.request_rate:.0f} s"
+               if math.isfinite(self.opt.request_rate) else ""))
         self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
                   f"max_tokens {max_tokens}, suite {self.suite.name}")
         done = [0]

@@ -52,6 +52,11 @@ RATE_POINT_S = 10.0
 #: A side of a rate point is *saturated* when it served fewer than this fraction of the arrival rate
 #: (:func:`served_rate` over the achieved rate): its queue grows for as long as the point runs.
 SATURATED_BELOW = 0.9
+#: A side of a rate point whose requests went out at less than this fraction of the asked rate was *held
+#: back* by the client's in-flight cap (``--concurrency``): that side did not see the asked load.
+HELD_BACK_BELOW = 0.9
+#: The lowest rate a ``request_rate`` sweep takes (requests/s).
+MIN_SWEEP_RATE = 0.01
 
 
 def served_rate(records: Sequence[dict[str, Any]]) -> tuple[float | None, float | None]:
@@ -125,7 +130,7 @@ def parse_sweep(text: str) -> Sweep:
         except ValueError:
             raise ValueError(f"--sweep concurrency values must be integers (got {values!r})") from None
         if len(pts) < 2 or pts[0] < 1:
-            raise ValueError(f"--sweep needs two or more concurrencies ≥ 1 (got {values!r})")
+            raise ValueError(f"--sweep needs two or more distinct concurrencies ≥ 1 (got {values!r})")
         return Sweep(var, tuple(pts))
     try:
         rates = sorted({float(v) for v in raw})
@@ -134,8 +139,11 @@ def parse_sweep(text: str) -> Sweep:
     if any(not math.isfinite(r) or r <= 0 for r in rates):
         raise ValueError(f"--sweep request rates must be finite and > 0 requests/s (got {values!r}); for all "
                          "requests at once run one --request-rate inf")
+    if rates[0] < MIN_SWEEP_RATE:
+        raise ValueError(f"--sweep request rate {rates[0]:g}/s is below {MIN_SWEEP_RATE:g}/s: a point sends every prompt "
+                         "of the suite at least once, which at that rate takes hours (5 prompts at 0.01/s: ~8 min)")
     if len(rates) < 2:
-        raise ValueError(f"--sweep needs two or more request rates (got {values!r})")
+        raise ValueError(f"--sweep needs two or more distinct request rates (got {values!r})")
     return Sweep(var, tuple(rates))
 
 
@@ -151,11 +159,13 @@ def _crossing(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
     return None
 
 
-def break_even(points: Sequence[dict[str, Any]], var: str = "concurrency"
+def break_even(points: Sequence[dict[str, Any]], var: str = "concurrency", *, subject: str | None = None
                ) -> tuple[float | None, list[float | None] | None, str]:
     """``(break-even load, [low, high] interval, note)`` from sweep points with ``var`` (the swept value:
     ``concurrency`` or ``request_rate``), ``speedup`` and ``ci95`` (see the module docstring).  An
-    interval end is None when its bound does not cross 1 in the swept range."""
+    interval end is None when its bound does not cross 1 in the swept range.  ``subject``: what the
+    speedup is of, for the note (None: speculation over its baseline; e.g. ``"B (x) over A (y)"`` for
+    ``specdash compare``, where either side may be the speculative one)."""
     pts = [p for p in points if p.get("speedup") is not None and p.get(var) is not None]
     if len(pts) < 2:
         return None, None, "fewer than two points with a speedup: no curve"
@@ -164,17 +174,25 @@ def break_even(points: Sequence[dict[str, Any]], var: str = "concurrency"
     lo_end = _crossing(xs, [(p.get("ci95") or [None, None])[0] for p in pts])
     hi_end = _crossing(xs, [(p.get("ci95") or [None, None])[1] for p in pts])
     name = axis_name(var)
+    pays, loses = (("speculation pays", "speculation does not pay") if subject is None
+                   else (f"{subject} is faster", f"{subject} is not faster"))
     if mid is None:
-        if all(p["speedup"] >= 1.0 for p in pts):
-            note = (f"speculation pays at every swept {name} (up to {_prose(var, pts[-1][var])}): sweep higher "
-                    "to find the break-even")
+        cis = [p.get("ci95") for p in pts]
+        if all(ci and ci[0] is not None and ci[1] is not None and ci[0] <= 1.0 <= ci[1] for ci in cis):
+            note = (f"no significant difference at any swept {name} (every 95 % interval holds 1): no break-even "
+                    "to find in this range")
+        elif all(p["speedup"] >= 1.0 for p in pts):
+            last = pts[-1]
+            note = f"{pays} at every swept {name} (up to {_prose(var, last[var])})" + (
+                "" if last.get("saturated") else ": sweep higher to find the break-even")
         elif all(p["speedup"] < 1.0 for p in pts):
-            note = f"speculation does not pay at any swept {name} (from {_prose(var, pts[0][var])})"
+            note = f"{loses} at any swept {name} (from {_prose(var, pts[0][var])})"
         else:
             note = "the speedup curve does not fall through 1 (it rises with load): no break-even"
         return None, ([lo_end, hi_end] if (lo_end or hi_end) else None), note
     at = f"{mid:.1f}" if var == "concurrency" else f"{mid:.3g} requests/s"
-    return mid, [lo_end, hi_end], f"speculation stops paying at about {name} {at}"
+    stops = "speculation stops paying" if subject is None else f"{subject} stops being faster"
+    return mid, [lo_end, hi_end], f"{stops} at about {name} {at}"
 
 
 async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[int]) -> dict[str, Any]:
@@ -217,7 +235,12 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
         pt: dict[str, Any] = {var: x}
         if var == "request_rate":
             kept = {"speculative": _saturation(recs.get(x, [])), "baseline": _saturation(base_recs.get(x, [])) if b else None}
-            pt.update(achieved_request_rate=run.get("achieved_request_rate"), max_in_flight=run.get("concurrency"),
+            ach = {"speculative": run.get("achieved_request_rate"),
+                   "baseline": b.get("achieved_request_rate") if b else None}
+            pt.update(achieved_request_rate=ach["speculative"], baseline_achieved_request_rate=ach["baseline"],
+                      max_in_flight=run.get("concurrency"),
+                      held_back=sorted(k for k, v in ach.items() if isinstance(v, (int, float))
+                                       and v < HELD_BACK_BELOW * float(x)),
                       served_fraction=kept, saturated=sorted(k for k, v in kept.items()
                                                              if v is not None and v < SATURATED_BELOW))
         pt.update({"output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s") if b else None,
@@ -230,7 +253,24 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
             if run.get("output_tok_s") and b.get("output_tok_s"):
                 pt["throughput_ratio"] = run["output_tok_s"] / b["output_tok_s"]
         points.append(pt)
-    be, be_ci, note = break_even(points, var) if baseline is not None else (None, None, "no baseline: no speedup")
+    if baseline is not None:
+        be, be_ci, note = break_even(points, var)
+    elif getattr(opts, "url", None):
+        be, be_ci, note = (None, None, "no baseline: an attached server (--url) is measured as it is; sweep its "
+                           "no-speculation counterpart the same way and `specdash compare` the two run directories")
+    elif not profile.spec_enabled:
+        be, be_ci, note = None, None, "no baseline: the profile runs without speculation (tok/s per point only)"
+    else:
+        be, be_ci, note = None, None, "no baseline (--baseline none): tok/s per point only"
+    held = [p for p in points if p.get("held_back")]
+    if held:
+        p0 = held[0]
+        sides = ", ".join(f"{'the baseline' if k == 'baseline' else profile.name} "
+                          f"{p0['baseline_achieved_request_rate' if k == 'baseline' else 'achieved_request_rate']:.2f}/s"
+                          for k in p0["held_back"])
+        note += (f"; from {p0['request_rate']:g} requests/s on, the in-flight cap (--concurrency "
+                 f"{p0.get('max_in_flight')}) held arrivals back ({sides} sent): the sides did not see the asked "
+                 "load — raise the cap or drop it")
     sat = [p for p in points if p.get("saturated")]
     if sat:
         p0 = sat[0]
@@ -288,19 +328,24 @@ def render_sweep(payload: dict[str, Any]) -> str:
         return "—" if v is None else f"{v:.{nd}f}"
 
     var = sweep_var(payload)
-    head = "  conc" if var == "concurrency" else "  rate/s  achieved"
+    rate = var == "request_rate"
+    head = "  rate/s  sent/s (spec, base)" if rate else "  conc"
     out = [f"sweep of {payload['profile']} against {payload.get('baseline') or 'no baseline'} "
-           "(speedup: paired per-request tok/s ratio, geometric mean, 95 % CI)",
-           f"{head}   tok/s   baseline  accept len  speedup  95 % CI          verdict"]
+           "(speedup: paired per-request tok/s ratio, geometric mean, 95 % CI"
+           + ("; tok/s ratio: the sides' throughput, which in open loop follows the arrivals" if rate else "") + ")",
+           f"{head}   tok/s   baseline{'  tok/s ratio' if rate else ''}  accept len  speedup  95 % CI          "
+           "verdict"]
     for p in payload["sweep"]:
         ci = p.get("ci95") or [None, None]
-        x = (f"  {p['concurrency']:>4}" if var == "concurrency" else
-             f"  {p['request_rate']:>6g}  {f(p.get('achieved_request_rate'), 2):>8}")
-        sat = p.get("saturated") or []
-        out.append(f"{x}  {f(p['output_tok_s']):>7}  {f(p['baseline_tok_s']):>8}  "
+        x = (f"  {p['request_rate']:>6g}  {f(p.get('achieved_request_rate'), 2):>7}, "
+             f"{f(p.get('baseline_achieved_request_rate'), 2):<7}    " if rate else f"  {p['concurrency']:>4}")
+        tr = f"  {f(p.get('throughput_ratio'), 3):>11}" if rate else ""
+        sat, held = p.get("saturated") or [], p.get("held_back") or []
+        out.append(f"{x}  {f(p['output_tok_s']):>7}  {f(p['baseline_tok_s']):>8}{tr}  "
                    f"{f(p['accept_length'], 2):>10}  {('×' + f(p['speedup'], 3)) if p['speedup'] else '—':>7}  "
                    f"[{f(ci[0], 3)}, {f(ci[1], 3)}]  {p.get('verdict') or '—'}"
                    + (f" (saturated: {', '.join(sat)})" if sat else "")
+                   + (f" (held back by the in-flight cap: {', '.join(held)})" if held else "")
                    + (f" ({p.get('pairs', 0)} pair{'s' if p.get('pairs', 0) != 1 else ''}: too few for an interval; "
                       "more repeats or prompts)" if p.get("speedup") and ci[0] is None else ""))
     be, ci = break_even_of(payload), payload.get("break_even_ci95")

@@ -544,8 +544,9 @@ def _check_load_args(args) -> None:
     rate, burst = getattr(args, "request_rate", None), getattr(args, "burstiness", 1.0)
     if rate is not None and (math.isnan(rate) or rate <= 0):
         raise UsageError(f"--request-rate must be > 0 requests/s, or inf for all at once (got {rate:g})")
-    if burst is not None and (math.isnan(burst) or burst <= 0):
-        raise UsageError(f"--burstiness must be > 0 (1 = Poisson; got {burst:g})")
+    if burst is not None and (not math.isfinite(burst) or burst <= 0):
+        raise UsageError(f"--burstiness must be a finite number > 0 (1 = Poisson, < 1 burstier, > 1 more even; "
+                         f"got {burst:g})")
     rate_sweep = getattr(getattr(args, "sweep_spec", None), "var", None) == "request_rate"
     if rate is None and not rate_sweep and burst not in (None, 1.0):
         raise UsageError("--burstiness shapes the arrivals of --request-rate; give --request-rate R (or "

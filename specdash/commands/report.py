@@ -193,6 +193,8 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
         if va and vb and va != vb:
             notes.append(f"A and B differ in {label} (A: {', '.join(map(str, sorted(va, key=str)))}; B: "
                          f"{', '.join(map(str, sorted(vb, key=str)))}): the pairs compare different requests")
+    if a.path.resolve() == b.path.resolve():
+        notes.append("A and B are the same run directory: every pair compares a request with itself")
     unpaired = len(recs_a) - cmp.get("pairs", 0), len(recs_b) - cmp.get("pairs", 0)
     if max(unpaired) > 0:
         notes.append(f"{unpaired[0]} of A's and {unpaired[1]} of B's records found no partner (same prompt and "
@@ -200,9 +202,11 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
     cmp["notes"] = [*cmp.get("notes", []), *notes]
     if len(shared) > 1:
         pts = [{var: p[var], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
+                "throughput_ratio": (p["output_tok_s"] / p["baseline_tok_s"]
+                                     if p["output_tok_s"] and p["baseline_tok_s"] else None),
                 "speedup": p["speedup"], "ci95": p["ci95"], "verdict": p["verdict"], "pairs": p["pairs"]}
                for p in sweep_speedups(b, a, var) if p[var] in shared]
-        be, be_ci, note = break_even(pts, var)
+        be, be_ci, note = break_even(pts, var, subject=f"B ({b_name}) over A ({a_name})")
         cmp.update({f"per_{var}": pts, f"break_even_{var}": be, "break_even_ci95": be_ci, "break_even_note": note})
     cmp["runs"] = [str(a.path), str(b.path)]
     cmp["_failed"] = sorted({r.get("profile") or s.name for s in (a, b) for r in s.runs
@@ -306,9 +310,9 @@ def render_compare_text(cmp: dict) -> str:
     var = "request_rate" if "per_request_rate" in cmp else "concurrency"
     for p in cmp.get(f"per_{var}") or []:
         lo, hi = p.get("ci95") or (None, None)
-        out.append(f"  {point_label(var, p.get(var))}: {_fmt(p.get('a_tok_s'))} → {_fmt(p.get('b_tok_s'))} tok/s, "
-                   f"speedup {_fmt(p.get('speedup'), 3)}× (95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {p.get('pairs')} "
-                   f"pairs): {p.get('verdict')}")
+        out.append(f"  {point_label(var, p.get(var))}: {_fmt(p.get('a_tok_s'))} → {_fmt(p.get('b_tok_s'))} tok/s "
+                   f"(×{_fmt(p.get('throughput_ratio'), 3)} throughput), per-request speedup {_fmt(p.get('speedup'), 3)}× "
+                   f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {p.get('pairs')} pairs): {p.get('verdict')}")
     if cmp.get("break_even_concurrency") is not None:
         out.append(f"  break-even concurrency ≈ {cmp['break_even_concurrency']:.1f}")
     elif cmp.get("break_even_request_rate") is not None:

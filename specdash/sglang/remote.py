@@ -131,9 +131,10 @@ def srun_argv(host: str, script: str, options: Sequence[str] = (), *, job_name: 
 
 def slurm_problem(hosts: Sequence[str], environ: Mapping[str, str] | None = None) -> str | None:
     """Why ``node_launcher = "slurm"`` cannot start ``hosts`` from here, else None: no ``srun`` on PATH,
-    no allocation (``SLURM_JOB_ID`` unset: specdash runs inside ``salloc`` / ``sbatch``), or hosts that
-    are not nodes of the allocation (``scontrol show hostnames $SLURM_JOB_NODELIST``, when ``scontrol``
-    is there)."""
+    no allocation (``SLURM_JOB_ID`` or ``SLURM_JOB_NODELIST`` unset: specdash runs inside ``salloc`` /
+    ``sbatch``), ``scontrol show hostnames $SLURM_JOB_NODELIST`` failing (Slurm not reachable: srun would
+    fail too), or hosts that are not nodes of the allocation.  Without ``scontrol`` on PATH the membership
+    is not checked (srun then says)."""
     import os
     import shutil
     import subprocess
@@ -147,14 +148,23 @@ def slurm_problem(hosts: Sequence[str], environ: Mapping[str, str] | None = None
         return ("node_launcher = \"slurm\" starts one job step per node inside an allocation, and there is none "
                 f"(SLURM_JOB_ID is unset): run specdash inside one, e.g. `salloc --nodes {n} --gpus-per-node 8 "
                 "specdash --bench --profile …` or from an sbatch script")
+    job = env.get("SLURM_JOB_ID")
     nodelist = env.get("SLURM_JOB_NODELIST")
-    if nodelist and shutil.which("scontrol", path=env.get("PATH")):
+    if not nodelist:
+        return (f"SLURM_JOB_ID is {job} but SLURM_JOB_NODELIST is unset (salloc and sbatch set both): specdash cannot "
+                "tell which nodes the allocation holds; run it in the allocation's own shell, or export "
+                f"SLURM_JOB_NODELIST=$(squeue -h -j {job} -o %N)")
+    if shutil.which("scontrol", path=env.get("PATH")):
         try:
             r = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
                                timeout=20, env=dict(env))
-        except (OSError, subprocess.SubprocessError):
-            return None  # cannot tell: srun will say
-        names = set(r.stdout.split()) if r.returncode == 0 else set()
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"`scontrol show hostnames {nodelist}` failed ({exc}): is Slurm reachable from here?"
+        if r.returncode != 0:
+            why = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"exit code {r.returncode}"]
+            return (f"`scontrol show hostnames {nodelist}` failed: {why[0][:200]} — srun would fail the same way; "
+                    "is Slurm's configuration reachable from here (SLURM_CONF, slurm.conf)?")
+        names = set(r.stdout.split())
         missing = [h for h in hosts if names and h not in names]
         if missing:
             return (f"[[nodes]] host {', '.join(missing)}: not a node of allocation {env.get('SLURM_JOB_ID')} "
