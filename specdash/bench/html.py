@@ -402,7 +402,10 @@ def _run_section(src: Source) -> list[str]:
         ("specdash", (src.summary or {}).get("specdash_version")),
     ]))
     if m.get("launch_command"):
-        out.append(f"<h3>Launch command (secrets redacted)</h3><pre>{esc(m['launch_command'])}</pre>")
+        sim = bool(r0.get("simulated") or m.get("simulated"))
+        head = ("SGLang command (the built-in simulator stood in for it; secrets redacted)" if sim
+                else "Launch command (secrets redacted)")
+        out.append(f"<h3>{head}</h3><pre>{esc(m['launch_command'])}</pre>")
     if r0.get("acceptance_simulated"):
         out.append('<p class="note">SGLANG_SIMULATE_ACC_LEN is set: accept length and rate are the variable\'s, not '
                    "the draft's (the timings still hold).</p>")

@@ -302,7 +302,7 @@ def render_show(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | 
             gpus = n.node.gpus or profile.server.gpus_per_node
             lines.append("")
             lines.append(f"node {n.rank}  host {n.node.host}  ({role}"
-                         + (f"; {gpus} GPUs" if gpus else "") + ")")
+                         + (f"; {gpus} GPU{'s' if gpus != 1 else ''}" if gpus else "") + ")")
             if n.node.workdir:
                 lines.append(f"  workdir: {n.node.workdir}")
             lines.extend(_command_lines(n.spec, indent="  "))
