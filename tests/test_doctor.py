@@ -432,7 +432,7 @@ def test_memory(tmp_path):
 def test_sim_virtual_models(tmp_path):
     p = write_profile(tmp_path / "p.toml", model_path="sim:kimi-k2.5-int4", draft_path="sim:kimi-k2.5-eagle3",
                       launcher="sim", tp_size=8, env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"},
-                      sglang_version="0.5.23")
+                      sglang_version="0.5.23", sim_scenario="kimi-k25")  # its machine has the 8 GPUs
     rep = run_doctor(p)
     assert not rep.has_errors, rep.render()
     assert find(rep, "AUX_LAYERS", "info")[0].evidence["capture_indices"] == [2, 30, 58]
@@ -565,3 +565,24 @@ def test_mla_eagle3_head_needs_0_5_12(tmp_path):
     odd = doctor(tmp_path / "c", draft_kw={"arch": "Eagle3Speculator"}, version="0.5.14")
     assert any("no model class for the draft architecture Eagle3Speculator" in x.message
                for x in find(odd, "ALGO_MISMATCH", "error"))
+
+
+def test_gpus_a_tp_larger_than_the_machine_is_an_error(tmp_path):
+    """GPUS: the simulator's scenario has one GPU; tp 2 would fail at start-up with 'invalid device ordinal'.
+    With NVML's GPUs (here given) and CUDA_VISIBLE_DEVICES in [env], the visible ones count."""
+    from specdash.eagle3.doctor import run_doctor
+    from specdash.profile import load_profile
+    from tests.test_bench import sim_profile
+
+    prof = load_profile(str(sim_profile(tmp_path, "tp2", tp=2)))
+    (f,) = [x for x in run_doctor(prof).findings if x.code == "GPUS"]
+    assert f.severity == "error" and "tp 2 = 2 ranks, but the simulator's scenario 'healthy'" in f.message
+    assert "has 1 GPU" in f.message and "tp_size = 1" in f.fix
+    assert not [x for x in run_doctor(load_profile(str(sim_profile(tmp_path, "tp1", tp=1)))).findings
+                if x.code == "GPUS"]
+    real = tmp_path / "real.toml"
+    real.write_text('name = "real"\n[server]\nmodel_path = "/nonexistent/m"\ntp_size = 4\n'
+                    '[env]\nCUDA_VISIBLE_DEVICES = "0,1"\n')
+    gpus = [{"name": "H200", "memory_total_mib": 143771}] * 8
+    (f,) = [x for x in run_doctor(load_profile(str(real)), gpus=gpus).findings if x.code == "GPUS"]
+    assert "tp 4 = 4 ranks, but this machine with CUDA_VISIBLE_DEVICES=0,1 has 2 GPUs" in f.message

@@ -31,7 +31,7 @@ from specdash.eagle3.rules.aux_layers import rule_aux
 from specdash.eagle3.rules.context import RuleContext
 from specdash.eagle3.rules.draft import rule_algo, rule_draft_path
 from specdash.eagle3.rules.flags import rule_flags
-from specdash.eagle3.rules.nodes import rule_nodes
+from specdash.eagle3.rules.nodes import rule_gpus, rule_nodes
 from specdash.eagle3.rules.quant import rule_quant
 from specdash.eagle3.rules.serving import rule_context, rule_dtype, rule_exposed, rule_memory, rule_spec_args
 from specdash.eagle3.rules.simulated import rule_simulated
@@ -43,7 +43,7 @@ from specdash.sglang.simulate import dummy_weights
 from specdash.sglang.speculative import resolve_flags
 
 #: The rules in the order they run (findings are sorted by severity afterwards).
-RULES = (rule_flags, rule_nodes, rule_draft_path, rule_algo, rule_weight_keys, rule_vocab, rule_aux,
+RULES = (rule_flags, rule_gpus, rule_nodes, rule_draft_path, rule_algo, rule_weight_keys, rule_vocab, rule_aux,
          rule_spec_args, rule_adaptive, rule_context, rule_dtype, rule_quant, rule_memory, rule_simulated,
          rule_exposed)
 

@@ -152,8 +152,10 @@ def write_profile(path: str | Path, *, model_path: str, draft_path: str | None =
                   sglang_version: str | None = "0.5.14", launcher: str = "sglang", tp_size: int = 1,
                   mem_fraction_static: float | None = None, context_length: int | None = None,
                   extra_args: list[str] | None = None, spec_extra_args: list[str] | None = None,
-                  env: dict[str, str] | None = None, name: str = "tiny", testbed: bool | None = None) -> Path:
-    """Write a profile TOML (tomlkit) for tests and demos; None values are left out."""
+                  env: dict[str, str] | None = None, name: str = "tiny", testbed: bool | None = None,
+                  sim_scenario: str | None = None) -> Path:
+    """Write a profile TOML (tomlkit) for tests and demos; None values are left out (``sim_scenario``:
+    ``[sim] scenario`` of a ``launcher = "sim"`` profile)."""
     import tomlkit
 
     server = {"launcher": launcher, "model_path": model_path, "tp_size": tp_size,
@@ -168,6 +170,8 @@ def write_profile(path: str | Path, *, model_path: str, draft_path: str | None =
         doc["speculative"] = {k: v for k, v in spec.items() if v is not None}
     if env:
         doc["env"] = dict(env)
+    if sim_scenario is not None:
+        doc["sim"] = {"scenario": sim_scenario}
     path = Path(path)
     path.write_text(tomlkit.dumps(doc), encoding="utf-8")
     return path

@@ -7,6 +7,8 @@ are decided:
 
 ==============  ====================  ========================================================
 FLAG            ``flags``             flags the judged release does not accept (argparse: exit 2)
+GPUS            ``nodes``             one machine: tp × pp vs its GPUs (the simulator's scenario, or NVML
+                                      and CUDA_VISIBLE_DEVICES when the doctor reads them)
 NODES           ``nodes``             multi-node profiles: tp × pp vs GPUs per node × nodes, per-node
                                       overrides of model / speculative flags, the rendezvous address
                                       (``dist_init_addr``) and its port vs the HTTP port

@@ -52,6 +52,46 @@ def _pp_size(flags: dict) -> int:
     return 1
 
 
+def rule_gpus(ctx: RuleContext) -> None:
+    """GPUS: a one-machine profile whose tp × pp needs more GPUs than the machine has — the simulator's
+    scenario (``[gpu] count``), or the GPUs the doctor read through NVML (:attr:`RuleContext.gpus`),
+    counted as ``CUDA_VISIBLE_DEVICES`` (``[env]`` first) leaves them.  SGLang starts rank R on GPU R
+    (``srt/entrypoints/engine.py`` ``_launch_subprocesses``); a rank without one fails at start-up with CUDA
+    'invalid device ordinal'.  Multi-node profiles: NODES."""
+    prof = ctx.profile
+    if getattr(prof, "nodes", None):
+        return
+    tp, pp = int(prof.server.tp_size or 1), _pp_size(ctx.flags)
+    need = tp * pp
+    have, where = None, ""
+    if prof.server.launcher == "sim":
+        try:
+            from specdash.sim.scenario import load_scenario
+
+            have = int(load_scenario(prof.sim.scenario_ref(prof)).gpu.count)
+            where = f"the simulator's scenario {prof.sim.scenario!r} ([gpu] count)"
+        except Exception:  # an unreadable scenario is SIM_SCENARIO's finding
+            return
+    elif ctx.gpus:
+        have, where = len(ctx.gpus), "this machine (NVML)"
+        import os
+
+        visible = ctx.env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if visible is not None:
+            ids = [x for x in str(visible).split(",") if x.strip() and x.strip() != "-1"]
+            have, where = min(have, len(ids)), f"this machine with CUDA_VISIBLE_DEVICES={visible}"
+    if have is None or need <= have:
+        return
+    shape = f"tp {tp}" + (f" × pp {pp}" if pp > 1 else "")
+    ctx.add("GPUS", "error", f"{shape} = {need} ranks, but {where} has {have} GPU{'s' if have != 1 else ''}",
+            "SGLang starts rank R on local GPU R (srt/entrypoints/engine.py); a rank without a GPU fails at start-up "
+            "with CUDA 'invalid device ordinal' and the whole server stops.",
+            f"set [server] tp_size = {max(1, have // pp)}" + (
+                " or point [sim] scenario at one with more GPUs ([gpu] count)" if prof.server.launcher == "sim"
+                else " or run on a machine with more GPUs"),
+            tp_size=tp, pp_size=pp, gpus=have)
+
+
 def rule_nodes(ctx: RuleContext) -> None:
     """NODES: only for a profile with ``[[nodes]]``.
 
