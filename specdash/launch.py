@@ -67,7 +67,22 @@ def run_preflight(profile: Profile, *, sglang_version: str | None = None) -> Doc
     """
     from specdash.eagle3.doctor import run_doctor
 
-    return run_doctor(profile, sglang_version=sglang_version)
+    return run_doctor(profile, sglang_version=sglang_version, gpus=sim_gpus(profile))
+
+
+def sim_gpus(profile: Profile) -> list[dict] | None:
+    """The GPUs of a ``launcher = "sim"`` profile's scenario (``[gpu] count`` × ``{"name",
+    "memory_total_mib"}``, what the doctor's GPUS and MEMORY checks read); None for another launcher or
+    an unreadable scenario (SIM_SCENARIO says why)."""
+    if profile.server.launcher != "sim":
+        return None
+    try:
+        from specdash.sim.scenario import load_scenario
+
+        g = load_scenario(profile.sim.scenario_ref(profile)).gpu
+    except Exception:  # an unknown or unreadable scenario: the simulator refuses it, SIM_SCENARIO reports it
+        return None
+    return [{"name": g.name, "memory_total_mib": g.memory_mib}] * int(g.count)
 
 
 def gate(report: DoctorReport | None, *, force: bool = False) -> None:

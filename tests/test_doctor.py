@@ -570,16 +570,19 @@ def test_mla_eagle3_head_needs_0_5_12(tmp_path):
 def test_gpus_a_tp_larger_than_the_machine_is_an_error(tmp_path):
     """GPUS: the simulator's scenario has one GPU; tp 2 would fail at start-up with 'invalid device ordinal'.
     With NVML's GPUs (here given) and CUDA_VISIBLE_DEVICES in [env], the visible ones count."""
+    from specdash.cli import main
     from specdash.eagle3.doctor import run_doctor
+    from specdash.launch import run_preflight
     from specdash.profile import load_profile
     from tests.test_bench import sim_profile
 
     prof = load_profile(str(sim_profile(tmp_path, "tp2", tp=2)))
-    (f,) = [x for x in run_doctor(prof).findings if x.code == "GPUS"]
+    (f,) = [x for x in run_preflight(prof).findings if x.code == "GPUS"]  # the preflight of every launch
     assert f.severity == "error" and "tp 2 = 2 ranks, but the simulator's scenario 'healthy'" in f.message
     assert "has 1 GPU" in f.message and "tp_size = 1" in f.fix
-    assert not [x for x in run_doctor(load_profile(str(sim_profile(tmp_path, "tp1", tp=1)))).findings
+    assert not [x for x in run_preflight(load_profile(str(sim_profile(tmp_path, "tp1", tp=1)))).findings
                 if x.code == "GPUS"]
+    assert main(["doctor", "--profile", str(prof.path)]) == 1  # the doctor command reads the scenario too
     real = tmp_path / "real.toml"
     real.write_text('name = "real"\n[server]\nmodel_path = "/nonexistent/m"\ntp_size = 4\n'
                     '[env]\nCUDA_VISIBLE_DEVICES = "0,1"\n')

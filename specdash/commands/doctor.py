@@ -94,7 +94,9 @@ def _doctor(args: argparse.Namespace) -> int:
     _check_args(args)
     profile = load_profile(args.profile)
     profile.expanded()
-    gpus = _detect_gpus(args)
+    from specdash.launch import sim_gpus
+
+    gpus = sim_gpus(profile) if profile.server.launcher == "sim" else _detect_gpus(args)
     if getattr(args, "gpu_memory_mib", None):
         n = args.gpus or profile.server.tp_size
         gpus = [{"name": "GPU", "memory_total_mib": args.gpu_memory_mib}] * max(1, int(n))

@@ -53,9 +53,10 @@ def _pp_size(flags: dict) -> int:
 
 
 def rule_gpus(ctx: RuleContext) -> None:
-    """GPUS: a one-machine profile whose tp × pp needs more GPUs than the machine has — the simulator's
-    scenario (``[gpu] count``), or the GPUs the doctor read through NVML (:attr:`RuleContext.gpus`),
-    counted as ``CUDA_VISIBLE_DEVICES`` (``[env]`` first) leaves them.  SGLang starts rank R on GPU R
+    """GPUS: a one-machine profile whose tp × pp needs more GPUs than the machine has
+    (:attr:`RuleContext.gpus`: the simulator's scenario for a ``launcher = "sim"`` profile —
+    :func:`specdash.launch.sim_gpus` —, else what the doctor read through NVML, counted as
+    ``CUDA_VISIBLE_DEVICES`` (``[env]`` first) leaves them; unknown: nothing to judge).  SGLang starts rank R on GPU R
     (``srt/entrypoints/engine.py`` ``_launch_subprocesses``); a rank without one fails at start-up with CUDA
     'invalid device ordinal'.  Multi-node profiles: NODES."""
     prof = ctx.profile
@@ -63,17 +64,12 @@ def rule_gpus(ctx: RuleContext) -> None:
         return
     tp, pp = int(prof.server.tp_size or 1), _pp_size(ctx.flags)
     need = tp * pp
-    have, where = None, ""
-    if prof.server.launcher == "sim":
-        try:
-            from specdash.sim.scenario import load_scenario
-
-            have = int(load_scenario(prof.sim.scenario_ref(prof)).gpu.count)
-            where = f"the simulator's scenario {prof.sim.scenario!r} ([gpu] count)"
-        except Exception:  # an unreadable scenario is SIM_SCENARIO's finding
-            return
-    elif ctx.gpus:
-        have, where = len(ctx.gpus), "this machine (NVML)"
+    if not ctx.gpus:
+        return
+    have = len(ctx.gpus)
+    where = (f"the simulator's scenario {prof.sim.scenario!r} ([gpu] count)" if prof.server.launcher == "sim"
+             else "this machine (NVML)")
+    if prof.server.launcher != "sim":
         import os
 
         visible = ctx.env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
