@@ -179,7 +179,7 @@ def _sglang_client():
                     raise
                 import sglang.bench_serving as mod
             import sglang
-        except Exception as e:  # noqa: BLE001 — any import failure means the same thing here
+        except Exception as e:
             raise SystemExit(
                 f"--clients sglang: SGLang's benchmark client is not importable ({type(e).__name__}: {e}). "
                 "Install it beside specdash, e.g. `pip install --no-deps sglang==0.5.23` and the modules its "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -64,8 +63,9 @@ def test_candidate_grid_is_sglangs_space_and_never_rewritten():
     assert Settings(3, 1, 16) not in grid and Settings(1, 8, 64) not in grid and Settings(2, 4, 32) not in grid
 
 
-def test_advise_on_the_full_space_stays_fast():
-    """One decision of the planner (a fit + a prediction over every candidate) well under a second."""
+def test_a_planner_decision_over_the_full_space_picks_a_candidate():
+    """One decision of the planner (a fit + a prediction over every candidate) returns one of SGLang's candidates
+    or stops; its speed is a benchmark (``benchmarks/planner_speed.py``), not an assertion here."""
     import numpy as np
 
     from tests.test_advisor import SCENARIOS
@@ -74,13 +74,9 @@ def test_advise_on_the_full_space_stays_fast():
     rng = np.random.default_rng(0)
     planner = TunePlanner(sc.start, 8, baseline=sc.baseline_tok_s())
     ms = [sc.measure(s, rng) for s in (Settings(3, 1, 4), Settings(6, 1, 7), Settings(5, 8, 32), Settings(7, 4, 24))]
-    planner.next_settings(ms)  # warm: scipy imports
-    t0 = time.perf_counter()
     nxt = planner.next_settings(ms)
-    took = time.perf_counter() - t0
-    print(f"one planner decision over {len(planner.candidates)} candidates: {took:.3f} s")
-    assert nxt is None or nxt in set(planner.candidates)
-    assert took < 1.0
+    assert len(planner.candidates) == 922
+    assert nxt is None or (nxt in set(planner.candidates) and nxt not in {m.settings for m in ms})
 
 
 # (scenario, concurrency, prompts, time scale): 512-token requests; each launch costs ~2 s of wall clock, most
