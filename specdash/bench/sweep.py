@@ -198,7 +198,10 @@ def break_even(points: Sequence[dict[str, Any]], var: str = "concurrency", *, su
 async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[int]) -> dict[str, Any]:
     """Run the sweep (see the module docstring); returns the ``--json`` payload: ``variable`` (the swept
     axis), ``sweep`` (one point per value: the value under its axis' key — ``concurrency`` or
-    ``request_rate``, a rate point with its ``achieved_request_rate`` too — ``output_tok_s``,
+    ``request_rate``; a rate point also has ``achieved_request_rate`` / ``baseline_achieved_request_rate``
+    (requests/s each side sent), ``max_in_flight`` (the cap, None = none), ``served_fraction`` (per side,
+    :func:`served_rate` over the arrival rate), ``saturated`` and ``held_back`` (the sides below
+    :data:`SATURATED_BELOW` / :data:`HELD_BACK_BELOW`) — ``output_tok_s``,
     ``baseline_tok_s``, ``accept_length``, ``speedup``, ``ci95``, ``verdict``, ``pairs``,
     ``throughput_ratio``), ``break_even_concurrency`` (None for a rate sweep), ``break_even_request_rate``
     (None for a concurrency sweep), ``break_even_ci95``, ``note``, ``runs`` (the profile's RUNs, then the
