@@ -24,6 +24,8 @@
 #   train-eval   trains TRAIN_MIN more minutes (default 3; 0 skips), then serves the draft through specdash:
 #                doctor, and one launch per chain of EVAL_POINTS (default steps 6 / top-k 1 / 7 draft tokens: its
 #                histogram gives the per-position acceptance of positions 1-6) on the held-out suite real-smol.
+#   grid         one launch per point of POINTS (baseline and S,K,D), each swept over concurrency SWEEP (1,4,16)
+#                in that launch; ~2 min a point: 4 points a call. benchmarks/real/collect.py makes grid.json.
 # Results come back under $OUT (at most 8 files): steps.log, train.jsonl, draft.tar.part-* (the draft, <= 15 MB
 # each), data.jsonl.xz (the training answers, build-train only), <phase>.tar.gz (everything else).
 set -uo pipefail
@@ -153,6 +155,29 @@ except Exception as e: print('unreadable', e)")"
   done
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tar -C "$W" -czf "$OUT/train-eval.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' . 2> /dev/null
+  exit 0
+fi
+if [ "$PHASE" = grid ]; then
+  # one launch per point of POINTS ("baseline" = no speculation), each swept over SWEEP (default 1,4,16) in that
+  # one launch (specdash --bench --sweep concurrency=...: cache flushed before each concurrency); REPEATS runs
+  # the suite that many times per concurrency. Points that do not fit in the phase's time are skipped (logged).
+  build_target || { log "no target"; exit 1; }
+  unpack_carried_draft
+  SD="$PY -m specdash"; mkdir -p "$W/prof" "$W/runs"
+  for pt in ${POINTS:-baseline 5,1,6 6,1,7 3,4,8}; do
+    if [ "$pt" = baseline ]; then n=real-smol-baseline; prof=profiles/real-smol-baseline.toml
+    else
+      IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; prof="$W/prof/$n.toml"
+      sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
+          -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$prof"
+    fi
+    [ "$(left)" -lt 170 ] && { log "skip $pt: $(left) s left"; continue; }
+    timeout $(( $(left) - 20 )) $SD --bench --profile "$prof" --suite real-smol --baseline none \
+      --sweep "concurrency=${SWEEP:-1,4,16}" --repeats "${REPEATS:-1}" --out "$W/runs" --json > "$W/grid-$n.json" 2> "$W/grid-$n.err"
+    log "grid $pt exit $?"
+  done
+  find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
+  tar -C "$W" -czf "$OUT/grid.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err 2> /dev/null
   exit 0
 fi
 echo "unknown phase $PHASE"; exit 2
