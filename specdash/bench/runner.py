@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specdash.bench.load import sampling_params, send_suite, send_suite_rate, work_items
+from specdash.bench.load import request_shape, sampling_params, send_suite, send_suite_rate, work_items
 from specdash.bench.rundir import RunDir
 from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import (
@@ -685,10 +685,11 @@ class ProfileRun:
             log_lines=log_lines if self.server is not None else None,
             window_start=self._log_start if self._log_start is not None else len(log_lines),
             log_base=self._log_base, metrics_before=metrics_before, metrics_after=metrics_after, envs=envs)
-        s = self.stats.summary()
+        depth = _position_depth(effective, adaptive.tiers if adaptive.enabled else None)
+        s = self.stats.summary(**depth)
         if adaptive.enabled:  # the records' accept rate divides by the launch draft tokens
             ppr = adaptive.proposed_per_round
-            s = self.stats.summary(proposed_per_round=ppr) if ppr is not None else {**s, "accept_rate": None}
+            s = self.stats.summary(proposed_per_round=ppr, **depth) if ppr is not None else {**s, "accept_rate": None}
         s.update(self.stats.goodput(self.opt.goodput))
         ver = verify_server(
             self.profile, info_after or info, log_lines, self.stats.verify_records(),
@@ -705,6 +706,7 @@ class ProfileRun:
             "prompt_format_warning": self.prompt_format.get("warning"),
             "concurrency": concurrency,
             "max_tokens": max_tokens,
+            "request_shape": request_shape(self.suite, max_tokens),
             **self._load_fields(),
             **s,
             "server_accept_length": server_al,
@@ -715,6 +717,21 @@ class ProfileRun:
             "run_dir": str(self.rundir.path),
         }
 
+
+
+def _position_depth(effective: dict, tiers: Sequence[dict] | None) -> dict:
+    """``steps`` / ``draft_tokens`` for ``accept_by_position`` (:func:`specdash.sglang.positions.accept_fields`):
+    the effective settings read back from the server; under adaptive speculation whose tiers ran at
+    different step counts, the shallowest tier's (a chain): the pooled histogram cannot tell a round of
+    an S-step tier that accepted all S drafts (it never reached S + 1) from one that was rejected at
+    S + 1, so only the positions every tier drafted are exact."""
+    steps, draft = effective.get("speculative_num_steps"), effective.get("speculative_num_draft_tokens")
+    ran = sorted({int(t["speculative_num_steps"]) for t in tiers or ()
+                  if t.get("speculative_num_steps") and (t.get("verify_rounds") or 0) > 0})
+    if len(ran) > 1:
+        return {"steps": ran[0], "draft_tokens": ran[0] + 1}
+    ok = [isinstance(v, int) and not isinstance(v, bool) for v in (steps, draft)]
+    return {"steps": steps if ok[0] else None, "draft_tokens": draft if ok[1] else None}
 
 
 def _count_lines(path: Path) -> int:

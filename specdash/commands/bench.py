@@ -137,6 +137,7 @@ def render_table(runs: list[dict]) -> str:
             out.append(f"  {f['severity'].upper()} {f['code']}: {f['message']}")
             if f.get("fix"):
                 out.append(f"    fix: {f['fix']}")
+        out.extend(render_positions(r))
         out.extend(render_load(r))
         out.extend(render_breakdowns(r))
         out.append(f"  run dir: {r.get('run_dir')}")
@@ -147,6 +148,28 @@ def render_table(runs: list[dict]) -> str:
                    "from the server's decode log lines: rounds and tokens from #running-req × accept len, time from "
                    "gen throughput, the lines after each switch that still report the old tier left out; share = fraction of the rounds.")
     return "\n".join(out)
+
+
+def render_positions(run: dict, expected: list[dict] | None = None) -> list[str]:
+    """The RUN's acceptance by draft position on one line, compactly as vLLM's ``bench serve`` prints
+    its "Per-position acceptance rate" — here P(accepted | reached) (``accept_by_position``, SGLang
+    has no per-position counter: from the verify-round histogram), then P(accepted) as vLLM divides
+    (by all rounds) — and, given ``expected`` (:func:`specdash.advisor.expected_accept_by_position`),
+    the advisor's expectation beside it.  Nothing without speculation."""
+    from specdash.sglang.positions import unconditional
+
+    rows = run.get("accept_by_position")
+    if not rows:
+        return []
+    src = run.get("accept_by_position_source") or "histogram"
+    rates = " ".join(_fmt(r.get("rate"), 3) for r in rows)
+    out = [f"  acceptance by draft position 1–{len(rows)} (accepted ÷ reached, from the {src}; "
+           f"{rows[0].get('reached')} rounds): {rates}",
+           "    P(accepted) per position, vLLM's per-position rate: " + " ".join(
+               _fmt(v, 3) for v in unconditional(rows))]
+    if expected:
+        out.append("    advisor expects: " + " ".join(_fmt(e.get("rate"), 3) for e in expected))
+    return out
 
 
 def render_breakdowns(run: dict) -> list[str]:
@@ -222,9 +245,14 @@ def render_tiers(run: dict) -> list[str]:
 def render_comparison(cmp: dict) -> str:
     """A short text block for an A/B comparison."""
     lo, hi = cmp["ci95"] if cmp.get("ci95") else (None, None)
+    why = cmp.get("not_comparable")
     lines = [
         f"A/B: {cmp['b']} over {cmp['a']}: speedup {_fmt(cmp.get('speedup'), 3)}× "
-        f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {cmp.get('pairs')} pairs): {cmp.get('verdict')}"
+        + (f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {cmp.get('pairs')} pairs): " if not str(cmp.get("method") or "")
+           .startswith("unpaired") else f"({cmp['method']}" + (f", 95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}" if lo else "")
+           + "): ")
+        + f"{cmp.get('verdict')}"
+        + (f" — the sides sent different requests: {'; '.join(why)}" if why else "")
     ]
     base = cmp.get("baseline")
     if base:
