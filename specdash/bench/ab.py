@@ -43,6 +43,8 @@ async def run_ab(prof_a: Profile, prof_b: Profile, prof_r: Profile | None, suite
         for side in order:
             prof = prof_r if side == "r" else sides[side]
             o = replace(opts, repeat_offset=rnd * repeats, stamp=None, resume=None,
+                        side=(f"side {side.upper()}: {prof.name}" if side != "r" else f"baseline: {prof.name}")
+                        + (f", round {rnd + 1} of {rounds}" if rounds > 1 else ""),
                         extra_manifest={**opts.extra_manifest, "ab": {"stamp": stamp, "side": side, "round": rnd}})
             run, records = await run_one(prof, suite, o)
             runs.append(run)

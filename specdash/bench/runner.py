@@ -107,6 +107,12 @@ class RunOptions:
     #: read once the server is ready into the manifest's ``gpu_exporters`` (with the profile's own
     #: ``[[gpu_exporters]]`` for the nodes not named here)
     gpu_exporters: tuple = ()
+    #: structured progress for a bar (:class:`specdash.commands.bench.Progress`): called with
+    #: ``{"event": "point", "profile", "side", "point" (1-based), "points", "label", "total"}`` when a measured
+    #: pass starts and ``{"event": "request", "done", "total", "ok"}`` per finished request
+    on_progress: Callable[[dict], None] | None = None
+    #: which side of an A/B or a sweep this run is (``"A"``, ``"B"``, ``"baseline"`` …), for progress only
+    side: str | None = None
 
 
 class ProfileRun:
@@ -328,8 +334,17 @@ class ProfileRun:
             if self.opt.sweep:
                 manifest["sweep"] = {self.opt.sweep_var: points}
             self.rundir.write_manifest(manifest)
+            if len(points) > 1:  # what every point repeats, said once (each point then names only its load)
+                var = self.opt.sweep_var
+                self._say(f"[{self.profile.name}] {len(points)} points ({var} {', '.join(f'{x:g}' for x in points)}); "
+                          f"each point: warm-up (max(suite warm-up, the point's batch) requests of ≤ "
+                          f"{WARMUP_MAX_TOKENS} tokens), radix cache flushed, /metrics read before and after, then "
+                          + ("≥ 2 × concurrency requests" if var == "concurrency" else
+                             f"≥ {self.opt.rate_point_s:g} s of arrivals")
+                          + f" of the suite's prompts at max_tokens {max_tokens} — one RUN per point")
             try:
                 for i, x in enumerate(points):
+                    self._point_no = (i + 1, len(points))
                     if i:
                         self.stats = RunStats()
                     if self._rate_sweep:
@@ -422,9 +437,18 @@ class ProfileRun:
             f"max in flight {self.opt.concurrency or 'unlimited'}"
             + (f", arrivals over ~{len(items) / self.opt.request_rate:.0f} s"
                if math.isfinite(self.opt.request_rate) else ""))
-        self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
-                  f"max_tokens {max_tokens}, suite {self.suite.name}")
+        if not (tag and len(self.opt.sweep or ()) > 1):
+            self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
+                      f"max_tokens {max_tokens}, suite {self.suite.name}")
+        else:
+            self._say(f"[{self.profile.name}] point {self._point_no[0]} of {self._point_no[1]}: {len(items)} "
+                      f"requests, {load}")
+        if self.opt.on_progress:
+            no, of = getattr(self, "_point_no", (1, 1))
+            self.opt.on_progress({"event": "point", "profile": self.profile.name, "side": self.opt.side,
+                                  "point": no, "points": of, "label": label if tag else load, "total": len(items)})
         done = [0]
+        cpu0, wall0 = time.process_time(), time.monotonic()
         records = self.point_records.setdefault(point, [])
 
         def on_record(rec: dict) -> None:
@@ -440,6 +464,9 @@ class ProfileRun:
                       f"tokens, {tok_s:.1f} tok/s" + ("" if rec.get("ok") else f" FAILED: {rec.get('error')}"))
             if self.opt.on_record:
                 self.opt.on_record(rec)
+            if self.opt.on_progress:
+                self.opt.on_progress({"event": "request", "done": done[0], "total": len(items),
+                                      "ok": bool(rec.get("ok"))})
 
         if self.fault is None:
             await self._send_watched(client, items, concurrency=width, max_tokens=max_tokens,
@@ -455,6 +482,8 @@ class ProfileRun:
                 if not await self._note_exit(after="the last request, reading its /metrics and /server_info"):
                     raise
                 metrics_after = info_after = None
+        wall = time.monotonic() - wall0
+        self._client_cpu = (time.process_time() - cpu0) / wall if wall > 0 else None
         await self._settled_log_count()
         run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
         run["partial"] = self.fault is not None
@@ -710,6 +739,7 @@ class ProfileRun:
             **self._load_fields(),
             **s,
             "server_accept_length": server_al,
+            **client_load(s, getattr(self, "_client_cpu", None)),
             "metrics_error": self.metrics_error,
             "server_info_errors": self.server_info_errors or None,
             **adaptive.fields(),
@@ -717,6 +747,33 @@ class ProfileRun:
             "run_dir": str(self.rundir.path),
         }
 
+
+
+#: A client process busier than this fraction of one core over a run (its own CPU seconds ÷ wall seconds)
+#: cannot keep up with the streams: Python runs the event loop on one core.
+CLIENT_CPU_BOUND = 0.9
+#: ITL p50 below this fraction of TPOT p50: the events were read in bursts, not as the server sent them.
+ITL_BURST_FRACTION = 0.05
+
+
+def client_load(summary: dict, cpu_fraction: float | None) -> dict:
+    """``client_cpu_fraction`` (specdash's process CPU seconds ÷ wall seconds over the measured requests) and
+    ``client_bound``: None, or why the client, not the server, set the pace — its process near a full core
+    (≥ :data:`CLIENT_CPU_BOUND`), or ITL p50 below :data:`ITL_BURST_FRACTION` of TPOT p50 (e.g. 0.00 ms beside
+    4 ms: streamed events waited in the socket and were read together, so the gaps between them are the
+    client's, not SGLang's; an ``ignore_eos`` run with ``--stream-interval`` > 1 also batches events, which
+    TPOT would show too).  Either way the latencies measure the client: lower the concurrency, or run the
+    load from another process or machine."""
+    why = []
+    if cpu_fraction is not None and cpu_fraction >= CLIENT_CPU_BOUND:
+        why.append(f"specdash's process used {cpu_fraction:.0%} of a core while sending")
+    itl = (summary.get("itl_ms") or {}).get("p50")
+    tpot = (summary.get("tpot_ms") or {}).get("p50")
+    if itl is not None and tpot and tpot > 0.5 and itl < ITL_BURST_FRACTION * tpot:
+        why.append(f"ITL p50 {itl:.2f} ms beside TPOT p50 {tpot:.2f} ms: the events were read in bursts")
+    return {"client_cpu_fraction": cpu_fraction,
+            "client_bound": ("; ".join(why) + " — the client, not the server, set the pace: lower the concurrency "
+                             "or drive the load from another process") if why else None}
 
 
 def _position_depth(effective: dict, tiers: Sequence[dict] | None) -> dict:

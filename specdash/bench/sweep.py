@@ -225,11 +225,16 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
         from specdash.bench.tune import baseline_of
 
         baseline = baseline_of(profile)
-    runs, recs = await run_sweep(profile, suite, opts, sweep.points, var=var)
+    from dataclasses import replace
+
+    sides = 2 if baseline is not None else 1
+    runs, recs = await run_sweep(profile, suite, replace(opts, side=f"side A of {sides}: {profile.name}"),
+                                 sweep.points, var=var)
     base_runs: list[dict] = []
     base_recs: dict = {}
     if baseline is not None:
-        base_runs, base_recs = await run_sweep(baseline, suite, opts, sweep.points, var=var)
+        base_runs, base_recs = await run_sweep(baseline, suite, replace(opts, side=f"side B of 2: {baseline.name}"),
+                                               sweep.points, var=var)
     base_by = {r[var]: r for r in base_runs}
     points = []
     for run in runs:

@@ -286,7 +286,7 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
         prof = parse_profile({"name": f"attached-{side}", "server": {"model_path": "(attached)"}})
         opts = RunOptions(out_dir=Path(args.out), url=url, api_key=args.api_key or os.environ.get("SGLANG_API_KEY"),
                           allow_unverified=args.allow_unverified, repeats=args.repeats, max_tokens=args.max_tokens,
-                          concurrency=args.concurrency, progress=progress,
+                          concurrency=args.concurrency, progress=progress, on_progress=progress.event, side=f"side {side.upper()}",
                           extra_manifest={"ab": {"stamp": stamp, "side": side, "round": 0}})
         try:
             run_, records = asyncio.run(run_one(prof, suite, opts))

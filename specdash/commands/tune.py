@@ -123,7 +123,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
             raise UsageError(str(e)) from None
     install_signal_handlers()
     out = Path(args.out)
-    opts = RunOptions(out_dir=out, progress=progress, force=args.force)
+    opts = RunOptions(out_dir=out, progress=progress, on_progress=progress.event, force=args.force)
     try:
         report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
                                   preset_dir=Path(args.save_to) if args.save_to else None, live=args.live,
