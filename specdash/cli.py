@@ -221,7 +221,7 @@ def _subcommand(name: str, rest: list[str]) -> int:
     if name == "completion":
         from specdash.commands.completion import completion_main
 
-        return completion_main(rest)
+        return completion_main(rest, SUMMARIES, add_options)
     if name == "sim":
         from specdash.sim.__main__ import main as sim_main
 
