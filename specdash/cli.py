@@ -4,7 +4,8 @@
 ``specdash --demo``               dashboard on the built-in simulator
 ``specdash --bench --profile P``  headless: launch (or ``--url`` attach), warm up, run a suite, report
 ``specdash profile import|show|list``, ``specdash doctor``, ``specdash draft fix|selftest``,
-``specdash tune``, ``specdash report``, ``specdash compare``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``).
+``specdash tune``, ``specdash report``, ``specdash compare``, ``specdash sim`` (the simulator, = ``python -m specdash.sim``),
+``specdash completion bash|zsh|tcsh`` (a shell completion script).
 
 Only :mod:`argparse` is imported here; every command (:mod:`specdash.commands`, the
 dashboard, the simulator) is imported when it runs, so ``--help`` and ``--version`` stay
@@ -20,7 +21,18 @@ import sys
 
 from specdash import __version__
 
-SUBCOMMANDS = ("profile", "doctor", "draft", "tune", "report", "compare", "sim")
+#: The sub-commands and their one-line summaries (``specdash --help`` lists them; each has its own ``--help``).
+SUMMARIES = {
+    "profile": "create, show and list launch profiles (import a pasted SGLang command line)",
+    "doctor": "preflight EAGLE3 checks of a profile: each finding with why and the exact fix",
+    "draft": "fix a draft checkpoint's names and maps, or self-test the draft head on a training sample",
+    "tune": "closed-loop tuning of steps / topk / draft tokens within a budget of launches",
+    "report": "one self-contained HTML page from run, sweep, A/B and tune directories",
+    "compare": "compare runs (paired speedup with a 95 %% CI), vLLM / AIPerf result files, or N runs at once",
+    "sim": "the simulated SGLang server (same flags, API, log lines and metrics; no GPU)",
+    "completion": "print a shell completion script (bash, zsh or tcsh; needs the [completion] extra)",
+}
+SUBCOMMANDS = tuple(SUMMARIES)
 DEMO_PROFILE = "demo-eagle3"
 DEMO_SUITE = "seeds-five"
 
@@ -28,12 +40,24 @@ DEMO_SUITE = "seeds-five"
 def _main_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="specdash",
+        usage="specdash [--bench | --demo] [options]   or   specdash COMMAND [options]",
         description="Terminal dashboard for live speculative-decoding (EAGLE-3) tuning on SGLang: "
         "launch from profiles, verify EAGLE3 wiring, measure tok/s, TPOT, TTFT, accept length and "
-        "rate, A/B profiles, and get draft-token / step / top-k advice.",
-        epilog="Sub-commands: profile {import,show,list}, doctor, draft {fix,selftest}, tune, report, compare, sim. "
-        "Run `specdash <sub-command> --help` for each.",
+        "rate, A/B profiles, and get draft-token / step / top-k advice.  Without a command: the dashboard "
+        "(--bench: a headless run).",
+        epilog="Run `specdash COMMAND --help` for a command's options.  --out, --suite, --sglang-version and "
+        "--gpu-exporter can also come from SPECDASH_OUT, SPECDASH_SUITE, SPECDASH_SGLANG_VERSION, "
+        "SPECDASH_GPU_EXPORTER or [defaults] in ~/.config/specdash/config.toml (the command line wins).",
     )
+    sub = p.add_subparsers(title="commands", metavar="COMMAND", dest="command")
+    for name, summary in SUMMARIES.items():  # for --help: each command parses its own argv (_subcommand)
+        sub.add_parser(name, help=summary, add_help=False)
+    add_options(p)
+    return p
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The top-level options (dashboard and ``--bench``) on ``p``."""
     p.add_argument("--version", action="version", version=f"specdash {__version__}")
     p.add_argument("--bench", action="store_true", help="headless run: print a table (or --json) and exit")
     p.add_argument("--demo", action="store_true", help=f"use the simulator ({DEMO_PROFILE}, suite {DEMO_SUITE})")
@@ -55,7 +79,7 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≤ N tokens")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
     p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")
-    p.add_argument("--out", metavar="DIR", default="runs", help="parent directory of run directories (./runs)")
+    p.add_argument("--out", metavar="DIR", help="parent directory of run directories (./runs)")
     p.add_argument("--json", action="store_true", help="print only the summary (or comparison) JSON on stdout")
     p.add_argument("--repeats", type=int, metavar="N", help="override the suite's repeats")
     p.add_argument("--rounds", type=int, default=1, metavar="N",
@@ -85,7 +109,6 @@ def _main_parser() -> argparse.ArgumentParser:
                    help="GPU telemetry of another node from its Prometheus exporter (dcgm-exporter, e.g. "
                         "node1=http://node1:9400/metrics, or nvitop-exporter); repeatable; for the dashboard's "
                         "GPU panel and --bench's manifest (the local host is read through NVML)")
-    return p
 
 
 def _exporter_spec(value: str) -> str:
@@ -157,7 +180,17 @@ def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0], argv[1:])
-    args = _main_parser().parse_args(argv)
+    parser = _main_parser()
+    args = parser.parse_args(argv)
+    from specdash.commands.errors import UsageError
+    from specdash.commands.settings import fill
+
+    try:
+        fill(args, ("out", "suite", "sglang_version", "gpu_exporter"))
+        args.gpu_exporter = [_exporter_spec(v) for v in args.gpu_exporter] if args.gpu_exporter else None
+    except (UsageError, argparse.ArgumentTypeError) as exc:
+        parser.error(str(exc))
+    args.out = args.out or "runs"
     if args.demo and not args.profile and not args.url:
         args.profile = DEMO_PROFILE
     if args.bench:
@@ -185,6 +218,10 @@ def _force_tui() -> bool:
 
 
 def _subcommand(name: str, rest: list[str]) -> int:
+    if name == "completion":
+        from specdash.commands.completion import completion_main
+
+        return completion_main(rest, SUMMARIES, add_options)
     if name == "sim":
         from specdash.sim.__main__ import main as sim_main
 

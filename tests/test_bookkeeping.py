@@ -27,6 +27,7 @@ from specdash.collect.stream import (
     tpot_s,
 )
 from specdash.profile import load_profile, parse_suite
+from specdash.sglang.positions import accept_fields
 
 
 # -- the straightforward reference (list of dicts) ------------------------------------------------
@@ -135,6 +136,7 @@ def ref_summary(records, ppr=None):
         "accept_rate": (spec.correct / (spec.verify_ct * ppr) if spec.verify_ct and ppr else None)
         if ppr is not None else spec.accept_rate,
         "accept_histogram": spec.histogram,
+        **accept_fields(spec.histogram),  # the histogram's own depth (no settings given)
         **ref_breakdowns(records, ppr),
     }
 

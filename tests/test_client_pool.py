@@ -103,7 +103,7 @@ class Server:
 
 
 def _pool(c: SGLangClient) -> KeepAlivePool:
-    return c._http._transport._pool
+    return c.transport.pool
 
 
 async def _wave(c: SGLangClient, n: int) -> list:

@@ -444,5 +444,6 @@ def test_compare_says_when_the_two_runs_differ_in_shape(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", *dirs, "--json"]) == 0
     cmp = json.loads(capsys.readouterr().out)
-    assert any("differ in max_tokens (A: 16; B: 32)" in n for n in cmp["notes"])
+    assert cmp["verdict"] == "not comparable" and cmp["comparable"] is False
+    assert cmp["not_comparable"] == ["max_tokens 16 (A) vs 32 (B)"]
     assert any("5 of A's and 0 of B's records found no partner" in n for n in cmp["notes"])

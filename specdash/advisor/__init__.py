@@ -47,6 +47,7 @@ from specdash.advisor.acceptance import (
     AcceptanceFit,
     PositionEstimate,
     chain_accept_length,
+    expected_accept_by_position,
     expected_accept_length,
     fit_acceptance,
     leviathan_tokens_per_round,
@@ -96,7 +97,7 @@ __all__ = [
     "Advice", "BatchPlan", "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction",
     "Settings", "SlotPlan", "Suggestion", "TunePlanner", "_effective", "adaptive_schedule", "advise",
     "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain", "cost_features", "deepening_chain",
-    "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round", "pooled_histogram",
+    "expected_accept_by_position", "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round", "pooled_histogram",
     "position_acceptance", "position_counts", "position_probs", "residual_correction", "round_ms_from_decode_log",
     "simulated_acceptance_candidates", "tier_measurable", "tree_branching", "tree_branchings", "truncated_normal_draws",
 ]

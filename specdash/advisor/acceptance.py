@@ -78,6 +78,7 @@ from typing import Any
 import numpy as np
 
 from specdash.advisor.measurement import Measurement, Settings, _spec
+from specdash.sglang.positions import position_counts  # (accepted s_i, reached n_i); re-exported
 
 P_MAX = 0.995  # cap on a per-position acceptance probability
 D_MAX = 1.2  # the decay d may exceed 1 slightly (acceptance rising with depth)
@@ -112,14 +113,6 @@ class PositionEstimate:
     def to_json(self) -> dict[str, Any]:
         return {"position": self.position, "p": self.p, "ci": [self.lo, self.hi], "reached": self.reached,
                 "accepted": self.accepted, "unconditional": self.unconditional}
-
-
-def position_counts(hist: Sequence[int], max_position: int | None = None) -> list[tuple[int, int]]:
-    """(accepted s_i, reached n_i) for positions i = 1..: s_i = Σ_{k≥i} h[k], n_i = Σ_{k≥i-1} h[k]."""
-    h = [int(c) for c in hist]
-    top = len(h) - 1 if max_position is None else max_position
-    tail = np.cumsum(h[::-1])[::-1].tolist() + [0] * max(0, top + 1 - len(h))
-    return [(int(tail[i]) if i < len(tail) else 0, int(tail[i - 1])) for i in range(1, top + 1)]
 
 
 def position_acceptance(hist: Sequence[int], *, max_position: int | None = None,
@@ -268,6 +261,32 @@ def expected_accept_length(p: Sequence[float], branching: Sequence[int], beta: f
         return 1.0
     q = _q(np.asarray(p[: len(branching)], dtype=float), branching, beta)
     return 1.0 + float(np.sum(np.cumprod(q)))
+
+
+def expected_accept_by_position(fit: AcceptanceFit, settings: Settings) -> list[dict[str, Any]]:
+    """What the fitted acceptance model expects per draft position for ``settings`` (any steps S,
+    topk K, draft tokens N, launched or not), in the shape of a RUN's ``accept_by_position``
+    (:mod:`specdash.sglang.positions`) without counts.
+
+    One dict per depth i = 1 … the deepest the greedy tree reaches (a chain: min(S, N − 1)):
+    ``{"position", "rate", "unconditional", "siblings"}`` where ``rate`` = q_i = P(depth i accepted |
+    depth i − 1 accepted) = 1 − (1 − p_i)^(k_i^β) with p_i = :meth:`AcceptanceFit.probs` (the family
+    α·d^(i−1), updated with the measured chain counts where they exist) and k_i = ``siblings``, the
+    drafted candidates at that depth (:func:`tree_branching`; 1 for a chain, whose rate is p_i);
+    ``unconditional`` = Π_{l≤i} q_l, comparable with vLLM's per-position rate.  This is the same
+    q_i the accept-length prediction sums (:func:`expected_accept_length`), so τ = 1 + Σ
+    unconditional.  [] without speculation (S = 0 or N < 2).
+    """
+    steps, n = int(settings.steps), int(settings.draft_tokens)
+    if steps <= 0 or n < 2:
+        return []
+    depth = min(steps, n - 1)
+    p = fit.probs(depth)
+    br = tree_branching(p, settings, fit.beta)
+    q = _q(np.asarray(p[: len(br)], dtype=float), br, fit.beta)
+    unc = np.cumprod(q)
+    return [{"position": i, "rate": float(q[i - 1]), "unconditional": float(unc[i - 1]), "siblings": int(br[i - 1])}
+            for i in range(1, len(br) + 1)]
 
 
 def _sigmoid(x):

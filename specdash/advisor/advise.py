@@ -39,6 +39,7 @@ from specdash.advisor.acceptance import (
     AcceptanceFit,
     PositionEstimate,
     _q,
+    expected_accept_by_position,
     expected_accept_length,
     fit_acceptance,
     pooled_position_acceptance,
@@ -141,7 +142,10 @@ class Advice:
             "current_tok_s": self.current_tok_s,
             "baseline_tok_s": self.baseline_tok_s,
             "concurrency": self.batch,
-            "suggestions": [s.to_json() for s in self.suggestions],
+            "suggestions": [{**s.to_json(), "expected_accept_by_position":
+                             expected_accept_by_position(self.acceptance, s.settings)} for s in self.suggestions],
+            "current_expected_accept_by_position": expected_accept_by_position(self.acceptance, self.current)
+            if self.current else None,
             "break_even": self.break_even.to_json() if self.break_even else None,
             "acceptance": {"alpha": self.acceptance.alpha, "d": self.acceptance.d, "beta": self.acceptance.beta,
                            "sd": acc_sd, "beta_fitted": self.acceptance.beta_fitted,

@@ -34,6 +34,7 @@ async def run_ab(prof_a: Profile, prof_b: Profile, prof_r: Profile | None, suite
     repeats = opts.repeats or suite.suite.repeats
     recs: dict[str, list[dict]] = {"a": [], "b": [], "r": []}
     runs: list[dict] = []
+    sides_run: list[str] = []  # the side of each RUN in ``runs``
     sides = {"a": prof_a, "b": prof_b}
     for rnd in range(max(1, rounds)):
         order = ["a", "b"] if rnd % 2 == 0 else ["b", "a"]
@@ -42,9 +43,12 @@ async def run_ab(prof_a: Profile, prof_b: Profile, prof_r: Profile | None, suite
         for side in order:
             prof = prof_r if side == "r" else sides[side]
             o = replace(opts, repeat_offset=rnd * repeats, stamp=None, resume=None,
+                        side=(f"side {side.upper()}: {prof.name}" if side != "r" else f"baseline: {prof.name}")
+                        + (f", round {rnd + 1} of {rounds}" if rounds > 1 else ""),
                         extra_manifest={**opts.extra_manifest, "ab": {"stamp": stamp, "side": side, "round": rnd}})
             run, records = await run_one(prof, suite, o)
             runs.append(run)
+            sides_run.append(side)
             recs[side].extend(records)
     if prof_r is not None and rounds > 1:
         # the baseline ran once: pair it with every round by prompt only (repeat index modulo).
@@ -54,6 +58,8 @@ async def run_ab(prof_a: Profile, prof_b: Profile, prof_r: Profile | None, suite
         recs["a"], recs["b"], a_name=prof_a.name, b_name=prof_b.name,
         baseline_records=recs["r"] if prof_r is not None else None,
         baseline_name=prof_r.name if prof_r is not None else None,
+        a_effective=next((r.get("effective") for r, sd in zip(runs, sides_run) if sd == "a"), None),
+        b_effective=next((r.get("effective") for r, sd in zip(runs, sides_run) if sd == "b"), None),
     )
     cmp["runs"] = [r["run_dir"] for r in runs]
     cdir = RunDir.create(opts.out_dir, "compare", stamp=stamp)

@@ -30,7 +30,8 @@ b_tok_s, a_tpot_ms, b_tpot_ms, a_ttft_ms, b_ttft_ms, a_accept_length, b_accept_l
 a_accept_rate, b_accept_rate, speedup``.
 
 SIDE: ``{"requests", "tok_s", "tpot_ms", "ttft_ms", "accept_length", "accept_rate",
-"accept_histogram"}``.
+"accept_histogram", "accept_by_position", "accept_by_position_source"}`` (the last two as a RUN's:
+:mod:`specdash.sglang.positions`).
 
 ``per_category[cat]``: ``{"pairs", "speedup", "ci95", "verdict", "a": SIDE, "b": SIDE}``; only
 when at least one prompt is tagged (untagged prompts then go to "uncategorized").
@@ -48,6 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from specdash.bench.stats import geometric_mean, paired_speedup
+from specdash.sglang.positions import accept_fields
 
 METRIC = "output_tok_s"
 UNCATEGORIZED = "uncategorized"
@@ -123,8 +125,10 @@ def pooled_histogram(records: Iterable[Record]) -> list[int] | None:
     return total if seen else None
 
 
-def side_stats(records: Sequence[Record]) -> dict[str, Any]:
-    """Aggregate one side's records: mean tok/s, TPOT and TTFT (ms), pooled acceptance."""
+def side_stats(records: Sequence[Record], effective: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Aggregate one side's records: mean tok/s, TPOT and TTFT (ms), pooled acceptance, and acceptance
+    by draft position from the pooled histogram (:func:`specdash.sglang.positions.accept_fields`; its
+    positions run to the side's ``effective`` steps / draft tokens when given, a RUN's ``effective``)."""
     toks = verify = correct = proposed = 0.0
     for rec in records:
         spec = rec.get("spec") or None
@@ -135,6 +139,7 @@ def side_stats(records: Sequence[Record]) -> dict[str, Any]:
             proposed += float(spec.get("proposed_drafts") or 0)
     tpot = _mean(rec.get("tpot_s") for rec in records)
     ttft = _mean(rec.get("ttft_s") for rec in records)
+    hist = pooled_histogram(records)
     return {
         "requests": len(records),
         "tok_s": _mean(request_tok_s(rec) for rec in records),
@@ -142,8 +147,15 @@ def side_stats(records: Sequence[Record]) -> dict[str, Any]:
         "ttft_ms": None if ttft is None else ttft * 1000.0,
         "accept_length": toks / verify if verify > 0 else None,
         "accept_rate": correct / proposed if proposed > 0 else None,
-        "accept_histogram": pooled_histogram(records),
+        "accept_histogram": hist,
+        **accept_fields(hist, _eff_int(effective, "speculative_num_steps"),
+                        _eff_int(effective, "speculative_num_draft_tokens")),
     }
+
+
+def _eff_int(effective: Mapping[str, Any] | None, key: str) -> int | None:
+    v = (effective or {}).get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _category(ra: Record, rb: Record) -> str | None:
@@ -236,11 +248,14 @@ def build_comparison(
     n_boot: int = 4999,
     seed: int | None = 0,
     confidence: float = 0.95,
+    a_effective: Mapping[str, Any] | None = None,
+    b_effective: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``comparison.json`` dict for B over A (and, when given, each side over the baseline).
 
     ``seed`` fixes the bootstrap resampling so a report is reproducible; ``confidence`` is the
-    interval level (the key stays ``ci95`` as the contract says).
+    interval level (the key stays ``ci95`` as the contract says).  ``a_effective`` / ``b_effective``:
+    each side's RUN ``effective`` settings, for the depth of its ``overall`` ``accept_by_position``.
     """
     a_idx, a_bad = _index(a_records)
     b_idx, b_bad = _index(b_records)
@@ -274,9 +289,84 @@ def build_comparison(
     return {
         **core,
         "baseline": baseline,
-        "overall": {"a": side_stats(paired_a), "b": side_stats(paired_b)},
+        "overall": {"a": side_stats(paired_a, a_effective), "b": side_stats(paired_b, b_effective)},
         "confidence": confidence,
         "method": res.method,
         "excluded": {"a_failed": a_bad, "b_failed": b_bad, "a_unpaired": unpaired_a, "b_unpaired": unpaired_b},
         "notes": notes,
     }
+
+
+#: What a :func:`shape_differences` reason names, per ``request_shape`` / ``sampling`` key.
+_SHAPE_WORDS = {"api": "API", "prompts": "number of prompts", "prompts_sha256": "prompts",
+                "max_new_tokens": "max_tokens", "temperature": "temperature", "ignore_eos": "ignore_eos"}
+
+
+def _shapes(runs: Sequence[Mapping[str, Any]]) -> dict[str, set]:
+    """Each request-shape key → the set of values a side's RUNs had (RUNs before ``request_shape`` existed:
+    their ``max_tokens`` and ``suite``)."""
+    out: dict[str, set] = defaultdict(set)
+    for r in runs:
+        shape = r.get("request_shape")
+        if isinstance(shape, Mapping):
+            for k, v in shape.items():
+                if k == "sampling" and isinstance(v, Mapping):
+                    for sk, sv in v.items():
+                        out[sk].add(json_key(sv))
+                elif k != "sampling":
+                    out[k].add(json_key(v))
+        else:
+            if r.get("max_tokens") is not None:
+                out["max_new_tokens"].add(json_key(r.get("max_tokens")))
+            if r.get("suite") is not None:
+                out["suite"].add(json_key(r.get("suite")))
+    return out
+
+
+def json_key(v: Any) -> Any:
+    """A hashable, comparable stand-in for a JSON value (lists and dicts as sorted JSON text)."""
+    if isinstance(v, (list, dict)):
+        import json
+
+        return json.dumps(v, sort_keys=True)
+    return v
+
+
+def shape_differences(a_runs: Sequence[Mapping[str, Any]], b_runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why two sides did not send the same requests, one reason per differing key of their RUNs'
+    ``request_shape`` (:func:`specdash.bench.load.request_shape`: API, max_tokens, temperature, ignore_eos
+    and the other sampling parameters, the prompts themselves by digest); a side's key it does not
+    record is not judged.  RUNs written before ``request_shape`` existed are judged by ``max_tokens`` and
+    the suite's name.  [] when the shapes match: a paired speedup between them means something;
+    otherwise its verdict is "not comparable" (a speedup over different requests measures the
+    requests, e.g. 1024 tokens against 128, not the settings)."""
+    sa, sb = _shapes(a_runs), _shapes(b_runs)
+    out = []
+    for key in [k for k in sa if k in sb]:
+        if sa[key] != sb[key]:
+            what = _SHAPE_WORDS.get(key, key)
+            if key == "prompts_sha256":
+                out.append("the prompts differ (another suite, dataset sample or prompt text: no pair is the same "
+                           "request on both sides)")
+                continue
+            fa = ", ".join(map(str, sorted(sa[key], key=str)))
+            fb = ", ".join(map(str, sorted(sb[key], key=str)))
+            out.append(f"{what} {fa} (A) vs {fb} (B)")
+    return out
+
+
+#: The verdict of a comparison whose sides sent different requests (:func:`shape_differences`).
+NOT_COMPARABLE = "not comparable"
+
+
+def mark_not_comparable(cmp: dict[str, Any], reasons: Sequence[str]) -> dict[str, Any]:
+    """Set ``comparable`` on a comparison dict and, when ``reasons`` is not empty, make its verdict
+    :data:`NOT_COMPARABLE` (the per-category ones too) with ``not_comparable`` = the reasons.  The
+    speedup stays, for the record, but no verdict of faster or slower is drawn from it."""
+    cmp["comparable"] = not reasons
+    cmp["not_comparable"] = list(reasons) or None
+    if reasons:
+        cmp["verdict"] = NOT_COMPARABLE
+        for row in (cmp.get("per_category") or {}).values():
+            row["verdict"] = NOT_COMPARABLE
+    return cmp

@@ -26,6 +26,24 @@ def sampling_params(suite: Suite, max_tokens: int) -> dict:
             "ignore_eos": bool(suite.suite.ignore_eos)}
 
 
+def request_shape(suite: Suite, max_tokens: int) -> dict:
+    """What a run asked of the server, for telling whether two runs are comparable
+    (:func:`specdash.bench.compare.shape_differences`): ``api`` (``generate`` / ``chat``),
+    ``sampling`` (:func:`sampling_params`: max_new_tokens, temperature, ignore_eos …), ``prompts`` (how
+    many) and ``prompts_sha256`` (of every prompt's text or messages and its own max_tokens, in order: the
+    same number means the same requests, whatever the suite or dataset is called)."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256()
+    for pr in suite.prompts:
+        body = [m.model_dump() for m in pr.messages] if pr.messages else pr.text
+        h.update(json.dumps([body, pr.max_tokens], ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        h.update(b"\n")
+    return {"api": suite.suite.api, "sampling": sampling_params(suite, max_tokens), "prompts": len(suite.prompts),
+            "prompts_sha256": h.hexdigest()}
+
+
 async def send_suite(
     client,
     suite: Suite,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specdash.bench.load import sampling_params, send_suite, send_suite_rate, work_items
+from specdash.bench.load import request_shape, sampling_params, send_suite, send_suite_rate, work_items
 from specdash.bench.rundir import RunDir
 from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import (
@@ -107,6 +107,12 @@ class RunOptions:
     #: read once the server is ready into the manifest's ``gpu_exporters`` (with the profile's own
     #: ``[[gpu_exporters]]`` for the nodes not named here)
     gpu_exporters: tuple = ()
+    #: structured progress for a bar (:class:`specdash.commands.bench.Progress`): called with
+    #: ``{"event": "point", "profile", "side", "point" (1-based), "points", "label", "total"}`` when a measured
+    #: pass starts and ``{"event": "request", "done", "total", "ok"}`` per finished request
+    on_progress: Callable[[dict], None] | None = None
+    #: which side of an A/B or a sweep this run is (``"A"``, ``"B"``, ``"baseline"`` …), for progress only
+    side: str | None = None
 
 
 class ProfileRun:
@@ -328,8 +334,17 @@ class ProfileRun:
             if self.opt.sweep:
                 manifest["sweep"] = {self.opt.sweep_var: points}
             self.rundir.write_manifest(manifest)
+            if len(points) > 1:  # what every point repeats, said once (each point then names only its load)
+                var = self.opt.sweep_var
+                self._say(f"[{self.profile.name}] {len(points)} points ({var} {', '.join(f'{x:g}' for x in points)}); "
+                          f"each point: warm-up (max(suite warm-up, the point's batch) requests of ≤ "
+                          f"{WARMUP_MAX_TOKENS} tokens), radix cache flushed, /metrics read before and after, then "
+                          + ("≥ 2 × concurrency requests" if var == "concurrency" else
+                             f"≥ {self.opt.rate_point_s:g} s of arrivals")
+                          + f" of the suite's prompts at max_tokens {max_tokens} — one RUN per point")
             try:
                 for i, x in enumerate(points):
+                    self._point_no = (i + 1, len(points))
                     if i:
                         self.stats = RunStats()
                     if self._rate_sweep:
@@ -422,9 +437,18 @@ class ProfileRun:
             f"max in flight {self.opt.concurrency or 'unlimited'}"
             + (f", arrivals over ~{len(items) / self.opt.request_rate:.0f} s"
                if math.isfinite(self.opt.request_rate) else ""))
-        self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
-                  f"max_tokens {max_tokens}, suite {self.suite.name}")
+        if not (tag and len(self.opt.sweep or ()) > 1):
+            self._say(f"[{self.profile.name}] {len(items)} requests, {load}, "
+                      f"max_tokens {max_tokens}, suite {self.suite.name}")
+        else:
+            self._say(f"[{self.profile.name}] point {self._point_no[0]} of {self._point_no[1]}: {len(items)} "
+                      f"requests, {load}")
+        if self.opt.on_progress:
+            no, of = getattr(self, "_point_no", (1, 1))
+            self.opt.on_progress({"event": "point", "profile": self.profile.name, "side": self.opt.side,
+                                  "point": no, "points": of, "label": label if tag else load, "total": len(items)})
         done = [0]
+        cpu0, wall0 = time.process_time(), time.monotonic()
         records = self.point_records.setdefault(point, [])
 
         def on_record(rec: dict) -> None:
@@ -440,6 +464,9 @@ class ProfileRun:
                       f"tokens, {tok_s:.1f} tok/s" + ("" if rec.get("ok") else f" FAILED: {rec.get('error')}"))
             if self.opt.on_record:
                 self.opt.on_record(rec)
+            if self.opt.on_progress:
+                self.opt.on_progress({"event": "request", "done": done[0], "total": len(items),
+                                      "ok": bool(rec.get("ok"))})
 
         if self.fault is None:
             await self._send_watched(client, items, concurrency=width, max_tokens=max_tokens,
@@ -455,6 +482,8 @@ class ProfileRun:
                 if not await self._note_exit(after="the last request, reading its /metrics and /server_info"):
                     raise
                 metrics_after = info_after = None
+        wall = time.monotonic() - wall0
+        self._client_cpu = (time.process_time() - cpu0) / wall if wall > 0 else None
         await self._settled_log_count()
         run = self._summarize(info, info_after, metrics_before, metrics_after, concurrency, max_tokens)
         run["partial"] = self.fault is not None
@@ -685,10 +714,11 @@ class ProfileRun:
             log_lines=log_lines if self.server is not None else None,
             window_start=self._log_start if self._log_start is not None else len(log_lines),
             log_base=self._log_base, metrics_before=metrics_before, metrics_after=metrics_after, envs=envs)
-        s = self.stats.summary()
+        depth = _position_depth(effective, adaptive.tiers if adaptive.enabled else None)
+        s = self.stats.summary(**depth)
         if adaptive.enabled:  # the records' accept rate divides by the launch draft tokens
             ppr = adaptive.proposed_per_round
-            s = self.stats.summary(proposed_per_round=ppr) if ppr is not None else {**s, "accept_rate": None}
+            s = self.stats.summary(proposed_per_round=ppr, **depth) if ppr is not None else {**s, "accept_rate": None}
         s.update(self.stats.goodput(self.opt.goodput))
         ver = verify_server(
             self.profile, info_after or info, log_lines, self.stats.verify_records(),
@@ -705,9 +735,11 @@ class ProfileRun:
             "prompt_format_warning": self.prompt_format.get("warning"),
             "concurrency": concurrency,
             "max_tokens": max_tokens,
+            "request_shape": request_shape(self.suite, max_tokens),
             **self._load_fields(),
             **s,
             "server_accept_length": server_al,
+            **client_load(s, getattr(self, "_client_cpu", None)),
             "metrics_error": self.metrics_error,
             "server_info_errors": self.server_info_errors or None,
             **adaptive.fields(),
@@ -715,6 +747,48 @@ class ProfileRun:
             "run_dir": str(self.rundir.path),
         }
 
+
+
+#: A client process busier than this fraction of one core over a run (its own CPU seconds ÷ wall seconds)
+#: cannot keep up with the streams: Python runs the event loop on one core.
+CLIENT_CPU_BOUND = 0.9
+#: ITL p50 below this fraction of TPOT p50: the events were read in bursts, not as the server sent them.
+ITL_BURST_FRACTION = 0.05
+
+
+def client_load(summary: dict, cpu_fraction: float | None) -> dict:
+    """``client_cpu_fraction`` (specdash's process CPU seconds ÷ wall seconds over the measured requests) and
+    ``client_bound``: None, or why the client, not the server, set the pace — its process near a full core
+    (≥ :data:`CLIENT_CPU_BOUND`), or ITL p50 below :data:`ITL_BURST_FRACTION` of TPOT p50 (e.g. 0.00 ms beside
+    4 ms: streamed events waited in the socket and were read together, so the gaps between them are the
+    client's, not SGLang's; an ``ignore_eos`` run with ``--stream-interval`` > 1 also batches events, which
+    TPOT would show too).  Either way the latencies measure the client: lower the concurrency, or run the
+    load from another process or machine."""
+    why = []
+    if cpu_fraction is not None and cpu_fraction >= CLIENT_CPU_BOUND:
+        why.append(f"specdash's process used {cpu_fraction:.0%} of a core while sending")
+    itl = (summary.get("itl_ms") or {}).get("p50")
+    tpot = (summary.get("tpot_ms") or {}).get("p50")
+    if itl is not None and tpot and tpot > 0.5 and itl < ITL_BURST_FRACTION * tpot:
+        why.append(f"ITL p50 {itl:.2f} ms beside TPOT p50 {tpot:.2f} ms: the events were read in bursts")
+    return {"client_cpu_fraction": cpu_fraction,
+            "client_bound": ("; ".join(why) + " — the client, not the server, set the pace: lower the concurrency "
+                             "or drive the load from another process") if why else None}
+
+
+def _position_depth(effective: dict, tiers: Sequence[dict] | None) -> dict:
+    """``steps`` / ``draft_tokens`` for ``accept_by_position`` (:func:`specdash.sglang.positions.accept_fields`):
+    the effective settings read back from the server; under adaptive speculation whose tiers ran at
+    different step counts, the shallowest tier's (a chain): the pooled histogram cannot tell a round of
+    an S-step tier that accepted all S drafts (it never reached S + 1) from one that was rejected at
+    S + 1, so only the positions every tier drafted are exact."""
+    steps, draft = effective.get("speculative_num_steps"), effective.get("speculative_num_draft_tokens")
+    ran = sorted({int(t["speculative_num_steps"]) for t in tiers or ()
+                  if t.get("speculative_num_steps") and (t.get("verify_rounds") or 0) > 0})
+    if len(ran) > 1:
+        return {"steps": ran[0], "draft_tokens": ran[0] + 1}
+    ok = [isinstance(v, int) and not isinstance(v, bool) for v in (steps, draft)]
+    return {"steps": steps if ok[0] else None, "draft_tokens": draft if ok[1] else None}
 
 
 def _count_lines(path: Path) -> int:

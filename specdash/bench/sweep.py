@@ -202,8 +202,8 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
     (requests/s each side sent), ``max_in_flight`` (the cap, None = none), ``served_fraction`` (per side,
     :func:`served_rate` over the arrival rate), ``saturated`` and ``held_back`` (the sides below
     :data:`SATURATED_BELOW` / :data:`HELD_BACK_BELOW`) — ``output_tok_s``,
-    ``baseline_tok_s``, ``accept_length``, ``speedup``, ``ci95``, ``verdict``, ``pairs``,
-    ``throughput_ratio``), ``break_even_concurrency`` (None for a rate sweep), ``break_even_request_rate``
+    ``baseline_tok_s``, ``accept_length``, ``accept_by_position`` (the profile's RUN's at that point),
+    ``speedup``, ``ci95``, ``verdict``, ``pairs``, ``throughput_ratio``), ``break_even_concurrency`` (None for a rate sweep), ``break_even_request_rate``
     (None for a concurrency sweep), ``break_even_ci95``, ``note``, ``runs`` (the profile's RUNs, then the
     baseline's) and ``run_dirs``.
 
@@ -225,11 +225,16 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
         from specdash.bench.tune import baseline_of
 
         baseline = baseline_of(profile)
-    runs, recs = await run_sweep(profile, suite, opts, sweep.points, var=var)
+    from dataclasses import replace
+
+    sides = 2 if baseline is not None else 1
+    runs, recs = await run_sweep(profile, suite, replace(opts, side=f"side A of {sides}: {profile.name}"),
+                                 sweep.points, var=var)
     base_runs: list[dict] = []
     base_recs: dict = {}
     if baseline is not None:
-        base_runs, base_recs = await run_sweep(baseline, suite, opts, sweep.points, var=var)
+        base_runs, base_recs = await run_sweep(baseline, suite, replace(opts, side=f"side B of 2: {baseline.name}"),
+                                               sweep.points, var=var)
     base_by = {r[var]: r for r in base_runs}
     points = []
     for run in runs:
@@ -247,7 +252,8 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
                       served_fraction=kept, saturated=sorted(k for k, v in kept.items()
                                                              if v is not None and v < SATURATED_BELOW))
         pt.update({"output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s") if b else None,
-                   "accept_length": run.get("accept_length"), "speedup": None, "ci95": None,
+                   "accept_length": run.get("accept_length"), "accept_by_position": run.get("accept_by_position"),
+                   "speedup": None, "ci95": None,
                    "verdict": None, "pairs": 0, "throughput_ratio": None})
         if b is not None:
             cmp = build_comparison(base_recs.get(x, []), recs.get(x, []), a_name=baseline.name, b_name=profile.name)

@@ -353,11 +353,25 @@ class _Row:
     extra: dict = field(default_factory=dict)
 
 
-def _row_json(r: _Row) -> dict[str, Any]:
+def _row_json(r: _Row, fit=None) -> dict[str, Any]:
+    """A ``measured`` row of the tune report; with the final acceptance ``fit``, the setting's
+    ``accept_by_position`` (measured, from its histogram: :mod:`specdash.sglang.positions`; None for a tier,
+    whose rounds the pooled histogram does not separate) beside ``expected_accept_by_position`` (the
+    advisor's, :func:`specdash.advisor.expected_accept_by_position`)."""
+    from specdash.sglang.positions import accept_by_position
+
     m = r.measurement
-    return {"settings": m.settings.to_json() if m.settings else None, "output_tok_s": m.output_tok_s,
-            "accept_length": m.accept_length, "concurrency": m.concurrency, "source": m.source,
-            "launch": m.launch, "run_dir": r.run_dir, **r.extra}
+    st = m.settings
+    out = {"settings": st.to_json() if st else None, "output_tok_s": m.output_tok_s,
+           "accept_length": m.accept_length, "concurrency": m.concurrency, "source": m.source,
+           "launch": m.launch, "run_dir": r.run_dir, **r.extra}
+    if fit is not None:
+        from specdash.advisor import expected_accept_by_position
+
+        out["accept_by_position"] = (accept_by_position(m.accept_histogram, st.steps, st.draft_tokens)
+                                     if st is not None and m.accept_histogram else None)
+        out["expected_accept_by_position"] = expected_accept_by_position(fit, st) if st is not None else None
+    return out
 
 
 async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
@@ -399,7 +413,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         ValueError: the profile has no speculation to tune.
         PreflightBlocked, RunFailed, ServerStartError: from the runs.
     """
-    from specdash.advisor import Measurement, Settings, TunePlanner
+    from specdash.advisor import Measurement, Settings, TunePlanner, expected_accept_by_position
     from specdash.bench.runner import RunOptions
 
     if not profile.spec_enabled:
@@ -576,7 +590,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "start": start.to_json(),
         "best": best.to_json(),
         "baseline_tok_s": baseline.output_tok_s,
-        "measured": [_row_json(r) for r in rows],
+        "measured": [_row_json(r, advice.acceptance) for r in rows],
+        "best_expected_accept_by_position": expected_accept_by_position(advice.acceptance, best),
         "advice": advice.to_json(),
         "advice_text": advice.render(),
         "comparison": cmp,
@@ -653,6 +668,16 @@ def render_live(report: dict) -> str:
         out.append(f"  {r['source']:<6}  {'#' + str(r['launch'] + 1) if r['launch'] is not None else '—':>6}  "
                    f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
                    f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
+    pos = [r for r in report.get("measured") or [] if r.get("settings") and r.get("expected_accept_by_position")]
+    if pos:
+        out.append("  acceptance by draft position (accepted ÷ reached; measured from the verify-round histogram, "
+                   "the advisor's expectation after the last fit):")
+    for r in pos:
+        st = r["settings"]
+        lab = f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/{st['speculative_num_draft_tokens']}"
+        meas = " ".join(_s(x.get("rate"), 3) for x in r.get("accept_by_position") or []) or "— (a tier)"
+        out.append(f"    {lab:<9} measured {meas}; expected "
+                   + " ".join(_s(x.get("rate"), 3) for x in r["expected_accept_by_position"]))
     for k, p in enumerate((live or {}).get("pairs") or [], 1):
         sp = p.get("speedup") or {}
         ci = sp.get("ci95") or [None, None]

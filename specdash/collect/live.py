@@ -476,7 +476,10 @@ class LiveCollector:
     def run_summary(self) -> dict:
         """Run-scoped summary of the current run (cached until a record arrives)."""
         if self._run_cache is None:
-            s = self._stats.summary()
+            info = self._info or {}
+            on = info.get("speculative_algorithm") not in (None, "", "NONE")
+            s = self._stats.summary(steps=_int_or_none(info.get("speculative_num_steps")) if on else None,
+                                    draft_tokens=_int_or_none(info.get("speculative_num_draft_tokens")) if on else None)
             s["itl_ms"] = distribution_ms(list(self._itl)) if self._itl else None
             self._run_cache = s
         return self._run_cache
@@ -534,6 +537,7 @@ class LiveCollector:
         info = await self.client.server_info()
         if info is not None and info != self._info:
             self._info = info
+            self._run_cache = None  # accept_by_position's depth follows the effective settings
             self._read_tier_state(info)
             self._version += 1
 
@@ -728,6 +732,10 @@ class LiveCollector:
             metrics_enabled=self._metrics_enabled,
             tier=self._tier_view(),
         )
+
+
+def _int_or_none(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 __all__ = [

@@ -25,6 +25,8 @@ Definitions (``summary.json``, README "Definitions"; matching SGLang 0.5.23's ow
   proposed, averaged over the tiers that ran (:meth:`RunStats.summary`).
 - ``accept_histogram[k]`` = verify rounds that accepted exactly k drafts, summed
   element-wise over requests (SGLang's ``spec_correct_drafts_histogram``).
+- ``accept_by_position`` = per draft position {position, reached, accepted, rate}, from that
+  pooled histogram (:mod:`specdash.sglang.positions`: rate = P(accepted | reached)).
 
 Bookkeeping is streaming (:class:`RunStats`): a record is folded into running sums and a few
 compact float64 columns as it arrives and need not be kept, so a 100k-request run (or its
@@ -49,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specdash.sglang.positions import accept_fields
 from specdash.sglang.records import request_counts
 
 #: Percentiles of every latency distribution (key ``p<q>``: ``p50`` … ``p99.9``, as vLLM's
@@ -808,12 +811,16 @@ class RunStats:
         return {"goodput": good / dur if dur else None, "goodput_slo": dict(slo),
                 "goodput_fraction": good / total if total else None}
 
-    def summary(self, proposed_per_round: float | None = None) -> dict:
+    def summary(self, proposed_per_round: float | None = None, *, steps: int | None = None,
+                draft_tokens: int | None = None) -> dict:
         """The run-scoped fields of a ``summary.json`` RUN object (null where not applicable).
 
         ``proposed_per_round``: drafts proposed per request-round, replacing the records'
         ``proposed_drafts`` in ``accept_rate`` (= Σ correct / (Σ verify rounds × it)); for
         adaptive runs, whose records count the launch tier's drafts (see the module docstring).
+        ``steps`` / ``draft_tokens``: the effective speculative settings, which set how many draft
+        positions ``accept_by_position`` lists (:func:`specdash.sglang.positions.accept_fields`; without
+        them the histogram's length decides).
         """
         spec = self._spec
         tokens = self._tokens
@@ -837,6 +844,7 @@ class RunStats:
                             if spec.verify_ct and proposed_per_round else None)
             if proposed_per_round is not None else spec.accept_rate,
             "accept_histogram": list(spec.histogram) if spec.histogram is not None else None,
+            **accept_fields(spec.histogram, steps, draft_tokens),
             **self.breakdowns(proposed_per_round),
         }
 

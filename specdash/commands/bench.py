@@ -1,6 +1,6 @@
 """``specdash --bench``: headless runs, A/B comparisons, tables and JSON.
 
-Progress goes to stderr (one updating line on a terminal, plain lines otherwise); stdout
+Progress goes to stderr (a rich.progress bar per measured pass on a terminal, plain lines otherwise); stdout
 holds only the table — or, with ``--json``, only the summary / comparison JSON.
 Exit codes (:mod:`specdash.commands.errors`): 0 success; 1 a run failed, preflight blocked
 it, or post-launch verification failed without ``--allow-unverified``; 2 usage or
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -30,34 +31,80 @@ PROG = "specdash --bench"
 DEFAULT_SUITE = "seeds-five"
 
 
+#: A per-request progress line of the runner (``[profile] 3/20 prompt …``): on a terminal the bar stands for it.
+_REQUEST_LINE = re.compile(r"^\[[^\]]*\] \d+/\d+ prompt ")
+
+
 class Progress:
-    """Human progress on stderr: an updating line on a TTY, plain lines otherwise."""
+    """Human progress on stderr.  On a terminal: a :mod:`rich.progress` bar per measured pass — "point 2 of 4
+    (c16), side B: …", requests done of total, elapsed and ETA — with the other lines printed above it;
+    otherwise (a pipe, a CI log) plain lines, one per event, as before.
+
+    ``__call__(msg)`` takes the runner's lines (:attr:`RunOptions.progress`), :meth:`event` its structured
+    events (:attr:`RunOptions.on_progress`)."""
 
     def __init__(self, stream=None, quiet: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.quiet = quiet
-        self._last_len = 0
+        self._console = None
+        self._bar = None
+        self._task = None
+
+    def _con(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
+        return self._console
 
     def __call__(self, msg: str) -> None:
         if self.quiet:
             return
-        if self.tty:
-            pad = max(0, self._last_len - len(msg))
-            self.stream.write("\r" + msg + " " * pad)
-            self._last_len = len(msg)
-            if not msg.startswith("[") or "/" not in msg.split("]")[1][:8]:
-                self.stream.write("\n")
-                self._last_len = 0
-        else:
+        if not self.tty:
             self.stream.write(msg + "\n")
-        self.stream.flush()
+            self.stream.flush()
+            return
+        if self._bar is not None and _REQUEST_LINE.match(msg):
+            return  # the bar counts the requests
+        self._con().print(msg, markup=False)
+
+    def event(self, ev: dict) -> None:
+        """A structured event (:attr:`specdash.bench.runner.RunOptions.on_progress`): a new bar task per
+        measured pass, advanced per finished request.  Nothing off a terminal (the lines say it)."""
+        if self.quiet or not self.tty:
+            return
+        if self._bar is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("requests"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                            console=self._con(), transient=False)
+            self._bar.start()
+        if ev.get("event") == "point":
+            where = f"point {ev['point']} of {ev['points']} ({ev['label']})" if ev.get("points", 1) > 1 \
+                else str(ev.get("label") or "")
+            side = f", {ev['side']}" if ev.get("side") else ""
+            if self._task is not None:
+                self._bar.stop_task(self._task)
+            from rich.markup import escape
+
+            self._task = self._bar.add_task(escape(f"[{ev.get('profile')}] {where}{side}"), total=ev.get("total") or None)
+        elif ev.get("event") == "request" and self._task is not None:
+            self._bar.update(self._task, completed=ev.get("done", 0))
 
     def done(self) -> None:
-        """End an updating line."""
-        if self.tty and self._last_len:
-            self.stream.write("\n")
-            self._last_len = 0
+        """Stop the bar (its last state stays on screen)."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar, self._task = None, None
 
 
 def _fmt(v, nd=1, unit="") -> str:
@@ -128,6 +175,8 @@ def render_table(runs: list[dict]) -> str:
             out.append(f"{r['profile']}: no speculation (SGLang {version})")
         if r.get("metrics_error"):
             out.append(f"  {r['metrics_error']} — server τ and the device timer were skipped")
+        if r.get("client_bound"):
+            out.append(f"  warning: client-bound: {r['client_bound']}")
         if r.get("acceptance_simulated"):
             out.append("  simulated acceptance: SGLANG_SIMULATE_ACC_LEN is set, so accept length and rate are the "
                        "variable's, not the draft's (the timings still hold)")
@@ -137,6 +186,7 @@ def render_table(runs: list[dict]) -> str:
             out.append(f"  {f['severity'].upper()} {f['code']}: {f['message']}")
             if f.get("fix"):
                 out.append(f"    fix: {f['fix']}")
+        out.extend(render_positions(r))
         out.extend(render_load(r))
         out.extend(render_breakdowns(r))
         out.append(f"  run dir: {r.get('run_dir')}")
@@ -147,6 +197,28 @@ def render_table(runs: list[dict]) -> str:
                    "from the server's decode log lines: rounds and tokens from #running-req × accept len, time from "
                    "gen throughput, the lines after each switch that still report the old tier left out; share = fraction of the rounds.")
     return "\n".join(out)
+
+
+def render_positions(run: dict, expected: list[dict] | None = None) -> list[str]:
+    """The RUN's acceptance by draft position on one line, compactly as vLLM's ``bench serve`` prints
+    its "Per-position acceptance rate" — here P(accepted | reached) (``accept_by_position``, SGLang
+    has no per-position counter: from the verify-round histogram), then P(accepted) as vLLM divides
+    (by all rounds) — and, given ``expected`` (:func:`specdash.advisor.expected_accept_by_position`),
+    the advisor's expectation beside it.  Nothing without speculation."""
+    from specdash.sglang.positions import unconditional
+
+    rows = run.get("accept_by_position")
+    if not rows:
+        return []
+    src = run.get("accept_by_position_source") or "histogram"
+    rates = " ".join(_fmt(r.get("rate"), 3) for r in rows)
+    out = [f"  acceptance by draft position 1–{len(rows)} (accepted ÷ reached, from the {src}; "
+           f"{rows[0].get('reached')} rounds): {rates}",
+           "    P(accepted) per position, vLLM's per-position rate: " + " ".join(
+               _fmt(v, 3) for v in unconditional(rows))]
+    if expected:
+        out.append("    advisor expects: " + " ".join(_fmt(e.get("rate"), 3) for e in expected))
+    return out
 
 
 def render_breakdowns(run: dict) -> list[str]:
@@ -222,9 +294,14 @@ def render_tiers(run: dict) -> list[str]:
 def render_comparison(cmp: dict) -> str:
     """A short text block for an A/B comparison."""
     lo, hi = cmp["ci95"] if cmp.get("ci95") else (None, None)
+    why = cmp.get("not_comparable")
     lines = [
         f"A/B: {cmp['b']} over {cmp['a']}: speedup {_fmt(cmp.get('speedup'), 3)}× "
-        f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {cmp.get('pairs')} pairs): {cmp.get('verdict')}"
+        + (f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {cmp.get('pairs')} pairs): " if not str(cmp.get("method") or "")
+           .startswith("unpaired") else f"({cmp['method']}" + (f", 95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}" if lo else "")
+           + "): ")
+        + f"{cmp.get('verdict')}"
+        + (f" — the sides sent different requests: {'; '.join(why)}" if why else "")
     ]
     base = cmp.get("baseline")
     if base:
@@ -463,6 +540,7 @@ def _options(args, progress) -> RunOptions:
         max_tokens=args.max_tokens,
         concurrency=args.concurrency,
         progress=progress,
+        on_progress=progress.event,
         request_rate=getattr(args, "request_rate", None),
         burstiness=getattr(args, "burstiness", None) or 1.0,
         arrival_seed=getattr(args, "seed", None) or 0,

@@ -15,16 +15,36 @@ from specdash.commands.errors import ExitCode, UsageError, run
 PROG = "specdash doctor"
 
 
-def doctor_command(argv: list[str]) -> int:
-    """Entry of ``specdash doctor`` (``argv`` after ``doctor``); returns the exit code."""
+def doctor_parser() -> argparse.ArgumentParser:
+    """The ``specdash doctor`` parser (the profile positional or ``--profile``)."""
     p = argparse.ArgumentParser(prog=PROG, description="Preflight EAGLE3 checks of a profile.")
     add_doctor_arguments(p)
-    return doctor_main(p.parse_args(argv))
+    return p
+
+
+def doctor_command(argv: list[str]) -> int:
+    """Entry of ``specdash doctor`` (``argv`` after ``doctor``); returns the exit code."""
+    p = doctor_parser()
+    args = p.parse_args(argv)
+    if args.profile_pos and args.profile and args.profile_pos != args.profile:
+        p.error(f"two profiles given ({args.profile_pos!r} and --profile {args.profile!r}): give one")
+    args.profile = args.profile or args.profile_pos
+    if not args.profile:
+        p.error("give the profile: specdash doctor PROFILE (or --profile PROFILE)")
+    from specdash.commands.errors import UsageError as _UsageError
+    from specdash.commands.settings import fill
+
+    try:
+        fill(args, ("sglang_version",))
+    except _UsageError as exc:
+        p.error(str(exc))
+    return doctor_main(args)
 
 
 def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``specdash doctor``."""
-    parser.add_argument("--profile", required=True, help="profile name or path")
+    parser.add_argument("profile_pos", nargs="?", metavar="PROFILE", help="profile name or path")
+    parser.add_argument("--profile", help="profile name or path (the same as PROFILE)")
     parser.add_argument("--json", action="store_true", help="print only the JSON report on stdout")
     parser.add_argument("--sglang-version", metavar="V", default=None,
                         help="judge against this SGLang release (default: profile, installed sglang, else newest known)")

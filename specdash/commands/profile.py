@@ -21,10 +21,11 @@ from specdash.profile import (
     Profile,
     ProfileError,
     build_launch,
-    list_profiles,
     load_profile,
     parse_profile,
+    profile_entries,
     profile_to_toml,
+    user_profile_dir,
     write_new_file,
 )
 from specdash.profile.nodes import NODE_FLAGS, NodeLaunch, build_node_launches, node_url, parse_host_port
@@ -400,7 +401,7 @@ def _parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="turn a pasted SGLang launch command into a profile file")
     imp.add_argument("command", help='the command line, quoted: "NCCL_X=1 python -m sglang.launch_server …"')
     imp.add_argument("--name", help="profile name (default: from the model and the algorithm)")
-    imp.add_argument("--out", help="file to write (default ./<name>.toml)")
+    imp.add_argument("--out", help="file to write (default ./<name>.toml, which `profile show <name>` then finds)")
     imp.add_argument("--force", action="store_true", help="overwrite an existing file")
     imp.add_argument("--sglang-version", help="expand flag abbreviations as this SGLang release would")
     imp.add_argument("--node", action="append", metavar="HOST",
@@ -410,7 +411,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("profile", help="profile name or path")
     show.add_argument("--json", action="store_true")
     show.add_argument("--sglang-version", help="judge against this SGLang version")
-    sub.add_parser("list", help="list profiles (user directory and presets)")
+    lst = sub.add_parser("list", help="list profiles (your profile directory, the presets, ./*.toml profiles)")
+    lst.add_argument("--json", action="store_true",
+                     help='print [{"name", "path", "source": "builtin"|"user"|"file", "valid", "error"}]')
     return p
 
 
@@ -438,6 +441,7 @@ def _import(args: argparse.Namespace) -> int:
     )
     write_new_file(out, profile_to_toml(prof, header=header), force=args.force)
     print(f"wrote {out}")
+    print(_found_by(prof.name, out))
     try:
         launch = build_launch(parse_profile(_reload(out), out).expanded())
     except ProfileError as exc:  # e.g. ${SGLANG_API_KEY} not exported yet: the file is written all the same
@@ -450,6 +454,9 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from specdash.commands.settings import fill
+
+    fill(args, ("sglang_version",))
     prof = load_profile(args.profile).expanded()
     launch = build_launch(prof, version=args.sglang_version)
     nodes = build_node_launches(prof, version=args.sglang_version) if prof.nodes else None
@@ -460,13 +467,34 @@ def _show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _found_by(name: str, out: Path) -> str:
+    """How to reach the file just written: by its name when the name lookup finds it, else by its path
+    (another profile of that name comes first, or the file is not where names are looked up)."""
+    try:
+        found = load_profile(name).path
+    except ProfileError:
+        found = None
+    if found is not None and found.resolve() == out.resolve():
+        return f"`specdash profile show {name}` and `--profile {name}` find it"
+    why = f"the name {name!r} finds {found} first" if found else f"{out.parent} is not where names are looked up"
+    return (f"note: {why}: use the path (`specdash profile show {out}`), or move it into your profile directory "
+            f"{user_profile_dir()}")
+
+
 def _list(args: argparse.Namespace) -> int:
-    for name, path in list_profiles():
-        try:
-            desc = load_profile(str(path)).description
-        except ProfileError as exc:
-            desc = f"INVALID: {str(exc).splitlines()[0]}"
-        print(f"{name:<32} {desc}")
+    entries = profile_entries()
+    if args.json:
+        print(json.dumps(entries, indent=2))
+        return ExitCode.OK
+    for e in entries:
+        if e["valid"]:
+            try:
+                desc = load_profile(e["path"]).description
+            except ProfileError as exc:  # pragma: no cover - validated just above
+                desc = f"INVALID: {exc}"
+        else:
+            desc = f"INVALID: {e['error']}"
+        print(f"{e['name']:<32} {e['source']:<7} {desc}")
     return ExitCode.OK
 
 

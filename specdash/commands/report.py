@@ -75,9 +75,12 @@ def _report(args: argparse.Namespace) -> int:
 
 def _compare_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=COMPARE_PROG, description="Paired comparison of two run directories "
-                                "(speedup B over A, 95 % CI, verdict, per prompt and category).")
-    p.add_argument("dir_a", metavar="RUNDIR_A", nargs="?", help="run directory A (the reference)")
-    p.add_argument("dir_b", metavar="RUNDIR_B", nargs="?", help="run directory B (speedup = B over A)")
+                                "(speedup B over A, 95 % CI, verdict, per prompt and category); sides of different "
+                                "request shapes are 'not comparable'.  A side may also be a vLLM `bench serve "
+                                "--save-result` JSON or an AIPerf profile_export_aiperf.json (or its artifact "
+                                "directory): compared unpaired.  Three or more sides: one table over the first.")
+    p.add_argument("sides", metavar="RUNDIR", nargs="*",
+                   help="run directories or result files: A (the reference), B (speedup = B over A), more sides")
     p.add_argument("--json", action="store_true", help="print only the comparison JSON")
     p.add_argument("--concurrency", type=int, metavar="N",
                    help="compare one concurrency of two sweeps (with --url: the concurrency to run at)")
@@ -136,7 +139,7 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
         UsageError: a directory is missing, not a run directory or has no records; ``concurrency`` is not
             one both ran; two sweeps share no concurrency.
     """
-    from specdash.bench.compare import build_comparison
+    from specdash.bench.compare import build_comparison, mark_not_comparable, shape_differences
     from specdash.bench.html import sources_sweep_var, sweep_speedups
     from specdash.bench.sweep import axis_name, break_even
 
@@ -181,18 +184,25 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
             plural = "concurrencies" if var == "concurrency" else "request rates (requests/s)"
             notes.append(f"pooled over {plural} {', '.join(f'{x:g}' for x in shared)} (pairs matched within each "
                          f"point); per_{var} has each point")
-    cmp = build_comparison(recs_a, recs_b, a_name=a_name, b_name=b_name)
+    cmp = build_comparison(recs_a, recs_b, a_name=a_name, b_name=b_name,
+                           a_effective=(a.runs[0] if a.runs else {}).get("effective"),
+                           b_effective=(b.runs[0] if b.runs else {}).get("effective"))
     if not cmp.get("pairs"):
         raise UsageError(f"no request of {dir_a} pairs with one of {dir_b} (same prompt and repeat, both finished): "
                          "were they run with the same suite?")
-    # different request shapes pair by prompt and repeat all the same: say so, with what differs
-    for key, label in (("max_tokens", "max_tokens"), ("suite", "suite"),
-                       *((("request_rate", "request rate"),) if var != "request_rate" else ())):
-        va = {r.get(key) for r in a.runs} - {None}
-        vb = {r.get(key) for r in b.runs} - {None}
+    # different request shapes pair by prompt and repeat all the same: the verdict says they are not comparable
+    mark_not_comparable(cmp, shape_differences(a.runs, b.runs))
+    if var != "request_rate":
+        va = {r.get("request_rate") for r in a.runs} - {None}
+        vb = {r.get("request_rate") for r in b.runs} - {None}
         if va and vb and va != vb:
-            notes.append(f"A and B differ in {label} (A: {', '.join(map(str, sorted(va, key=str)))}; B: "
-                         f"{', '.join(map(str, sorted(vb, key=str)))}): the pairs compare different requests")
+            notes.append(f"A and B ran at different request rates (A: {', '.join(map(str, sorted(va, key=str)))}; "
+                         f"B: {', '.join(map(str, sorted(vb, key=str)))}): not at the same load")
+    for key in ("suite",):
+        va, vb = {r.get(key) for r in a.runs} - {None}, {r.get(key) for r in b.runs} - {None}
+        if va and vb and va != vb and cmp.get("comparable", True):
+            notes.append(f"A and B name different suites ({', '.join(sorted(map(str, va)))} vs "
+                         f"{', '.join(sorted(map(str, vb)))}) but sent the same requests (same prompts digest)")
     if a.path.resolve() == b.path.resolve():
         notes.append("A and B are the same run directory: every pair compares a request with itself")
     unpaired = len(recs_a) - cmp.get("pairs", 0), len(recs_b) - cmp.get("pairs", 0)
@@ -215,12 +225,35 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
 
 
 def _compare(args: argparse.Namespace) -> int:
-    if not args.dir_a or not args.dir_b:
-        raise UsageError("give two run directories (RUNDIR_A RUNDIR_B), or --url URL_A --vs-url URL_B")
+    if len(args.sides) < 2:
+        raise UsageError("give two run directories (RUNDIR_A RUNDIR_B) — or result files of vLLM bench serve / "
+                         "AIPerf, or more sides —, or --url URL_A --vs-url URL_B")
     for flag in ("suite", "max_tokens", "repeats", "api_key", "out"):
         if getattr(args, flag) != _compare_parser().get_default(flag):
             raise UsageError(f"--{flag.replace('_', '-')} applies only with --url URL_A --vs-url URL_B")
-    return _print_comparison(args, compare_dirs(args.dir_a, args.dir_b, concurrency=args.concurrency))
+    from specdash.bench.external import is_external
+
+    if len(args.sides) == 2 and not any(is_external(p) for p in args.sides):
+        return _print_comparison(args, compare_dirs(*args.sides, concurrency=args.concurrency))
+    from specdash.commands.compare import Side, compare_many, compare_pair, render_many
+
+    if len(args.sides) == 2:
+        return _print_comparison(args, compare_pair(Side(args.sides[0], point=args.concurrency),
+                                                    Side(args.sides[1], point=args.concurrency)))
+    from specdash.commands.bench import withhold_speedup
+
+    payload = compare_many(args.sides, concurrency=args.concurrency)
+    failed = sorted({f for cmp in payload["comparisons"] for f in cmp.get("_failed", [])})
+    for cmp in payload["comparisons"]:
+        if cmp.pop("_failed", None) and not args.allow_unverified:
+            withhold_speedup(cmp, failed)
+    if args.json:
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        print(render_many(payload))
+    if failed and not args.allow_unverified:
+        raise VerificationFailed(failed)
+    return ExitCode.OK
 
 
 def _compare_urls(args: argparse.Namespace, progress) -> int:
@@ -235,8 +268,8 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
     from specdash.bench.runner import RunOptions, run_one
     from specdash.profile import load_suite, parse_profile
 
-    if args.dir_a or args.dir_b:
-        raise UsageError("give either two run directories or --url URL_A --vs-url URL_B, not both")
+    if args.sides:
+        raise UsageError("give either run directories or --url URL_A --vs-url URL_B, not both")
     if not (args.url and args.vs_url):
         raise UsageError("--url URL_A needs --vs-url URL_B (and --vs-url needs --url)")
     for u, flag in ((args.url, "--url"), (args.vs_url, "--vs-url")):
@@ -253,7 +286,7 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
         prof = parse_profile({"name": f"attached-{side}", "server": {"model_path": "(attached)"}})
         opts = RunOptions(out_dir=Path(args.out), url=url, api_key=args.api_key or os.environ.get("SGLANG_API_KEY"),
                           allow_unverified=args.allow_unverified, repeats=args.repeats, max_tokens=args.max_tokens,
-                          concurrency=args.concurrency, progress=progress,
+                          concurrency=args.concurrency, progress=progress, on_progress=progress.event, side=f"side {side.upper()}",
                           extra_manifest={"ab": {"stamp": stamp, "side": side, "round": 0}})
         try:
             run_, records = asyncio.run(run_one(prof, suite, opts))
@@ -305,6 +338,9 @@ def render_compare_text(cmp: dict) -> str:
         out.append(f"  {side.upper()}: {cmp.get(side)}: {s.get('requests')} requests, {_fmt(s.get('tok_s'))} tok/s "
                    f"(mean per request), TPOT {_fmt(s.get('tpot_ms'), 2)} ms, accept length "
                    f"{_fmt(s.get('accept_length'), 3)}, accept rate {_fmt(s.get('accept_rate'), 3)}")
+        if s.get("accept_by_position"):
+            out.append(f"     by draft position (accepted ÷ reached, {s.get('accept_by_position_source')}): "
+                       + " ".join(_fmt(r.get("rate"), 3) for r in s["accept_by_position"]))
     from specdash.bench.sweep import point_label
 
     var = "request_rate" if "per_request_rate" in cmp else "concurrency"

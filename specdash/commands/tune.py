@@ -22,9 +22,9 @@ PROG = "specdash tune"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""))
     p.add_argument("--profile", "-p", required=True, help="profile to tune (name or path)")
-    p.add_argument("--suite", "-s", default="seeds-five", help="suite (name or path)")
+    p.add_argument("--suite", "-s", help="suite (name or path; default seeds-five)")
     p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")
     p.add_argument("--live", action="store_true",
                    help="measure two chain step tiers per launch through SGLang's adaptive controller (0.5.14+, "
@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-from", metavar="RUN_DIR",
                    help="reuse the no-speculation run in RUN_DIR (a finished `specdash --bench` run directory of "
                         "the same server and suite, e.g. the profile's baseline) instead of launching one")
-    p.add_argument("--out", default="runs", help="parent of the run directories and the tuned preset")
+    p.add_argument("--out", help="parent of the run directories and the tune directory (default ./runs)")
     p.add_argument("--json", action="store_true", help="print only the tune report JSON")
     p.add_argument("--save-to", metavar="DIR",
                    help="where the winner preset is written (default: your profile directory)")
@@ -61,8 +61,15 @@ def _parser() -> argparse.ArgumentParser:
 def tune_main(argv: list[str]) -> int:
     """Entry of ``specdash tune`` (``argv`` after the sub-command); returns the exit code."""
     from specdash.commands.bench import Progress
+    from specdash.commands.settings import fill
 
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        fill(args, ("out", "suite"))
+    except UsageError as exc:
+        parser.error(str(exc))
+    args.suite, args.out = args.suite or "seeds-five", args.out or "runs"
     progress = Progress()
     return run(PROG, lambda: _tune(args, progress), json_output=args.json, interrupted=INTERRUPTED_RUN,
                cleanup=progress.done)
@@ -116,7 +123,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
             raise UsageError(str(e)) from None
     install_signal_handlers()
     out = Path(args.out)
-    opts = RunOptions(out_dir=out, progress=progress, force=args.force)
+    opts = RunOptions(out_dir=out, progress=progress, on_progress=progress.event, force=args.force)
     try:
         report = asyncio.run(tune(profile, suite, budget=args.budget, out=out, progress=progress, opts=opts,
                                   preset_dir=Path(args.save_to) if args.save_to else None, live=args.live,

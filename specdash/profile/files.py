@@ -2,7 +2,8 @@
 
 Lookup of a name: an existing path; the user's directory
 ``${XDG_CONFIG_HOME:-~/.config}/specdash/profiles``; the checkout's ``profiles/``; the
-presets shipped inside the package (``specdash/_profiles``).  Suites are looked up the
+presets shipped inside the package (``specdash/_profiles``); for a profile, last, ``./NAME.toml``
+(where ``profile import`` writes by default).  Suites are looked up the
 same way under ``suites/``.  Writing never overwrites unless asked (:func:`write_new_file`),
 and an existing file's comments survive an update (:func:`profile_to_toml`).
 """
@@ -75,12 +76,16 @@ def _find(name: str, sub: str, kind: str) -> Path:
         cand = (d / sub / f"{name}.toml") if sub else (d / f"{name}.toml")
         if cand.is_file():
             return cand
+    here = Path.cwd() / f"{name}.toml"
+    if not sub and here.is_file():  # `profile import --name X` writes ./X.toml: the name finds it
+        return here
     known = sorted(n for n, _ in (list_suites() if sub else list_profiles()))
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     listing = "`specdash profile list` shows them" if not sub else f"known suites: {', '.join(known) or 'none'}"
     raise ProfileError(
-        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}; {listing})"
+        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}"
+        + ("" if sub else ", then the current directory") + f"; {listing})"
     )
 
 
@@ -117,6 +122,37 @@ def _list(sub: str) -> list[tuple[str, Path]]:
 def list_profiles() -> list[tuple[str, Path]]:
     """All profiles found (name, path); user profiles shadow presets of the same name."""
     return _list("")
+
+
+def profile_entries() -> list[dict]:
+    """``specdash profile list --json``: ``[{"name", "path", "source", "valid", "error"}]`` — every profile a
+    name finds, in lookup order (:func:`load_profile`): ``source`` = ``"user"`` (your profile directory),
+    ``"builtin"`` (the presets: the checkout's ``profiles/`` or the package's copy), ``"file"`` (a ``*.toml``
+    profile in the current directory, found by name after both — what ``profile import`` writes there;
+    other TOML files there, without a ``[server]`` table, are not listed); ``valid`` / ``error``: whether it
+    parses and validates, else the first line of why.  Names shadowed by an earlier one are left out."""
+    user = user_profile_dir()
+    out: dict[str, dict] = {}
+    for name, path in _list(""):
+        out[name] = {"name": name, "path": str(path), "source": "user" if path.parent == user else "builtin"}
+    cwd = Path.cwd()
+    if cwd not in preset_dirs():
+        for f in sorted(cwd.glob("*.toml")):
+            if f.stem in out:
+                continue
+            try:
+                data = _read_toml(f)
+            except ProfileError:
+                continue
+            if isinstance(data.get("server"), dict):
+                out[f.stem] = {"name": f.stem, "path": str(f), "source": "file"}
+    for e in out.values():
+        try:
+            parse_profile(_read_toml(Path(e["path"])), Path(e["path"]))
+            e.update(valid=True, error=None)
+        except ProfileError as exc:
+            e.update(valid=False, error=str(exc).splitlines()[0])
+    return sorted(out.values(), key=lambda e: e["name"])
 
 
 def list_suites() -> list[tuple[str, Path]]:

@@ -103,6 +103,9 @@ class SGLangClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         if transport is None:
             transport = fast_transport(self.base_url.startswith("https:"))
+        #: the httpx transport requests go through (a :class:`~specdash.sglang.transport.FastTransport`
+        #: unless one was passed; its ``pool`` counts connections opened and requests retried)
+        self.transport = transport
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,

@@ -19,7 +19,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["KEEPALIVE_EXPIRY_S", "AsyncioBackend", "AsyncioStream", "KeepAlivePool", "fast_transport"]
+__all__ = ["KEEPALIVE_EXPIRY_S", "AsyncioBackend", "AsyncioStream", "FastTransport", "KeepAlivePool", "fast_transport"]
 
 log = logging.getLogger(__name__)
 
@@ -307,8 +307,8 @@ class KeepAlivePool(httpcore.AsyncConnectionPool):
     is sent once more on a new connection, if its body can be replayed.  Once the head is
     back nothing is retried: a stream cut after its first bytes fails as it is.
 
-    Subclasses ``httpcore.AsyncConnectionPool`` only for its type (httpx's transport holds
-    one); none of its methods or state is used.
+    Subclasses ``httpcore.AsyncConnectionPool`` for its interface only (``handle_async_request``,
+    ``aclose``, ``connections``); none of its methods or state is used.
     """
 
     def __init__(self, *, ssl_context=None, keepalive_expiry: float | None = KEEPALIVE_EXPIRY_S,
@@ -410,27 +410,99 @@ def _replayable(request: httpcore.Request) -> bool:
     return isinstance(request.stream, (httpx.ByteStream, bytes)) or type(request.stream).__name__ == "ByteStream"
 
 
-def fast_transport(https: bool, keepalive_expiry: float | None = KEEPALIVE_EXPIRY_S) -> httpx.AsyncBaseTransport:
-    """httpx's HTTP/1.1 transport with :class:`KeepAlivePool` on :class:`AsyncioBackend`.
+#: httpcore's exceptions → httpx's, as httpx's own transport maps them (``httpx/_transports/default.py``,
+#: ``_load_httpcore_exceptions``, 0.27–0.29); both sides are public classes.  The most specific match wins.
+_EXC_MAP: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+)
+
+
+def _mapped(exc: Exception) -> Exception | None:
+    """The httpx exception for an httpcore one (None: not httpcore's, re-raise as it is)."""
+    best = None
+    for src, dst in _EXC_MAP:
+        if isinstance(exc, src) and (best is None or issubclass(dst, best)):
+            best = dst
+    return best(str(exc)) if best is not None else None
+
+
+class _MappedStream(httpx.AsyncByteStream):
+    """The response body for httpx: httpcore's chunks as they come, its errors as httpx's."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    async def __aiter__(self):
+        try:
+            async for part in self._stream:
+                yield part
+        except Exception as exc:
+            mapped = _mapped(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class FastTransport(httpx.AsyncBaseTransport):
+    """An httpx transport over :class:`KeepAlivePool` on :class:`AsyncioBackend`, built from httpx's and
+    httpcore's public API only (``httpx.AsyncBaseTransport``, ``httpx.Request`` / ``Response`` /
+    ``AsyncByteStream``, ``httpcore.Request``): nothing of httpx's own transport or its private state is
+    touched, so a new httpx or httpcore release cannot silently swap the pool back (the earlier version
+    replaced ``AsyncHTTPTransport._pool``).  HTTP/1.1, no proxies (the environment's proxy variables are
+    not read: SGLang is reached directly), no connection limit."""
+
+    def __init__(self, pool: KeepAlivePool) -> None:
+        self.pool = pool
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        req = httpcore.Request(method=request.method,
+                               url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port,
+                                                target=url.raw_path),
+                               headers=request.headers.raw, content=request.stream, extensions=request.extensions)
+        try:
+            resp = await self.pool.handle_async_request(req)
+        except Exception as exc:
+            mapped = _mapped(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return httpx.Response(status_code=resp.status, headers=resp.headers, stream=_MappedStream(resp.stream),
+                              extensions=resp.extensions)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+def fast_transport(https: bool, keepalive_expiry: float | None = KEEPALIVE_EXPIRY_S) -> FastTransport:
+    """The transport :class:`~specdash.sglang.client.SGLangClient` uses: :class:`FastTransport` with
+    :class:`KeepAlivePool` on :class:`AsyncioBackend`.
 
     No connection limit (callers bound their own concurrency); idle connections expire
     after ``keepalive_expiry`` s (:data:`KEEPALIVE_EXPIRY_S`, well below uvicorn's 5 s
     keep-alive), and a request that meets a connection the server closed anyway is sent
     again on a new one (before any byte of its response only).
     """
-    transport = httpx.AsyncHTTPTransport(trust_env=False)
-    try:
-        # Replace the pool httpx built (httpx only calls handle_async_request, aclose,
-        # __aenter__/__aexit__ on it).  This touches a private attribute: if another
-        # httpx release lacks it, keep httpx's own pool.
-        pool = KeepAlivePool(
-            ssl_context=httpx.create_ssl_context() if https else None,
-            keepalive_expiry=keepalive_expiry,
-            network_backend=AsyncioBackend(),
-        )
-        if not hasattr(transport, "_pool"):
-            raise AttributeError("_pool")
-        transport._pool = pool
-    except (AttributeError, TypeError) as exc:  # pragma: no cover - depends on the installed httpx
-        log.debug("fast transport unavailable (%s); using httpx's default pool", exc)
-    return transport
+    return FastTransport(KeepAlivePool(
+        ssl_context=httpx.create_ssl_context() if https else None,
+        keepalive_expiry=keepalive_expiry,
+        network_backend=AsyncioBackend(),
+    ))

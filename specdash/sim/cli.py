@@ -27,6 +27,15 @@ import sys
 USAGE = "usage: sglang serve [-h] --model-path MODEL_PATH [options]  (specdash simulator: python -m specdash.sim)"
 
 
+def help_text() -> str:
+    """The module docstring as terminal text: reST inline markup (````code````, ``:mod:`x```) unwrapped."""
+    import re
+
+    text = re.sub(r":\w+:`([^`]+)`", r"\1", __doc__ or "")
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return f"{USAGE}\n\n{text.strip()}"
+
+
 def _usage_error(message: str) -> int:
     sys.stderr.write(f"{USAGE}\nsglang serve: error: {message}\n")
     sys.stderr.flush()
@@ -37,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the simulator (or ``--expected``); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or "--help" in argv:
-        print(__doc__)
+        print(help_text())
         return 0
     import orjson
 
