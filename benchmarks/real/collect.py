@@ -5,9 +5,7 @@ Each RUN of every ``runs/*/summary.json`` (a ``--sweep concurrency=…`` run dir
 concurrency) becomes one row ``{"target", "draft", "steps", "topk", "draft_tokens", "concurrency",
 "output_tok_s", "accept_length", "run_dir"}`` (no speculation: steps/topk/draft_tokens null, draft
 null), plus what a reader of the grid needs beside it: ``algorithm``, ``accept_rate``,
-``accept_by_position`` (positions 1..depth: {position, reached, accepted, rate} from the pooled verify
-round histogram — index k = rounds that accepted exactly k drafts, so depth i is reached by rounds with
-k ≥ i − 1 and accepted by those with k ≥ i), ``tpot_ms_p50``, ``ttft_ms_p50``, ``requests`` and
+``accept_by_position`` (specdash's own, from the pooled verify-round histogram), ``tpot_ms_p50``, ``ttft_ms_p50``, ``requests`` and
 ``speedup_vs_baseline`` (output tok/s over the baseline row of the same concurrency, when there is one).
 
 Usage::
@@ -22,16 +20,12 @@ import sys
 from pathlib import Path
 
 
-def by_position(hist: list[int] | None) -> list[dict] | None:
-    if not hist or sum(hist) == 0:
-        return None
-    out = []
-    for i in range(1, len(hist)):
-        reached = sum(hist[i - 1:])
-        accepted = sum(hist[i:])
-        out.append({"position": i, "reached": reached, "accepted": accepted,
-                    "rate": round(accepted / reached, 4) if reached else None})
-    return out
+def by_position(hist: list[int] | None, steps: int | None = None, draft_tokens: int | None = None) -> list[dict] | None:
+    """specdash's own ``accept_by_position`` (:func:`specdash.sglang.positions.accept_by_position`), rates rounded."""
+    from specdash.sglang.positions import accept_by_position
+
+    rows = accept_by_position(hist, steps, draft_tokens)
+    return [{**r, "rate": round(r["rate"], 4) if r["rate"] is not None else None} for r in rows] if rows else None
 
 
 def rows(folder: Path) -> list[dict]:
@@ -59,7 +53,9 @@ def rows(folder: Path) -> list[dict]:
                 "output_tok_s": round(run["output_tok_s"], 2) if run.get("output_tok_s") else None,
                 "accept_length": round(run["accept_length"], 4) if run.get("accept_length") else None,
                 "accept_rate": round(run["accept_rate"], 4) if run.get("accept_rate") else None,
-                "accept_by_position": by_position(run.get("accept_histogram")) if algo == "EAGLE3" else None,
+                "accept_by_position": (by_position(run.get("accept_histogram"), eff.get("speculative_num_steps"),
+                                                  eff.get("speculative_num_draft_tokens"))
+                                      if algo == "EAGLE3" else None),
                 "tpot_ms_p50": round((run.get("tpot_ms") or {}).get("p50") or 0, 4) or None,
                 "ttft_ms_p50": round((run.get("ttft_ms") or {}).get("p50") or 0, 3) or None,
                 "requests": run.get("requests"),
