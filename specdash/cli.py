@@ -42,17 +42,28 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R "
                    "(with --sweep, 'none' runs no baseline)")
     p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
-    p.add_argument("--dataset", metavar="FILE",
-                   help="prompts from a dataset instead of --suite: ShareGPT JSON, JSONL ({prompt|text|messages, "
-                        "category}), Parquet, a local Hugging Face dataset directory, a name under "
-                        "profiles/datasets/ (mixed-50: 50 prompts, five categories), or random:in=N,out=M"
+    p.add_argument("--dataset", metavar="SOURCE",
+                   help="prompts from a dataset instead of --suite: spec_bench[:PATH] (Spec-Bench's questions), "
+                        "speed_bench[:qualitative|throughput_1k|…] (NVIDIA SPEED-Bench), a Hugging Face hub dataset "
+                        "hf:OWNER/NAME[:CONFIG[:SPLIT]] (from the local cache; HF_HUB_OFFLINE honoured), ShareGPT "
+                        "JSON, JSONL ({prompt|text|messages|turns, category}), Parquet, a local Hugging Face dataset "
+                        "directory, a name under profiles/datasets/ (mixed-50), or random:in=N,out=M"
                         "[,tokenizer=PATH] (exactly N input tokens under the target's tokenizer)")
+    p.add_argument("--dataset-category", metavar="C[,C…]",
+                   help="with --dataset: keep rows of these categories only (e.g. coding,math of SPEED-Bench)")
     p.add_argument("--num-prompts", type=int, metavar="N",
                    help="with --dataset: sample N prompts (default: all; 100 for random:)")
     p.add_argument("--seed", type=int, metavar="S",
                    help="seed of --dataset sampling, random: prompts and --request-rate arrivals (default 0)")
     p.add_argument("--min-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≥ N tokens")
     p.add_argument("--max-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≤ N tokens")
+    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default: the suite's, 0)")
+    p.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling top_p in (0, 1]")
+    p.add_argument("--top-k", type=int, metavar="K", help="top-k sampling (-1 = off)")
+    p.add_argument("--sampling-seed", type=int, metavar="N", help="per-request sampling seed (SGLang sampling_seed)")
+    p.add_argument("--extra-request-body", metavar="JSON",
+                   help="a JSON object merged into every request, as SGLang's bench_serving --extra-request-body "
+                        "(its \"sampling_params\" go into /generate's sampling_params)")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
     p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")
     p.add_argument("--out", metavar="DIR", default="runs", help="parent directory of run directories (./runs)")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specdash.bench.load import sampling_params, send_suite, send_suite_rate, work_items
+from specdash.bench.load import request_extra, sampling_params, send_suite, send_suite_rate, work_items
 from specdash.bench.rundir import RunDir
 from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import (
@@ -604,6 +604,7 @@ class ProfileRun:
         self._say(f"[{self.profile.name}] warm-up: {total} request(s), {min(width, total)} at a time "
                   "(excluded from results)")
         params = sampling_params(self.suite, min(WARMUP_MAX_TOKENS, max_tokens))
+        extra = request_extra(self.suite, "generate") or None
         sem = asyncio.Semaphore(width)
 
         limit = 2.0 * self.opt.stall_s  # a warm-up request is short: a server silent this long is stuck
@@ -612,7 +613,7 @@ class ProfileRun:
             async with sem:
                 prompt = self.suite.prompts[i % len(self.suite.prompts)]
                 try:
-                    res = await asyncio.wait_for(client.generate_stream(prompt.text, params), timeout=limit)
+                    res = await asyncio.wait_for(client.generate_stream(prompt.text, params, extra=extra), timeout=limit)
                 except TimeoutError:
                     from specdash.sglang.secrets import redact_url
 

@@ -2,97 +2,96 @@
 
 :func:`load_dataset_suite` turns a dataset into a :class:`~specdash.profile.schema.Suite`
 (generate API, temperature 0, ``ignore_eos``, one repeat, one warm-up, concurrency 1,
-:data:`DEFAULT_MAX_TOKENS` tokens unless ``random:`` says otherwise; ``--max-tokens``,
+:data:`DEFAULT_MAX_TOKENS` tokens unless the source says otherwise; ``--max-tokens``,
 ``--concurrency`` and ``--repeats`` override as for any suite) plus a record of where the
-prompts came from, for the run's ``manifest.json``.  ``SOURCE`` is one of:
+prompts came from, for the run's ``manifest.json``.  ``SOURCE`` is one of (one reader module each,
+chosen by :data:`NAMED` and :data:`FORMATS`, the one registry):
 
-* a name: ``profiles/datasets/NAME.jsonl`` (searched like suites: the user's profile
+* a named benchmark, :data:`NAMED`: ``spec_bench[:PATH]`` (Spec-Bench's question set,
+  :mod:`~specdash.profile.datasets.spec_bench`), ``speed_bench[:SUBSET]`` (NVIDIA SPEED-Bench from the
+  Hugging Face cache, :mod:`~specdash.profile.datasets.speed_bench`), their categories kept;
+* a Hugging Face hub dataset, ``hf:OWNER/NAME[:CONFIG[:SPLIT]][@REVISION]`` (``hf:`` optional), read
+  from the local ``huggingface_hub`` cache — offline mode honoured — or downloaded into it
+  (:mod:`~specdash.profile.datasets.hub`);
+* a name under ``profiles/datasets/`` (``NAME.jsonl``, searched like suites: the user's profile
   directory, the checkout, the presets shipped in the package), e.g. ``mixed-50``;
-* ShareGPT JSON (``.json``): a list of ``{"conversations": [{"from": "human", "value": …},
-  {"from": "gpt", …}, …], "category": …}`` — the first human (or ``user``) turn is the
-  prompt, as SGLang's ``bench_serving.py`` reads ShareGPT (``role``/``content`` turns are
-  read too); a JSON list of JSONL-style objects works as well;
-* JSON Lines (``.jsonl``): one object a line with ``"prompt"``, ``"text"`` or ``"messages"``
-  (an OpenAI chat list: the first ``user`` message's content is the raw-text prompt) and an
-  optional ``"category"`` and ``"id"``; other keys are ignored;
-* Parquet (``.parquet``): columns named as the JSONL keys (or ``conversations``); needs
-  ``pyarrow``;
-* a local Hugging Face dataset directory (written by ``Dataset.save_to_disk``): read with
-  ``datasets.load_from_disk``, the ``train`` split of a ``DatasetDict`` (else its first);
-  columns as for Parquet; needs ``datasets``;
-* ``random:in=N,out=M[,tokenizer=PATH]``: prompts of exactly N input tokens (as the server's
-  ``prompt_tokens`` counts them: special tokens the tokenizer adds, e.g. BOS, included) and
-  ``max_tokens`` M.  Tokens are counted with the target's tokenizer (``tokenizer=PATH``, a
-  ``tokenizer.json`` or a directory holding one; else the profile's ``--tokenizer-path`` or
-  ``model_path`` when it is a local directory with ``tokenizer.json``), through the
-  ``tokenizers`` library.  On the simulator (``launcher = "sim"``) counts follow the
-  simulator's own rule, ``1 + ceil(characters / 3.6)`` (``specdash/sim/text.py``), so they are
-  exact there.  Without a tokenizer for a real server the same rule is an *estimate*, and
-  the record says so.  A ``random:`` suite sets ``chat_template = "none"``: its exact counts are
-  of raw text (a chat target gets the run's raw-text warning).
+* a file, by suffix (:data:`FORMATS`): JSON Lines / JSON / ShareGPT (:mod:`~specdash.profile.datasets.jsonl`),
+  Parquet (:mod:`~specdash.profile.datasets.parquet`, needs ``pyarrow``);
+* a local Hugging Face dataset directory written by ``Dataset.save_to_disk``
+  (:mod:`~specdash.profile.datasets.hf_dir`, needs ``datasets``);
+* ``random:in=N,out=M[,tokenizer=PATH]``: prompts of exactly N input tokens
+  (:mod:`~specdash.profile.datasets.synthetic`; tokens counted by :mod:`~specdash.profile.datasets.tokens`).
 
-Rows with ``messages`` keep the whole chat: the chat API sends it and a client-side chat template
-(``chat_template = "auto"``, :mod:`specdash.profile.chat`) renders it; token counts and raw-text
-sending use its first ``user`` message (``min_input_tokens`` / ``max_input_tokens`` count that raw text,
-not the templated prompt a chat target is sent).
+Rows become prompts as :mod:`~specdash.profile.datasets.rows` says (``prompt`` / ``text`` /
+``messages`` / ``conversations`` / ``turns``, ``category``, ``id`` / ``question_id``).  Rows with
+``messages`` keep the whole chat: the chat API sends it and a client-side chat template
+(``chat_template = "auto"``, :mod:`specdash.profile.chat`) renders it; token counts and raw-text sending
+use its first ``user`` message.
 
-Sampling: ``num_prompts`` rows (default: all; 100 for ``random:``), chosen by a shuffle
-seeded with ``seed`` (SGLang's ``bench_serving`` shuffles ShareGPT the same way) and kept in
-file order; rows without a usable prompt are skipped and counted.  ``min_input_tokens`` /
-``max_input_tokens`` keep prompts whose token count (counted as above) lies in the range.
+Sampling: ``categories`` keeps rows of those categories only (``--dataset-category``); then
+``num_prompts`` rows (default: all; 100 for ``random:``), chosen by a shuffle seeded with ``seed``
+(SGLang's ``bench_serving`` shuffles ShareGPT the same way) and kept in file order; rows without a
+usable prompt are skipped and counted.  ``min_input_tokens`` / ``max_input_tokens`` keep prompts whose
+token count lies in the range.
 
-Only the standard library and pydantic are imported here; ``pyarrow``, ``datasets`` and
-``tokenizers`` are imported inside the functions that need them.
+Only the standard library and pydantic are imported at start-up; ``pyarrow``, ``datasets``,
+``huggingface_hub``, ``httpx`` and ``tokenizers`` are imported inside the readers that need them.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specdash.profile.datasets import hf_dir, hub, jsonl, parquet, spec_bench, speed_bench
+from specdash.profile.datasets.rows import HINT, first_row_hint, row_category, row_prompt, sample
+from specdash.profile.datasets.synthetic import DEFAULT_RANDOM_PROMPTS, random_suite
+from specdash.profile.datasets.tokens import (
+    TokenCounter,
+    _profile_tokenizer_path,
+    sim_count,
+    token_counter,
+)
 from specdash.profile.files import preset_dirs
-from specdash.profile.schema import Profile, ProfileError, Prompt, Suite, SuiteSection, expand_path
+from specdash.profile.schema import Profile, ProfileError, Suite, SuiteSection, expand_path
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS", "DEFAULT_RANDOM_PROMPTS", "FORMATS", "NAMED", "TokenCounter", "_profile_tokenizer_path",
+    "describe", "list_datasets", "load_dataset_suite", "resolve_dataset", "row_prompt", "sim_count", "token_counter",
+]
 
 DEFAULT_MAX_TOKENS = 256
 """``max_tokens`` of a file dataset's suite (``--max-tokens`` overrides)."""
-DEFAULT_RANDOM_PROMPTS = 100
-"""Prompts of a ``random:`` dataset without ``--num-prompts``."""
 DATASET_SUFFIXES = (".jsonl", ".json", ".parquet")
 """Suffixes a dataset name is looked up with under ``profiles/datasets/``, in order."""
-_PROMPT_KEYS = ("prompt", "text", "messages", "conversations")
-_MAX_SHOWN = 6
 
-_HINT = ("expected ShareGPT JSON (a list of {\"conversations\": [{\"from\": \"human\", \"value\": …}, …]}), "
-         "JSONL/Parquet rows with \"prompt\", \"text\" or \"messages\" (and optionally \"category\"), "
-         "a Hugging Face dataset directory, or random:in=N,out=M")
-
-
-@dataclass
-class TokenCounter:
-    """How prompt tokens are counted: ``method`` = ``tokenizer`` (``count`` is exact for that
-    tokenizer), ``simulator`` (exact on the simulator) or ``estimate``; ``note`` says which."""
-
-    method: str
-    count: Callable[[str], int]
-    note: str
-    tokenizer: str | None = None
-    pool: tuple[str, ...] = ()
-
-    def record(self) -> dict:
-        """The counter as the manifest records it."""
-        return {"method": self.method, "tokenizer": self.tokenizer, "note": self.note}
+Reader = Callable[[Path], tuple[str, Sequence[Any], dict]]
+FORMATS: dict[str, Reader] = {**{s: jsonl.read for s in jsonl.SUFFIXES}, **{s: parquet.read for s in parquet.SUFFIXES}}
+"""File readers by suffix (any other suffix is read as JSON / JSON Lines text); a directory is
+:func:`specdash.profile.datasets.hf_dir.read`."""
 
 
-def sim_count(text: str) -> int:
-    """The simulator's prompt token count of ``text``: ``1 + ceil(len / 3.6)`` (BOS included),
-    the rule of ``specdash/sim/text.py`` (which this floor cannot import)."""
-    return 1 + (-(-len(text or "") * 10 // 36))
+@dataclass(frozen=True)
+class NamedDataset:
+    """A benchmark known by name: ``read(arg)`` (``arg`` = what follows ``NAME:``, or None) returns
+    ``(format, rows, record fields)``; ``max_tokens`` is its suite's default output length."""
+
+    name: str
+    read: Callable[[str | None], tuple[str, list, dict]]
+    description: str
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    arg: str = ""
+
+
+NAMED: dict[str, NamedDataset] = {
+    spec_bench.NAME: NamedDataset(spec_bench.NAME, spec_bench.read, spec_bench.DESCRIPTION, arg="[:PATH]"),
+    speed_bench.NAME: NamedDataset(speed_bench.NAME, speed_bench.read, speed_bench.DESCRIPTION,
+                                   speed_bench.DEFAULT_MAX_TOKENS, arg=f"[:{'|'.join(speed_bench.SUBSETS)}]"),
+}
+"""The named benchmarks, ``NAME[:ARG]`` (a new one is one module plus one entry here)."""
 
 
 # --- the entry point ---------------------------------------------------------------------------
@@ -106,25 +105,29 @@ def load_dataset_suite(
     profile: Profile | None = None,
     min_input_tokens: int | None = None,
     max_input_tokens: int | None = None,
+    categories: Sequence[str] | None = None,
 ) -> tuple[Suite, dict]:
     """The suite of a dataset and the record of it for the manifest (see the module docstring).
 
     Args:
-        source: a dataset name, file, Hugging Face dataset directory or ``random:…`` spec.
+        source: a named benchmark, hub id, dataset name, file, Hugging Face dataset directory or ``random:…``.
         num_prompts: how many prompts (None: all rows; 100 for ``random:``).
         seed: the sampling (and ``random:`` text) seed.
         profile: the target's profile: where the tokenizer is found, and whether it is the simulator.
         min_input_tokens: keep prompts of at least this many tokens.
         max_input_tokens: keep prompts of at most this many tokens.
+        categories: keep rows of these categories only (None: all).
 
     Returns:
-        ``(suite, record)``; ``record`` has ``source``, ``format``, ``path``, ``rows``,
-        ``skipped``, ``num_prompts``, ``seed``, ``filters`` and, when tokens were counted,
+        ``(suite, record)``; ``record`` has ``source``, ``format``, ``path``, ``rows``, ``skipped``,
+        ``num_prompts``, ``asked``, ``seed``, ``filters``, the reader's own fields (a hub dataset's
+        ``repo_id``, ``config``, ``split``, ``revision``, ``files``; SPEED-Bench's ``placeholders``), the
+        ``categories`` the prompts carry (``{category: prompts}``) and, when tokens were counted,
         ``token_count`` {method, tokenizer, note}.
 
     Raises:
-        ProfileError: the source is missing, unreadable, of the wrong shape, needs a library
-            that is not installed, or leaves no prompt; the message names it and the fix.
+        ProfileError: the source is missing, unreadable, not cached in offline mode, of the wrong shape,
+            needs a library that is not installed, or leaves no prompt; the message names it and the fix.
     """
     if num_prompts is not None and num_prompts < 1:
         raise ProfileError(f"--num-prompts must be at least 1 (got {num_prompts})")
@@ -133,35 +136,76 @@ def load_dataset_suite(
             raise ProfileError(f"{flag} must be at least 1 (got {v})")
     if min_input_tokens and max_input_tokens and min_input_tokens > max_input_tokens:
         raise ProfileError(f"--min-input-tokens {min_input_tokens} is above --max-input-tokens {max_input_tokens}")
+    cats = [c.strip() for c in categories or [] if c.strip()] or None
     if source.startswith("random:"):
-        return _random_suite(source, num_prompts=num_prompts, seed=seed, profile=profile)
-    path = resolve_dataset(source)
-    fmt, rows, extra = _read_rows(path)
+        if cats:
+            raise ProfileError("--dataset-category filters a dataset's rows by category; random: prompts have none")
+        return random_suite(source, num_prompts=num_prompts, seed=seed, profile=profile)
+    fmt, rows, extra, name, path, max_tokens = _read_source(source)
     counter = token_counter(profile) if (min_input_tokens or max_input_tokens) else None
-    prompts, skipped, filtered = _sample(rows, num_prompts=num_prompts, seed=seed, counter=counter,
-                                         lo=min_input_tokens, hi=max_input_tokens)
-    if not prompts:
-        if filtered:
+    s = sample(rows, num_prompts=num_prompts, seed=seed, counter=counter, lo=min_input_tokens, hi=max_input_tokens,
+               categories=cats)
+    where = path or source
+    if not s.prompts:
+        if cats and s.other_category == len(rows):
+            have = sorted({c for c in map(row_category, rows) if c is not None})
+            raise ProfileError(f"dataset {where}: no row of category {', '.join(cats)} (its categories: "
+                               f"{', '.join(have) or 'none'}); fix --dataset-category")
+        if s.filtered:
             raise ProfileError(
-                f"dataset {path}: no prompt has between {min_input_tokens or 1} and {max_input_tokens or '∞'} "
-                f"input tokens ({filtered} row(s) outside the range; counted by {counter.note}); "
+                f"dataset {where}: no prompt has between {min_input_tokens or 1} and {max_input_tokens or '∞'} "
+                f"input tokens ({s.filtered} row(s) outside the range; counted by {counter.note}); "
                 "widen --min-input-tokens / --max-input-tokens")
-        raise ProfileError(f"dataset {path}: no usable prompt in {len(rows)} row(s)"
-                           f"{_first_row_hint(rows)}; {_HINT}")
-    name = path.stem if path.is_file() else path.name
+        raise ProfileError(f"dataset {where}: no usable prompt in {len(rows)} row(s){first_row_hint(rows)}; {HINT}")
     suite = Suite(
-        suite=SuiteSection(name=name, description=f"dataset {source}: {len(prompts)} of {len(rows)} row(s), "
-                           f"seed {seed}", max_tokens=DEFAULT_MAX_TOKENS),
-        prompts=prompts,
+        suite=SuiteSection(name=name, description=f"dataset {source}: {len(s.prompts)} of {len(rows)} row(s), "
+                           f"seed {seed}", max_tokens=max_tokens),
+        prompts=s.prompts,
     )
     suite._path = path
-    record = {"source": source, "format": fmt, "path": str(path), "rows": len(rows), "skipped": skipped,
-              "num_prompts": len(prompts), "asked": num_prompts, "seed": seed,
-              "filters": {"min_input_tokens": min_input_tokens, "max_input_tokens": max_input_tokens}} | extra
+    by_cat: dict[str, int] = {}
+    for p in s.prompts:
+        by_cat[p.category or "uncategorized"] = by_cat.get(p.category or "uncategorized", 0) + 1
+    record = {"source": source, "format": fmt, "path": str(path) if path else None, "rows": len(rows),
+              "skipped": s.skipped, "num_prompts": len(s.prompts), "asked": num_prompts, "seed": seed,
+              "filters": {"min_input_tokens": min_input_tokens, "max_input_tokens": max_input_tokens,
+                          "categories": cats}} | extra | {"categories": dict(sorted(by_cat.items()))}
+    if cats:
+        record["other_category"] = s.other_category
     if counter is not None:
         record["token_count"] = counter.record()
-        record["filtered_out"] = filtered
+        record["filtered_out"] = s.filtered
     return suite, record
+
+
+def _read_source(source: str) -> tuple[str, Sequence[Any], dict, str, Path | None, int]:
+    """``(format, rows, record fields, suite name, path or None, default max_tokens)`` of a non-random source."""
+    head, _, arg = source.partition(":")
+    named = NAMED.get(head)
+    if named is not None:
+        fmt, rows, extra = named.read(arg or None)
+        path = extra.pop("path", None)
+        return fmt, rows, extra, source.replace(":", "-").replace("/", "-"), Path(path) if path else None, \
+            named.max_tokens
+    hs = hub.parse_source(source) if not Path(os.path.expanduser(source)).exists() else None
+    if hs is not None and not _is_preset_name(source):
+        fmt, rows, extra = hub.read(hs)
+        return fmt, rows, extra, hs.repo_id.replace("/", "-") + (f"-{extra['config']}" if extra.get("config") else ""), \
+            None, DEFAULT_MAX_TOKENS
+    path = resolve_dataset(source)
+    fmt, rows, extra = read_path(path)
+    return fmt, rows, extra, path.stem if path.is_file() else path.name, path, DEFAULT_MAX_TOKENS
+
+
+def _is_preset_name(source: str) -> bool:
+    return any((d / "datasets" / f"{source}{suf}").is_file() for d in preset_dirs() for suf in DATASET_SUFFIXES)
+
+
+def read_path(path: Path) -> tuple[str, Sequence[Any], dict]:
+    """``(format, rows, extra record fields)`` of a dataset file (by :data:`FORMATS`) or directory."""
+    if path.is_dir():
+        return hf_dir.read(path)
+    return FORMATS.get(path.suffix.lower(), jsonl.read)(path)
 
 
 def resolve_dataset(source: str) -> Path:
@@ -169,7 +213,7 @@ def resolve_dataset(source: str) -> Path:
     ``profiles/datasets/`` (``NAME.jsonl``, ``.json``, ``.parquet``).
 
     Raises:
-        ProfileError: neither exists (the message lists the known names).
+        ProfileError: neither exists (the message lists the known names and the named benchmarks).
     """
     p = Path(expand_path(source, where=f"--dataset {source}") or "")
     if p.exists():
@@ -181,14 +225,16 @@ def resolve_dataset(source: str) -> Path:
                 if cand.is_file():
                     return cand
     known = ", ".join(n for n, _ in list_datasets()) or "none"
+    named = ", ".join(f"{n.name}{n.arg}" for n in NAMED.values())
     raise ProfileError(
         f"dataset {source!r} does not exist (no such file or directory, and no dataset of that name under "
-        f"{', '.join(str(d / 'datasets') for d in preset_dirs())}; known datasets: {known}); give a ShareGPT "
-        "JSON, JSONL or Parquet file, a Hugging Face dataset directory, or random:in=N,out=M")
+        f"{', '.join(str(d / 'datasets') for d in preset_dirs())}; known datasets: {known}; named benchmarks: "
+        f"{named}); give a ShareGPT JSON, JSONL or Parquet file, a Hugging Face dataset directory or hub id "
+        "(hf:OWNER/NAME), or random:in=N,out=M")
 
 
 def list_datasets() -> list[tuple[str, Path]]:
-    """The named datasets found (name, path); the user's shadow the presets."""
+    """The named datasets found under ``profiles/datasets/`` (name, path); the user's shadow the presets."""
     out: dict[str, Path] = {}
     for d in preset_dirs():
         base = d / "datasets"
@@ -199,396 +245,23 @@ def list_datasets() -> list[tuple[str, Path]]:
     return sorted(out.items())
 
 
-# --- reading rows ------------------------------------------------------------------------------
-
-
-def _read_rows(path: Path) -> tuple[str, Sequence[Any], dict]:
-    """(format, rows, extra record fields) of a dataset file or directory."""
-    if path.is_dir():
-        return _read_hf_dir(path)
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return "parquet", _read_parquet(path), {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ProfileError(f"dataset {path}: not UTF-8 text; {_HINT}") from None
-    except OSError as exc:
-        raise ProfileError(f"dataset {path}: cannot read: {exc.strerror}") from None
-    head = text.lstrip()[:1]
-    if not head:
-        raise ProfileError(f"dataset {path}: the file is empty; {_HINT}")
-    if suffix in (".jsonl", ".ndjson") or (suffix != ".json" and head == "{"):
-        return "jsonl", _parse_jsonl(path, text), {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        if head == "{" and "Extra data" in str(exc):  # a .json file holding JSON Lines
-            return "jsonl", _parse_jsonl(path, text), {}
-        raise ProfileError(f"dataset {path}: not valid JSON ({exc}); {_HINT}") from None
-    if not isinstance(data, list):
-        keys = f" with keys {', '.join(list(data)[:_MAX_SHOWN])}" if isinstance(data, dict) else ""
-        raise ProfileError(f"dataset {path}: the JSON is a {type(data).__name__}{keys}, not a list of "
-                           f"conversations or prompt objects; {_HINT}")
-    fmt = "sharegpt" if data and isinstance(data[0], dict) and "conversations" in data[0] else "json"
-    return fmt, data, {}
-
-
-def _parse_jsonl(path: Path, text: str) -> list[Any]:
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError as exc:
-            raise ProfileError(f"dataset {path}:{n}: not a JSON object ({exc}); each line of a JSONL dataset is "
-                               "one object such as {\"prompt\": \"…\", \"category\": \"coding\"}") from None
-    return rows
-
-
-def _read_parquet(path: Path) -> list[dict]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ProfileError(f"dataset {path}: reading Parquet needs pyarrow, which is not installed: "
-                           "pip install pyarrow (or convert the file to JSONL)") from None
-    try:
-        names = pq.read_schema(path).names
-        wanted = [c for c in (*_PROMPT_KEYS, "category", "id") if c in names]
-        if not any(c in names for c in _PROMPT_KEYS):
-            raise ProfileError(f"dataset {path}: no column named {', '.join(_PROMPT_KEYS)} (columns: "
-                               f"{', '.join(names[:12])}); {_HINT}")
-        return pq.read_table(path, columns=wanted).to_pylist()
-    except ProfileError:
-        raise
-    except Exception as exc:  # pyarrow's errors (ArrowInvalid, OSError) for a file that is not Parquet
-        raise ProfileError(f"dataset {path}: not a readable Parquet file ({exc})") from None
-
-
-def _read_hf_dir(path: Path) -> tuple[str, Sequence[Any], dict]:
-    marks = ("dataset_info.json", "state.json", "dataset_dict.json")
-    if not any((path / m).is_file() for m in marks):
-        raise ProfileError(f"dataset {path}: a directory, but not a Hugging Face dataset saved with "
-                           f"save_to_disk (none of {', '.join(marks)} there); give the dataset's directory, "
-                           "or a ShareGPT JSON / JSONL / Parquet file")
-    try:
-        import datasets
-    except ImportError:
-        raise ProfileError(f"dataset {path}: reading a Hugging Face dataset directory needs the datasets "
-                           "library, which is not installed: pip install datasets (or export it to JSONL "
-                           "with Dataset.to_json)") from None
-    try:
-        ds = datasets.load_from_disk(str(path))
-    except Exception as exc:  # the library's own errors for a damaged or foreign directory
-        raise ProfileError(f"dataset {path}: datasets.load_from_disk failed: {exc}") from None
-    extra: dict = {}
-    if isinstance(ds, datasets.DatasetDict):
-        splits = list(ds)
-        if not splits:
-            raise ProfileError(f"dataset {path}: the DatasetDict has no split")
-        split = "train" if "train" in splits else splits[0]
-        ds, extra = ds[split], {"split": split, "splits": splits}
-    cols = list(getattr(ds, "column_names", []) or [])
-    if not any(c in cols for c in _PROMPT_KEYS):
-        raise ProfileError(f"dataset {path}: no column named {', '.join(_PROMPT_KEYS)} (columns: "
-                           f"{', '.join(cols[:12])}); {_HINT}")
-    return "hf-dir", ds, extra
-
-
-# --- rows → prompts ----------------------------------------------------------------------------
-
-
-def _content_text(content: Any) -> str | None:
-    """An OpenAI message ``content``: a string, or a list of parts whose ``text`` parts are joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        return "\n".join(parts) if parts else None
-    return None
-
-
-def _first_turn(turns: Any, roles: tuple[str, ...]) -> str | None:
-    if not isinstance(turns, list):
-        return None
-    for t in turns:
-        if not isinstance(t, dict):
-            continue
-        role = t.get("from", t.get("role"))
-        if isinstance(role, str) and role.lower() in roles:
-            return _content_text(t.get("value", t.get("content")))
-    return None
-
-
-def row_prompt(row: Any, index: int) -> Prompt | None:
-    """The prompt of one row (None when it has none): ``prompt`` / ``text`` (a string),
-    ``messages`` (first ``user`` message), ``conversations`` (first ``human``/``user`` turn);
-    ``category`` and ``id`` carried."""
-    if isinstance(row, str):
-        row = {"text": row}
-    if not isinstance(row, dict):
-        return None
-    text = None
-    for key in ("prompt", "text"):
-        if isinstance(row.get(key), str):
-            text = row[key]
-            break
-    if text is None and row.get("messages") is not None:
-        text = _first_turn(row["messages"], ("user",))
-    if text is None and row.get("conversations") is not None:
-        text = _first_turn(row["conversations"], ("human", "user"))
-    if not text or not text.strip():
-        return None
-    cat, rid = row.get("category"), row.get("id")
-    messages = _messages(row.get("messages")) if not any(isinstance(row.get(k), str) for k in ("prompt", "text")) else None
-    return Prompt(text=text, messages=messages, category=None if cat is None else str(cat),
-                  id=str(rid) if rid is not None else str(index))
-
-
-def _messages(turns: Any) -> list[dict] | None:
-    """An OpenAI chat list as ``{role, content}`` dicts (content parts joined), None when any turn is not one."""
-    if not isinstance(turns, list) or not turns:
-        return None
-    out = []
-    for t in turns:
-        if not isinstance(t, dict) or not isinstance(t.get("role"), str) or not t["role"]:
-            return None
-        content = _content_text(t.get("content"))
-        if content is None:
-            return None
-        out.append({"role": t["role"], "content": content})
-    return out
-
-
-def _first_row_hint(rows: Sequence[Any]) -> str:
-    if not len(rows):
-        return " (the dataset is empty)"
-    first = rows[0]
-    if isinstance(first, dict):
-        return f" (the first row has keys {', '.join(list(first)[:_MAX_SHOWN]) or 'none'})"
-    return f" (the first row is a {type(first).__name__})"
-
-
-def _sample(rows: Sequence[Any], *, num_prompts: int | None, seed: int, counter: TokenCounter | None,
-            lo: int | None, hi: int | None) -> tuple[list[Prompt], int, int]:
-    """(prompts in file order, rows skipped for having no prompt, rows filtered out by length)."""
-    order = list(range(len(rows)))
-    if num_prompts is not None and num_prompts < len(rows):
-        random.Random(seed).shuffle(order)
-    chosen: list[tuple[int, Prompt]] = []
-    skipped = filtered = 0
-    for i in order:
-        if num_prompts is not None and len(chosen) >= num_prompts:
-            break
-        p = row_prompt(rows[i], i)
-        if p is None:
-            skipped += 1
-            continue
-        if counter is not None:
-            n = counter.count(p.text)
-            if (lo and n < lo) or (hi and n > hi):
-                filtered += 1
-                continue
-        chosen.append((i, p))
-    return [p for _, p in sorted(chosen, key=lambda ip: ip[0])], skipped, filtered
-
-
-# --- token counting ----------------------------------------------------------------------------
-
-
-def _profile_tokenizer_path(profile: Profile) -> str | None:
-    args = list(profile.server.extra_args)
-    for i, a in enumerate(args):
-        if a == "--tokenizer-path" and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith("--tokenizer-path="):
-            return a.split("=", 1)[1]
-    return profile.server.model_path
-
-
-def _tokenizer_file(path: str) -> Path | None:
-    p = Path(os.path.expanduser(path))
-    if p.is_file() and p.name.endswith(".json"):
-        return p
-    if p.is_dir() and (p / "tokenizer.json").is_file():
-        return p / "tokenizer.json"
-    return None
-
-
-def token_counter(profile: Profile | None, tokenizer: str | None = None) -> TokenCounter:
-    """How this target's prompt tokens are counted (see the module docstring for the order).
-
-    Raises:
-        ProfileError: ``tokenizer`` was given but is not a ``tokenizer.json`` (or a directory
-            with one), or ``tokenizers`` is not installed for it.
-    """
-    if tokenizer is not None:
-        f = _tokenizer_file(expand_path(tokenizer, where="random: tokenizer") or "")
-        if f is None:
-            raise ProfileError(f"random: tokenizer={tokenizer}: not a tokenizer.json file nor a directory holding "
-                               "one (the target model's directory usually has it)")
-        return _tokenizers_counter(f, required=True)
-    if profile is not None and profile.server.launcher == "sim":
-        return TokenCounter("simulator", sim_count, "the simulator's own rule, 1 + ceil(characters / 3.6) "
-                            "(BOS included): exact on the simulator")
-    src = None
-    if profile is not None:
-        src = expand_path(_profile_tokenizer_path(profile), where=f"{profile.path or profile.name}: tokenizer")
-        f = _tokenizer_file(src) if src and not src.startswith("sim:") else None
-        if f is not None:
-            counter = _tokenizers_counter(f, required=False)
-            if counter is not None:
-                return counter
-            why = f"the tokenizers library is not installed (pip install tokenizers) to read {f}"
-        else:
-            why = f"no tokenizer.json at {src}"
-    else:
-        why = "no profile to find the target's tokenizer in (an attached server)"
-    return TokenCounter("estimate", sim_count, f"an ESTIMATE, 1 + ceil(characters / 3.6) per prompt, since {why}; "
-                        "pass random:…,tokenizer=PATH (a tokenizer.json) for exact counts")
-
-
-def _tokenizers_counter(f: Path, *, required: bool) -> TokenCounter | None:
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        if not required:
-            return None
-        raise ProfileError(f"counting tokens with {f} needs the tokenizers library, which is not installed: "
-                           "pip install tokenizers (or pip install 'specdash[datasets]')") from None
-    try:
-        tok = Tokenizer.from_file(str(f))
-    except Exception as exc:  # the library's error for a file it cannot parse
-        raise ProfileError(f"{f}: not a tokenizer the tokenizers library can read ({exc})") from None
-
-    def count(text: str) -> int:
-        return len(tok.encode(text).ids)
-
-    return TokenCounter("tokenizer", count, f"the tokenizer {f} (special tokens it adds, e.g. BOS, included)",
-                        tokenizer=str(f), pool=_vocab_words(tok))
-
-
-def _vocab_words(tok: Any) -> tuple[str, ...]:
-    """Plain alphabetic words of a tokenizer's vocabulary (byte-level ``Ġ`` / SentencePiece ``▁``
-    markers stripped), sorted: the material of random prompts."""
-    words = set()
-    for piece in tok.get_vocab(with_added_tokens=False):
-        w = piece.lstrip("Ġ▁")
-        if len(w) >= 2 and w.isascii() and w.isalpha():
-            words.add(w.lower())
-    return tuple(sorted(words))
-
-
-# --- random prompts ----------------------------------------------------------------------------
-
-_RANDOM_RE = re.compile(r"^random:(.*)$")
-_WORDS_TEXT = (
-    "time year people way day man thing woman life child world school state family student group country "
-    "problem hand part place case week company system program question work government number night point "
-    "home water room mother area money story fact month lot right study book eye job word business issue "
-    "side kind head house service friend father power hour game line end member law car city community name "
-    "president team minute idea kid body information back parent face others level office door health person "
-    "art war history party result change morning reason research girl guy moment air teacher force education "
-    "river garden market signal engine bridge window letter music number summer winter forest paper")
-_WORDS = tuple(_WORDS_TEXT.split())
-
-
-def _parse_random(source: str) -> tuple[int, int, str | None]:
-    body = _RANDOM_RE.match(source).group(1)
-    fields: dict[str, str] = {}
-    for part in filter(None, (s.strip() for s in body.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or key.strip() not in ("in", "out", "tokenizer"):
-            raise ProfileError(f"--dataset {source}: {part!r} is not in=N, out=M or tokenizer=PATH "
-                               "(e.g. random:in=512,out=128)")
-        fields[key.strip()] = value.strip()
-    for key in ("in", "out"):
-        if key not in fields:
-            raise ProfileError(f"--dataset {source}: {key}= is missing (e.g. random:in=512,out=128)")
-        if not fields[key].isdigit() or int(fields[key]) < 1:
-            raise ProfileError(f"--dataset {source}: {key}={fields[key]} is not a positive whole number of tokens")
-    return int(fields["in"]), int(fields["out"]), fields.get("tokenizer")
-
-
-def _random_suite(source: str, *, num_prompts: int | None, seed: int, profile: Profile | None) -> tuple[Suite, dict]:
-    n_in, n_out, tokenizer = _parse_random(source)
-    counter = token_counter(profile, tokenizer)
-    n = num_prompts or DEFAULT_RANDOM_PROMPTS
-    rng = random.Random(seed)
-    make = _exact_tokens if counter.method == "tokenizer" else _exact_chars
-    texts = [make(counter, n_in, rng, source) for _ in range(n)]
-    suite = Suite(
-        suite=SuiteSection(name=f"random-in{n_in}-out{n_out}", max_tokens=n_out, chat_template="none",
-                           description=f"{n} random prompts of {n_in} input tokens, {n_out} output tokens, "
-                           f"seed {seed} (tokens counted by {counter.method})"),
-        prompts=[Prompt(text=t, category="random", id=f"random-{i}") for i, t in enumerate(texts)],
-    )
-    record = {"source": source, "format": "random", "path": None, "rows": n, "skipped": 0, "num_prompts": n,
-              "asked": num_prompts, "seed": seed, "input_tokens": n_in, "output_tokens": n_out, "token_count": counter.record()}
-    return suite, record
-
-
-def _exact_chars(counter: TokenCounter, n: int, rng: random.Random, source: str) -> str:
-    """A text of exactly ``n`` tokens under ``1 + ceil(characters / 3.6)``: its length is
-    ``floor((n - 1) × 3.6)`` characters of random words."""
-    if n < 2:
-        raise ProfileError(f"--dataset {source}: in={n} leaves no room for text (the count includes BOS): "
-                           "use in=2 or more")
-    length = (n - 1) * 36 // 10
-    words: list[str] = []
-    size = -1
-    while size < length:
-        w = rng.choice(_WORDS)
-        words.append(w)
-        size += len(w) + 1
-    text = " ".join(words)[:length]
-    if text.endswith(" "):
-        text = text[:-1] + "a"
-    return text
-
-
-def _exact_tokens(counter: TokenCounter, n: int, rng: random.Random, source: str) -> str:
-    """Random words whose encoding under the tokenizer is exactly ``n`` tokens: the longest word
-    prefix at or under ``n``, then, if short, the character prefix of one more word that hits ``n``."""
-    count = counter.count
-    special = count("")
-    if n <= special:
-        raise ProfileError(f"--dataset {source}: in={n} leaves no room for text: the tokenizer adds {special} "
-                           f"token(s) of its own (e.g. BOS) to every prompt; use in={special + 1} or more")
-    pool = counter.pool if len(counter.pool) >= 8 else _WORDS
-    for _ in range(20):
-        words = [rng.choice(pool) for _ in range(n + 8)]
-        while count(" ".join(words)) <= n:
-            words += [rng.choice(pool) for _ in range(n + 8)]
-        lo, hi = 0, len(words)  # count(words[:lo]) <= n < count(words[:hi])
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if count(" ".join(words[:mid])) <= n:
-                lo = mid
-            else:
-                hi = mid
-        base = " ".join(words[:lo])
-        if count(base) == n:
-            return base
-        longer = " ".join(words[:lo + 1])
-        for cut in range(len(base) + 1, len(longer) + 1):
-            if count(longer[:cut]) == n and longer[:cut].strip():
-                return longer[:cut]
-    raise ProfileError(f"--dataset {source}: could not compose a text of exactly {n} tokens with {counter.tokenizer} "
-                       "in 20 tries; try another in= or --seed")
-
-
 def describe(record: dict) -> str:
     """One line about a dataset record, for the bench's progress output."""
     tc = record.get("token_count")
-    where = record.get("path") or record.get("source")
+    where = record.get("path") or (f"{record['repo_id']}, {record.get('config') or 'default'} / {record.get('split')}, "
+                                   f"revision {str(record.get('revision'))[:12]}" if record.get("repo_id")
+                                   else record.get("source"))
     line = f"dataset {record['source']} ({record['format']}, {where}): {record['num_prompts']} prompt(s)"
     if record.get("format") != "random":
         line += f" of {record['rows']} row(s), seed {record['seed']}"
         if record.get("skipped"):
             line += f", {record['skipped']} row(s) without a prompt skipped"
+        if record.get("placeholders"):
+            line += (f", {record['placeholders']} placeholder row(s) left out (text SPEED-Bench does not "
+                     "redistribute: NeMo-Skills' speed-bench prepare.py fills it in)")
+        cats = record.get("categories") or {}
+        if len(cats) > 1 or (cats and "uncategorized" not in cats):
+            line += "; categories " + ", ".join(f"{c} {n}" for c, n in cats.items())
     if tc:
         line += f"; tokens counted by {tc['note']}"
     return line
-
