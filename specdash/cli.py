@@ -36,6 +36,9 @@ def _main_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"specdash {__version__}")
     p.add_argument("--bench", action="store_true", help="headless run: print a table (or --json) and exit")
+    p.add_argument("--ui", choices=("dashboard", "simple", "none"),
+                   help="dashboard (default on a terminal); simple: --bench's progress lines and table (the default "
+                        "when standard output is not a terminal); none: --bench --json (the summary JSON only)")
     p.add_argument("--demo", action="store_true", help=f"use the simulator ({DEMO_PROFILE}, suite {DEMO_SUITE})")
     p.add_argument("--profile", "-p", metavar="P", help="profile name or path")
     p.add_argument("--vs", metavar="Q", help="A/B: also run profile Q and compare (speedup Q over P)")
@@ -171,19 +174,25 @@ def _main(argv: list[str] | None) -> int:
     args = _main_parser().parse_args(argv)
     if args.demo and not args.profile and not args.url:
         args.profile = DEMO_PROFILE
-    if args.bench:
+    ui = args.ui
+    if ui is None and not args.bench and not sys.stdout.isatty() and not _force_tui():
+        ui = "simple"  # no terminal to draw on: run as --bench does (AIPerf's --ui simple)
+        if args.profile or args.url:
+            print("specdash: standard output is not a terminal: running headless (--ui simple, as --bench); "
+                  "--ui none prints only the summary JSON", file=sys.stderr)
+    if args.bench or ui in ("simple", "none"):
         from specdash.commands.bench import bench_main
 
-        return bench_main(args)
-    if not sys.stdout.isatty() and not _force_tui():
-        from specdash.commands.errors import ExitCode
+        if ui == "none":
+            args.json = True
+        if not args.profile and not args.url:
+            from specdash.commands.errors import ExitCode
 
-        print(
-            "specdash: standard output is not a terminal, so the dashboard cannot be drawn.\n"
-            "Run headless instead, e.g.:  specdash --bench --demo   or   specdash --bench --profile P --json",
-            file=sys.stderr,
-        )
-        return ExitCode.USAGE
+            print("specdash: standard output is not a terminal, so the dashboard (and its profile picker) cannot "
+                  "be drawn; run headless with a profile: specdash --profile P (or --demo, or --url URL)",
+                  file=sys.stderr)
+            return ExitCode.USAGE
+        return bench_main(args)
     from specdash.tui.app import run_tui
 
     return run_tui(args)
