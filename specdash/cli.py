@@ -185,7 +185,7 @@ def _main(argv: list[str] | None) -> int:
 
         if ui == "none":
             args.json = True
-        if not args.profile and not args.url:
+        if not args.bench and not args.profile and not args.url:
             from specdash.commands.errors import ExitCode
 
             print("specdash: standard output is not a terminal, so the dashboard (and its profile picker) cannot "
