@@ -60,23 +60,37 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """The top-level options (dashboard and ``--bench``) on ``p``."""
     p.add_argument("--version", action="version", version=f"specdash {__version__}")
     p.add_argument("--bench", action="store_true", help="headless run: print a table (or --json) and exit")
+    p.add_argument("--ui", choices=("dashboard", "simple", "none"),
+                   help="dashboard (default on a terminal); simple: --bench's progress lines and table (the default "
+                        "when standard output is not a terminal); none: --bench --json (the summary JSON only)")
     p.add_argument("--demo", action="store_true", help=f"use the simulator ({DEMO_PROFILE}, suite {DEMO_SUITE})")
     p.add_argument("--profile", "-p", metavar="P", help="profile name or path")
     p.add_argument("--vs", metavar="Q", help="A/B: also run profile Q and compare (speedup Q over P)")
     p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R "
                    "(with --sweep, 'none' runs no baseline)")
     p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
-    p.add_argument("--dataset", metavar="FILE",
-                   help="prompts from a dataset instead of --suite: ShareGPT JSON, JSONL ({prompt|text|messages, "
-                        "category}), Parquet, a local Hugging Face dataset directory, a name under "
-                        "profiles/datasets/ (mixed-50: 50 prompts, five categories), or random:in=N,out=M"
+    p.add_argument("--dataset", metavar="SOURCE",
+                   help="prompts from a dataset instead of --suite: spec_bench[:PATH] (Spec-Bench's questions), "
+                        "speed_bench[:qualitative|throughput_1k|…] (NVIDIA SPEED-Bench), a Hugging Face hub dataset "
+                        "hf:OWNER/NAME[:CONFIG[:SPLIT]] (from the local cache; HF_HUB_OFFLINE honoured), ShareGPT "
+                        "JSON, JSONL ({prompt|text|messages|turns, category}), Parquet, a local Hugging Face dataset "
+                        "directory, a name under profiles/datasets/ (mixed-50), or random:in=N,out=M"
                         "[,tokenizer=PATH] (exactly N input tokens under the target's tokenizer)")
+    p.add_argument("--dataset-category", metavar="C[,C…]",
+                   help="with --dataset: keep rows of these categories only (e.g. coding,math of SPEED-Bench)")
     p.add_argument("--num-prompts", type=int, metavar="N",
                    help="with --dataset: sample N prompts (default: all; 100 for random:)")
     p.add_argument("--seed", type=int, metavar="S",
                    help="seed of --dataset sampling, random: prompts and --request-rate arrivals (default 0)")
     p.add_argument("--min-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≥ N tokens")
     p.add_argument("--max-input-tokens", type=int, metavar="N", help="with --dataset: keep prompts of ≤ N tokens")
+    p.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default: the suite's, 0)")
+    p.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling top_p in (0, 1]")
+    p.add_argument("--top-k", type=int, metavar="K", help="top-k sampling (-1 = off)")
+    p.add_argument("--sampling-seed", type=int, metavar="N", help="per-request sampling seed (SGLang sampling_seed)")
+    p.add_argument("--extra-request-body", metavar="JSON",
+                   help="a JSON object merged into every request, as SGLang's bench_serving --extra-request-body "
+                        "(its \"sampling_params\" go into /generate's sampling_params)")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
     p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")
     p.add_argument("--out", metavar="DIR", help="parent directory of run directories (./runs)")
@@ -193,19 +207,25 @@ def _main(argv: list[str] | None) -> int:
     args.out = args.out or "runs"
     if args.demo and not args.profile and not args.url:
         args.profile = DEMO_PROFILE
-    if args.bench:
+    ui = args.ui
+    if ui is None and not args.bench and not sys.stdout.isatty() and not _force_tui():
+        ui = "simple"  # no terminal to draw on: run as --bench does (AIPerf's --ui simple)
+        if args.profile or args.url:
+            print("specdash: standard output is not a terminal: running headless (--ui simple, as --bench); "
+                  "--ui none prints only the summary JSON", file=sys.stderr)
+    if args.bench or ui in ("simple", "none"):
         from specdash.commands.bench import bench_main
 
-        return bench_main(args)
-    if not sys.stdout.isatty() and not _force_tui():
-        from specdash.commands.errors import ExitCode
+        if ui == "none":
+            args.json = True
+        if not args.bench and not args.profile and not args.url:
+            from specdash.commands.errors import ExitCode
 
-        print(
-            "specdash: standard output is not a terminal, so the dashboard cannot be drawn.\n"
-            "Run headless instead, e.g.:  specdash --bench --demo   or   specdash --bench --profile P --json",
-            file=sys.stderr,
-        )
-        return ExitCode.USAGE
+            print("specdash: standard output is not a terminal, so the dashboard (and its profile picker) cannot "
+                  "be drawn; run headless with a profile: specdash --profile P (or --demo, or --url URL)",
+                  file=sys.stderr)
+            return ExitCode.USAGE
+        return bench_main(args)
     from specdash.tui.app import run_tui
 
     return run_tui(args)

@@ -149,9 +149,11 @@ def test_single_run_report_holds_the_summary_numbers(dirs):
         assert text in page, text
     # the histogram chart's bars are the fractions of the run's histogram
     hist = run["accept_histogram"]
-    titles = [t.text for t in svgs[0].iter("{http://www.w3.org/2000/svg}title")]
-    assert titles[0] == "accepted drafts per verify round"
+    charts = [[t.text for t in s.iter("{http://www.w3.org/2000/svg}title")] for s in svgs]
+    titles = next(c for c in charts if c and c[0] == "accepted drafts per verify round")
     assert any(t and t.endswith(f"{hist[-1] / sum(hist):.3f}") for t in titles)
+    # and the run's acceptance by draft position has a chart of its own
+    assert run["accept_by_position"] and any(c and c[0] == "acceptance by draft position" for c in charts)
 
 
 def test_sweep_pair_report_draws_the_curves_and_the_speedups(dirs):
@@ -447,3 +449,128 @@ def test_compare_says_when_the_two_runs_differ_in_shape(tmp_path, capsys):
     assert cmp["verdict"] == "not comparable" and cmp["comparable"] is False
     assert cmp["not_comparable"] == ["max_tokens 16 (A) vs 32 (B)"]
     assert any("5 of A's and 0 of B's records found no partner" in n for n in cmp["notes"])
+
+
+# --- the story on its own ----------------------------------------------------------------------------------
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _titles(page: str) -> list[str]:
+    return [s.find(f"{SVG}title").text for s in check_page(page)]
+
+
+def test_a_sweep_dir_alone_tells_the_story_first(dirs):
+    """`specdash report SWEEP_DIR`: sweep.json names the baseline directory; the first screen has the verdict,
+    the speedup curve with its intervals, TTFT / TPOT / E2E against load and the latency–throughput curve,
+    then the per-point table with acceptance before timing — the sweep's own figures."""
+    d = dirs["sweep_dir"]
+    assert _cli(["report", str(d), "--out", str(d / "alone.html")])[0] == 0
+    page = _page(d / "alone.html")
+    titles = _titles(page)
+    base = dirs["base_dir"].name.split("-", 1)[1]  # the baseline profile's name
+    assert titles[:5] == [f"speedup over {base} against concurrency", "TPOT p50 against concurrency",
+                          "TTFT p50 against concurrency", "E2E p50 against concurrency",
+                          "latency–throughput: TPOT p50 against tok/s"]
+    story = page[:page.index("<h2>Detail</h2>")]
+    sweep = json.loads((d / "sweep.json").read_text())
+    for p in sweep["sweep"]:
+        assert f"{p['speedup']:.3f}" in story and f"[{p['ci95'][0]:.3f}, {p['ci95'][1]:.3f}]" in story
+    assert '<p class="verdict' in story and "Speculation" in story
+    if sweep["break_even_concurrency"] is not None:
+        assert f"break-even ≈ {sweep['break_even_concurrency']:.3g}" in story
+    # both sides' latency lines: the baseline directory was loaded from sweep.json's run_dirs
+    spec_runs = {r["concurrency"]: r for r in json.loads((d / "summary.json").read_text())["runs"]}
+    base_runs = {r["concurrency"]: r for r in json.loads((dirs["base_dir"] / "summary.json").read_text())["runs"]}
+    for c, r in spec_runs.items():
+        assert f"{r['tpot_ms']['p50']:.2f} / {base_runs[c]['tpot_ms']['p50']:.2f}" in story
+    head = re.search(r"<table>\n<tr>(.*?)</tr>", story).group(1)
+    cols = re.findall(r"<th[^>]*>(.*?)</th>", head)
+    assert cols.index("accept length") < cols.index("TTFT p50 ms (spec / base)")
+    # the speedup chart's band: one polygon, whiskers at each point
+    svg0 = check_page(page)[0]
+    assert len(svg0.findall(f"{SVG}polygon")) == 1
+
+
+def test_run_table_puts_acceptance_before_timing_and_adds_e2e_and_rates(dirs):
+    assert _cli(["report", str(dirs["single"]), "--out", str(dirs["tmp"] / "cols.html")])[0] == 0
+    page = _page(dirs["tmp"] / "cols.html")
+    block = page[page.index("<h3>Results</h3>"):]
+    cols = re.findall(r"<th[^>]*>(.*?)</th>", re.search(r"<tr>(.*?)</tr>", block).group(1))
+    assert cols.index("accept length") < cols.index("tok/s") < cols.index("TTFT p50 ms")
+    assert cols.index("server τ") < cols.index("TTFT p50 ms") and "E2E p99 ms" in cols and "requests/s" in cols
+    run = json.loads((dirs["single"] / "summary.json").read_text())["runs"][0]
+    assert f"{run['e2e_ms']['p50']:.2f}" in block and f"{run['request_throughput']:.2f}" in block
+
+
+def test_per_position_acceptance_is_shown_when_the_run_has_it(dirs, tmp_path):
+    d = tmp_path / "positions"
+    shutil.copytree(dirs["single"], d)
+    (d / "report.html").unlink(missing_ok=True)
+    s = json.loads((d / "summary.json").read_text())
+    pos = [{"position": 1, "reached": 200, "accepted": 170, "rate": 0.85},
+           {"position": 2, "reached": 170, "accepted": 119, "rate": 0.7},
+           {"position": 3, "reached": 119, "accepted": 60, "rate": 60 / 119}]
+    s["runs"][0].update(accept_by_position=pos, accept_by_position_source="histogram")
+    (d / "summary.json").write_text(json.dumps(s))
+    assert _cli(["report", str(d)])[0] == 0
+    page = _page(d / "report.html")
+    assert "Acceptance by draft position" in page
+    for p in pos:
+        assert f"<td>{p['position']}</td><td>{p['reached']}</td><td>{p['accepted']}</td><td>{p['rate']:.3f}</td>" \
+            in page
+    svg = next(s for s in check_page(page) if s.find(f"{SVG}title").text == "acceptance by draft position")
+    circles = [c.find(f"{SVG}title").text for c in svg.iter(f"{SVG}circle")]
+    assert [c.rsplit("→ ", 1)[1] for c in circles] == ["0.85", "0.7", f"{60 / 119:.4g}"]
+    # without the field (a run directory written before it existed): no such section
+    plain = tmp_path / "plain"
+    shutil.copytree(dirs["single"], plain)
+    (plain / "report.html").unlink(missing_ok=True)
+    s["runs"][0].pop("accept_by_position")
+    s["runs"][0].pop("accept_by_position_source")
+    (plain / "summary.json").write_text(json.dumps(s))
+    assert _cli(["report", str(plain), "--out", str(tmp_path / "plain.html")])[0] == 0
+    assert "Acceptance by draft position" not in _page(tmp_path / "plain.html")
+
+
+def test_distributions_and_gpu_plots_of_a_sweep(dirs):
+    d = dirs["sweep_dir"]
+    assert (d / "gpu.jsonl").is_file()  # the simulator's /sim/gpus, read while requests were in flight
+    samples = [json.loads(line) for line in (d / "gpu.jsonl").read_text().splitlines()]
+    assert samples and {s["concurrency"] for s in samples} <= {1, 2} and all(s["simulated"] for s in samples)
+    assert _cli(["report", str(d), "--out", str(d / "dist.html")])[0] == 0
+    page = _page(d / "dist.html")
+    titles = _titles(page)
+    for t in ("TTFT distribution (CDF)", "TPOT distribution (CDF)", "E2E distribution (CDF)", "GPU memory used (MiB)"):
+        assert t in titles, t
+    assert "GPUs during the run (simulated)" in page and f"{len(samples)} readings" in page
+    svg = next(s for s in check_page(page) if s.find(f"{SVG}title").text == "TTFT distribution (CDF)")
+    assert svg.findall(f"{SVG}polyline")  # one line per sweep point
+
+
+def test_report_exports_each_chart_as_svg_and_png(dirs, tmp_path):
+    from specdash.bench.svg import browser, page_charts
+
+    d = dirs["sweep_dir"]
+    rc, out = _cli(["report", str(d), "--out", str(tmp_path / "p.html"), "--svg", str(tmp_path / "svg")])
+    assert rc == 0
+    page = _page(tmp_path / "p.html")
+    charts = page_charts(page)
+    files = sorted((tmp_path / "svg").iterdir())
+    assert [f.name for f in files] == [f"{stem}.svg" for stem, _ in charts] and len(files) == len(check_page(page))
+    assert f"charts: {len(files)} SVG file(s)" in out
+    assert files[0].name == "01-speedup-over-" + dirs["base_dir"].name.split("-", 1)[1].lower() + "-against-concurrency.svg"
+    for f, (_, svg) in zip(files, charts):
+        assert ET.parse(f).getroot().tag == f"{SVG}svg" and svg in f.read_text()
+    (tmp_path / "afile").write_text("x")
+    assert _cli(["report", str(d), "--out", str(tmp_path / "q.html"), "--png", str(tmp_path / "afile")])[0] == 2
+    if browser() is None:
+        try:
+            import cairosvg  # noqa: F401
+        except (ImportError, OSError):
+            pytest.skip("no PNG renderer (CairoSVG or headless Chromium) installed")
+    rc, out = _cli(["report", str(d), "--out", str(tmp_path / "q.html"), "--png", str(tmp_path / "png")])
+    assert rc == 0
+    pngs = sorted((tmp_path / "png").iterdir())
+    assert len(pngs) == len(files) and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

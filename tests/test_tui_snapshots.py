@@ -32,3 +32,11 @@ def frozen_app(scenario: str, tab: str):
 ])
 def test_dashboard_snapshot(snap_compare, scenario: str, tab: str) -> None:
     assert snap_compare(frozen_app(scenario, tab), terminal_size=SIZE)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
+@pytest.mark.parametrize("tab", ["live", "gpu", "log", "launch"])
+def test_small_terminal_snapshot(snap_compare, size: tuple[int, int], tab: str) -> None:
+    """The compact layouts (nvitop-style, below 120 columns or 34 rows): every panel's headline figures
+    legible, the key footer on one line."""
+    assert snap_compare(frozen_app("healthy", tab), terminal_size=size)

@@ -36,7 +36,12 @@ def label(r: dict) -> str:
 
 
 def predict(train: list[dict], test: list[dict]) -> list[dict]:
-    from specdash.advisor.acceptance import expected_accept_length, fit_acceptance, position_counts, tree_branching
+    from specdash.advisor.acceptance import (
+        expected_accept_length,
+        fit_acceptance,
+        position_counts,
+        tree_branching,
+    )
     from specdash.advisor.measurement import Measurement
 
     fit = fit_acceptance([Measurement.from_run(r) for r in train])

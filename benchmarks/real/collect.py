@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def rows(folder: Path) -> list[dict]:
             manifest = summ.parent / "manifest.json"
             argv = json.loads(manifest.read_text()).get("argv", []) if manifest.exists() else []
             target = draft = None
-            for flag, val in zip(argv, argv[1:]):
+            for flag, val in itertools.pairwise(argv):
                 if flag == "--model-path":
                     target = Path(val).name
                 if flag == "--speculative-draft-model-path":

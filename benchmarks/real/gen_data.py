@@ -53,7 +53,7 @@ async def run(a: argparse.Namespace) -> dict:
                         r = await client.post("/generate", json=body)
                         r.raise_for_status()
                         res = r.json()
-                    except Exception as exc:  # noqa: BLE001 — counted and reported, the others go on
+                    except Exception as exc:
                         stats["failed"] += 1
                         print(f"gen_data: prompt {p['id']} sample {s}: {exc}", file=sys.stderr)
                         return

@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import sys
 import time
@@ -115,8 +114,8 @@ def pick_vocab(counts: Counter, want: str) -> tuple[int, float]:
 
 def apply_smoke_patches() -> None:
     """CPU only: plain-torch stand-ins for SpecForge's Triton loss and its compiled target helper."""
-    import torch
     import specforge.algorithms.eagle3.model as m
+    import torch
 
     class _Loss:
         @staticmethod

@@ -30,7 +30,6 @@ with 1 decimal, milliseconds with 2, accept length and rate with 3.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections import defaultdict
@@ -41,181 +40,17 @@ from typing import Any
 
 from specdash.bench.compare import build_comparison, side_stats
 from specdash.bench.report import _ci, _fmt, _fractions
-from specdash.bench.sweep import axis_name, break_even, point_label
+from specdash.bench.svg import PALETTE, SVG_NS, bar_chart, cdf_points, esc, line_chart, nice_ticks
+from specdash.bench.sweep import SWEEP_FILE, axis_name, break_even, point_label, sweep_var
+
+__all__ = ["GENERATOR", "PALETTE", "SVG_NS", "ReportError", "Source", "bar_chart", "esc", "is_generated_report",
+           "line_chart", "load_source", "nice_ticks", "render_report", "sweep_speedups"]
 
 GENERATOR = "specdash report"
 """The ``<meta name="generator">`` of every page: ``specdash report`` overwrites only files that carry it."""
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-SVG_NS = "http://www.w3.org/2000/svg"
-
-
 class ReportError(ValueError):
     """A directory that cannot be reported (missing, or none of the files specdash writes)."""
-
-
-def esc(v: Any) -> str:
-    """``v`` as text, escaped for HTML and XML (quotes included)."""
-    return html.escape("" if v is None else str(v), quote=True)
-
-
-# -- SVG charts ------------------------------------------------------------------------------------
-def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """About ``n`` round tick values covering [lo, hi] (steps of 1, 2, 2.5 or 5 × 10^k)."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return [0.0, 1.0]
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0)
-    raw = (hi - lo) / max(1, n)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks, t = [], start
-    while t <= hi + step * 1e-9:
-        ticks.append(round(t, 10))
-        t += step
-    if ticks[-1] < hi:
-        ticks.append(round(t, 10))
-    return ticks
-
-
-def _tick_label(v: float) -> str:
-    if v == int(v) and abs(v) < 1e6:
-        return str(int(v))
-    return f"{v:.3g}"
-
-
-def _svg_open(width: int, height: int, title: str) -> list[str]:
-    return [f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-            f'role="img" aria-label="{esc(title)}" font-family="sans-serif" font-size="11">',
-            f"<title>{esc(title)}</title>",
-            f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-            f'<text x="{width / 2:.1f}" y="16" text-anchor="middle" font-size="13" font-weight="bold">'
-            f"{esc(title)}</text>"]
-
-
-def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
-    out = []
-    for i, name in enumerate(names):
-        yy = y + 14 * i
-        out.append(f'<rect x="{x:.1f}" y="{yy - 8:.1f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>')
-        out.append(f'<text x="{x + 14:.1f}" y="{yy + 1:.1f}">{esc(name)}</text>')
-    return out
-
-
-def _axes(left: float, top: float, pw: float, ph: float, y_ticks: Sequence[float], y_of, x_label: str,
-          y_label: str, height: int) -> list[str]:
-    out = []
-    for t in y_ticks:
-        y = y_of(t)
-        out.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{left + pw:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{left - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">{esc(_tick_label(t))}</text>')
-    out.append(f'<line x1="{left:.1f}" y1="{top + ph:.1f}" x2="{left + pw:.1f}" y2="{top + ph:.1f}" stroke="#333"/>')
-    out.append(f'<line x1="{left:.1f}" y1="{top:.1f}" x2="{left:.1f}" y2="{top + ph:.1f}" stroke="#333"/>')
-    out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">{esc(x_label)}</text>')
-    out.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {top + ph / 2:.1f})">{esc(y_label)}</text>')
-    return out
-
-
-def line_chart(series: Sequence[Mapping[str, Any]], *, title: str, x_label: str, y_label: str,
-               log_x: bool = False, ref_y: float | None = None, width: int = 640, height: int = 320,
-               y_zero: bool = True) -> str:
-    """An SVG line chart; each series ``{"name", "points": [(x, y)], "band": [(x, lo, hi)]}`` (band optional:
-    a shaded interval).  ``log_x`` puts x on a log2 scale with a tick at each x of the data; ``ref_y``
-    draws a dashed horizontal reference line (e.g. speedup 1).  Points with a None y are skipped."""
-    pts = [(float(x), float(y)) for s in series for x, y in s.get("points") or [] if y is not None]
-    band = [(float(x), lo, hi) for s in series for x, lo, hi in s.get("band") or []]
-    out = _svg_open(width, height, title)
-    if not pts:
-        out.append(f'<text x="{width / 2:.1f}" y="{height / 2:.1f}" text-anchor="middle">no data</text></svg>')
-        return "\n".join(out)
-    left, right, top, bottom = 64.0, 150.0, 28.0, 40.0
-    pw, ph = width - left - right, height - top - bottom
-    ys = [y for _, y in pts] + [v for _, lo, hi in band for v in (lo, hi) if v is not None]
-    ys += [ref_y] if ref_y is not None else []
-    y_lo = min(0.0, min(ys)) if y_zero else min(ys)
-    y_ticks = nice_ticks(y_lo, max(ys))
-    y0, y1 = y_ticks[0], y_ticks[-1]
-    xs = sorted({x for x, _ in pts})
-    fx = (lambda v: math.log2(v)) if log_x and xs[0] > 0 else (lambda v: v)
-    x0, x1 = fx(xs[0]), fx(xs[-1])
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
-
-    def x_of(v: float) -> float:
-        return left + (fx(v) - x0) / (x1 - x0) * pw
-
-    def y_of(v: float) -> float:
-        return top + ph - (v - y0) / ((y1 - y0) or 1.0) * ph
-
-    out += _axes(left, top, pw, ph, y_ticks, y_of, x_label, y_label, height)
-    x_ticks = xs if log_x or len(xs) <= 8 else nice_ticks(xs[0], xs[-1])
-    for t in x_ticks:
-        if xs[0] <= t <= xs[-1] or len(xs) == 1:
-            out.append(f'<text x="{x_of(t):.1f}" y="{top + ph + 16:.1f}" text-anchor="middle">{esc(_tick_label(t))}</text>')
-    if ref_y is not None and y0 <= ref_y <= y1:
-        out.append(f'<line x1="{left:.1f}" y1="{y_of(ref_y):.1f}" x2="{left + pw:.1f}" y2="{y_of(ref_y):.1f}" '
-                   'stroke="#555" stroke-dasharray="5,4"/>')
-    for i, s in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
-        sb = sorted((float(x), lo, hi) for x, lo, hi in s.get("band") or [] if lo is not None and hi is not None)
-        if len(sb) >= 2:
-            poly = [(x_of(x), y_of(hi)) for x, _, hi in sb] + [(x_of(x), y_of(lo)) for x, lo, _ in reversed(sb)]
-            out.append(f'<polygon points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in poly)}" fill="{colour}" '
-                       'fill-opacity="0.15" stroke="none"/>')
-        for x, lo, hi in sb:  # whiskers: the interval at each point
-            out.append(f'<line x1="{x_of(x):.1f}" y1="{y_of(lo):.1f}" x2="{x_of(x):.1f}" y2="{y_of(hi):.1f}" '
-                       f'stroke="{colour}" stroke-opacity="0.6"/>')
-        sp = sorted((float(x), float(y)) for x, y in s.get("points") or [] if y is not None)
-        if len(sp) >= 2:
-            out.append(f'<polyline points="{" ".join(f"{x_of(x):.1f},{y_of(y):.1f}" for x, y in sp)}" '
-                       f'fill="none" stroke="{colour}" stroke-width="2"/>')
-        for x, y in sp:
-            out.append(f'<circle cx="{x_of(x):.1f}" cy="{y_of(y):.1f}" r="3.5" fill="{colour}">'
-                       f"<title>{esc(s.get('name'))}: {esc(_tick_label(x))} → {esc(f'{y:.4g}')}</title></circle>")
-    out += _legend([str(s.get("name")) for s in series], left + pw + 16, top + 10)
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def bar_chart(labels: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]], *, title: str,
-              x_label: str, y_label: str, height: int = 300, width: int | None = None,
-              y_max: float | None = None, value_fmt: str = "{:.3f}") -> str:
-    """An SVG grouped bar chart: one group per label, one bar per series (``(name, values)``; a None
-    value draws no bar).  Each bar carries its value as a tooltip (``<title>``)."""
-    vals = [v for _, vs in series for v in vs if v is not None]
-    n_groups, n_series = len(labels), max(1, len(series))
-    width = width or int(max(420, min(1100, 64 + 150 + n_groups * (14 * n_series + 18))))
-    out = _svg_open(width, height, title)
-    if not vals or not n_groups:
-        out.append(f'<text x="{width / 2:.1f}" y="{height / 2:.1f}" text-anchor="middle">no data</text></svg>')
-        return "\n".join(out)
-    left, right, top, bottom = 64.0, 150.0, 28.0, 40.0
-    pw, ph = width - left - right, height - top - bottom
-    y_ticks = nice_ticks(0.0, y_max if y_max is not None else max(vals) or 1.0)
-    y1 = y_ticks[-1] or 1.0
-
-    def y_of(v: float) -> float:
-        return top + ph - v / y1 * ph
-
-    out += _axes(left, top, pw, ph, y_ticks, y_of, x_label, y_label, height)
-    gw = pw / n_groups
-    bw = max(2.0, (gw - 8) / n_series)
-    for g, lab in enumerate(labels):
-        gx = left + g * gw + 4
-        out.append(f'<text x="{gx + (gw - 8) / 2:.1f}" y="{top + ph + 16:.1f}" text-anchor="middle">{esc(lab)}</text>')
-        for i, (name, vs) in enumerate(series):
-            v = vs[g] if g < len(vs) else None
-            if v is None:
-                continue
-            y = y_of(min(float(v), y1))
-            out.append(f'<rect x="{gx + i * bw:.1f}" y="{y:.1f}" width="{bw - 1:.1f}" height="{top + ph - y:.1f}" '
-                       f'fill="{PALETTE[i % len(PALETTE)]}"><title>{esc(name)}, {esc(lab)}: '
-                       f"{esc(value_fmt.format(v))}</title></rect>")
-    out += _legend([name for name, _ in series], left + pw + 16, top + 10)
-    out.append("</svg>")
-    return "\n".join(out)
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -237,6 +72,8 @@ class Source:
     records: list[dict] = field(default_factory=list)
     comparison: dict | None = None
     tune: dict | None = None
+    #: the sweep's result (``sweep.json``) when this run directory is a sweep's profile side
+    sweep: dict | None = None
 
     @property
     def runs(self) -> list[dict]:
@@ -283,8 +120,10 @@ def load_source(path: str | Path) -> Source:
         if not isinstance(summary, dict) or not isinstance(summary.get("runs"), list):
             raise ReportError(f"{p / 'summary.json'} has no runs list: not a summary specdash wrote")
         manifest = _read_json(p / "manifest.json") if (p / "manifest.json").is_file() else {}
+        sweep = _read_json(p / SWEEP_FILE) if (p / SWEEP_FILE).is_file() else None
         return Source(p, "run", summary=summary, manifest=manifest if isinstance(manifest, dict) else {},
-                      records=RunDir(p).read_requests())
+                      records=RunDir(p).read_requests(),
+                      sweep=sweep if isinstance(sweep, dict) and isinstance(sweep.get("sweep"), list) else None)
     if (p / "comparison.json").is_file():
         return Source(p, "compare", comparison=_read_json(p / "comparison.json"))
     if (p / "tune.json").is_file():
@@ -306,8 +145,8 @@ def load_source(path: str | Path) -> Source:
 
 # -- HTML pieces -----------------------------------------------------------------------------------
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
-h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:12px auto;max-width:1260px;color:#222;padding:0 16px}
+h1{font-size:20px;margin:4px 0}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:28px}h2#story{margin-top:8px}
 h3{font-size:15px;margin-top:20px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}
@@ -319,6 +158,9 @@ pre{background:#f7f7f7;padding:8px;overflow-x:auto;white-space:pre-wrap}
 .tag{display:inline-block;border-radius:3px;padding:0 6px;margin-left:6px;font-size:12px;background:#eee}
 .sim{background:#fff3cd}.bad{background:#f8d7da}.ok{background:#d4edda}
 .note{color:#555;font-size:13px}figure{margin:8px 0}
+.charts{display:flex;flex-wrap:wrap;gap:4px 12px}.charts figure{margin:0}
+.verdict{font-size:15px;padding:6px 10px;border-radius:4px;background:#f4f4f4;margin:6px 0}
+.verdict.ok{background:#d4edda}.verdict.bad{background:#f8d7da}
 """
 
 
@@ -410,14 +252,64 @@ def _run_section(src: Source) -> list[str]:
         out.append('<p class="note">SGLANG_SIMULATE_ACC_LEN is set: accept length and rate are the variable\'s, not '
                    "the draft's (the timings still hold).</p>")
     out += _run_table(runs)
+    out += _positions(runs)
     out += _histogram(runs)
     for run in runs:
         out += _tiers(run, len(runs))
     out += _categories(src)
+    out += _distributions(src)
+    out += _gpu_plots(src)
     out += _contexts(runs, src.sweep_var)
     out += _ranks(runs)
     out += _verification(runs)
     return out
+
+
+def read_gpu_samples(path: Path) -> list[dict]:
+    """The device readings of a run directory's ``gpu.jsonl`` (written while requests were in flight, one a
+    second per device: ``t`` epoch s, ``index``, ``node``, ``memory_used_mib``, ``utilization_pct``,
+    ``power_w``, ``temperature_c`` …); ``[]`` without the file.  Lines that are not JSON objects are skipped."""
+    f = path / "gpu.jsonl"
+    if not f.is_file():
+        return []
+    out = []
+    for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and isinstance(d.get("t"), (int, float)):
+            out.append(d)
+    return out
+
+
+def _gpu_plots(src: Source) -> list[str]:
+    """Memory, utilisation, power and temperature over the run, one line per device, from ``gpu.jsonl``."""
+    samples = read_gpu_samples(src.path)
+    if not samples:
+        return []
+    t0 = min(d["t"] for d in samples)
+    devs = sorted({(str(d.get("node") or ""), int(d.get("index", 0))) for d in samples})
+    sim = any(d.get("simulated") for d in samples)
+    charts = []
+    for key, label, unit in (("memory_used_mib", "GPU memory used", "MiB"), ("utilization_pct", "GPU utilisation", "%"),
+                             ("power_w", "GPU power", "W"), ("temperature_c", "GPU temperature", "°C")):
+        series = []
+        for node, idx in devs:
+            pts = [(d["t"] - t0, d.get(key)) for d in samples
+                   if (str(d.get("node") or ""), int(d.get("index", 0))) == (node, idx)
+                   and isinstance(d.get(key), (int, float))]
+            if pts:
+                series.append({"name": f"{node + ':' if node else ''}GPU {idx}", "points": pts})
+        if series:
+            charts.append(line_chart(series, title=f"{label} ({unit})", x_label="seconds into the run",
+                                     y_label=unit, width=380, height=240, x_ticks=False, markers=len(samples) < 60))
+    if not charts:
+        return []
+    return [f"<h3>GPUs during the run{' (simulated)' if sim else ''}</h3>",
+            '<div class="charts">' + "".join(_figure(c) for c in charts) + "</div>",
+            f'<p class="note">{len(samples)} readings ({"the simulator" if sim else "NVML"}, one a second while '
+            "requests were in flight; gaps are the warm-ups between sweep points).</p>"]
 
 
 def _contexts(runs: Sequence[Mapping[str, Any]], var: str = "concurrency") -> list[str]:
@@ -472,24 +364,94 @@ def _gpus(g: Any) -> str | None:
 
 
 def _run_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The RUN table: acceptance first (accept length, accept rate, server τ), then throughput (tok/s,
+    requests/s, goodput), then the request counts, then timing (TTFT, TPOT, ITL, E2E p50 / p90 / p99)."""
     open_loop = any(r.get("request_rate") is not None for r in runs)  # asked (requests/s, or "inf") and achieved
-    head = ["run", "concurrency", *(["request rate /s", "achieved /s"] if open_loop else []), "requests", "failed",
-            "output tokens", "duration s", "tok/s",
-            *(f"TTFT {q} ms" for q in ("p50", "p90", "p99")), *(f"TPOT {q} ms" for q in ("p50", "p90", "p99")),
-            *(f"ITL {q} ms" for q in ("p50", "p90", "p99")), "accept length", "accept rate", "server τ"]
+    goodput = any(r.get("goodput") is not None for r in runs)
+    head = ["run", "concurrency", *(["request rate /s", "achieved /s"] if open_loop else []),
+            "accept length", "accept rate", "server τ", "tok/s", "requests/s", *(["goodput /s", "goodput %"] if goodput
+                                                                                  else []),
+            "requests", "failed", "output tokens", "duration s",
+            *(f"{k} {q} ms" for k in ("TTFT", "TPOT", "ITL", "E2E") for q in ("p50", "p90", "p99"))]
     rows = []
     for r in runs:
         rate = ([_fmt(r.get("request_rate")), _fmt(r.get("achieved_request_rate"), 2)] if open_loop else [])
-        rows.append([_run_label(r, len(runs)), _fmt(r.get("concurrency")), *rate, _fmt(r.get("requests")),
-                     _fmt(r.get("failed_requests")), _fmt(r.get("output_tokens")), _fmt(r.get("duration_s"), 2),
-                     _fmt(r.get("output_tok_s"), 1),
-                     *(_fmt(_stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms") for q in ("p50", "p90", "p99")),
-                     _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3),
-                     _fmt(r.get("server_accept_length"), 3)])
+        gp = ([_fmt(r.get("goodput"), 2), _fmt(100.0 * r["goodput_fraction"], 1)
+               if isinstance(r.get("goodput_fraction"), (int, float)) else "–"] if goodput else [])
+        rows.append([_run_label(r, len(runs)), _fmt(r.get("concurrency")), *rate,
+                     _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3), _fmt(r.get("server_accept_length"), 3),
+                     _fmt(r.get("output_tok_s"), 1), _fmt(r.get("request_throughput"), 2), *gp,
+                     _fmt(r.get("requests")), _fmt(r.get("failed_requests")), _fmt(r.get("output_tokens")),
+                     _fmt(r.get("duration_s"), 2),
+                     *(_fmt(_stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+                       for q in ("p50", "p90", "p99"))])
+    slo = next((r.get("goodput_slo") for r in runs if r.get("goodput_slo")), None)
+    slo_txt = (" goodput = requests/s meeting every SLO (" + ", ".join(f"{k} ≤ {v:g} ms" for k, v in slo.items())
+               + ");") if isinstance(slo, Mapping) else ""
     return ["<h3>Results</h3>", _table(head, rows),
-            '<p class="note">tok/s = output tokens ÷ (first request sent → last response finished); accept length = '
-            "tokens per verify round incl. the bonus token (Σ completion ÷ Σ verify rounds); accept rate = accepted ÷ "
-            "proposed drafts; server τ = Δgeneration_tokens ÷ Δspec_verify_calls from /metrics.</p>"]
+            '<p class="note">accept length = tokens per verify round incl. the bonus token (Σ completion ÷ Σ verify '
+            "rounds); accept rate = accepted ÷ proposed drafts; server τ = Δgeneration_tokens ÷ Δspec_verify_calls "
+            "from /metrics; tok/s = output tokens ÷ (first request sent → last response finished); requests/s = "
+            f"finished requests ÷ the same span;{esc(slo_txt)} E2E = request sent → last token.</p>"]
+
+
+def position_rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A RUN's ``accept_by_position`` entries (``{position, reached, accepted, rate}``, position 1 … steps;
+    CONTRACTS "Additions (2026-12-02)"), sorted by position; ``[]`` when the RUN has none."""
+    rows = [p for p in run.get("accept_by_position") or [] if isinstance(p, Mapping) and p.get("position") is not None]
+    return sorted(rows, key=lambda p: p["position"])
+
+
+def _positions(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per-position acceptance (``accept_by_position``): P(draft position i accepted | the verify round
+    reached it) per RUN as a chart, and reached / accepted / rate as a table; where the RUN says where it
+    came from (``accept_by_position_source``: SGLang's per-request fields, or derived from the histogram)."""
+    with_pos = [r for r in runs if position_rows(r)]
+    if not with_pos:
+        return []
+    labels = [_run_label(r, len(runs)) for r in with_pos]
+    svg = positions_chart(with_pos, labels)
+    rows = [[lab, p.get("position"), _fmt(p.get("reached")), _fmt(p.get("accepted")), _fmt(p.get("rate"), 3),
+             _fmt(r.get("accept_by_position_source"))] for r, lab in zip(with_pos, labels) for p in position_rows(r)]
+    return ["<h3>Acceptance by draft position</h3>", _figure(svg),
+            _table(["run", "draft position", "rounds that reached it", "accepted", "rate", "source"], rows, left=1),
+            '<p class="note">rate = accepted ÷ reached: the probability that draft position i is accepted when the '
+            "verify round got that far (position 1 is the first draft token after the last accepted one); source "
+            "<code>server</code> = SGLang's per-request fields, <code>histogram</code> = derived from the "
+            "accepted-drafts histogram.</p>"]
+
+
+def positions_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[str], *, width: int = 640,
+                    height: int = 320) -> str:
+    """Acceptance rate against draft position, one line per RUN."""
+    series = [{"name": lab, "points": [(p["position"], p.get("rate")) for p in position_rows(r)]}
+              for r, lab in zip(runs, labels)]
+    return line_chart(series, title="acceptance by draft position", x_label="draft position",
+                      y_label="P(accepted | reached)", width=width, height=height, x_ticks=True)
+
+
+def _distributions(src: Source) -> list[str]:
+    """The per-request TTFT, TPOT and E2E distributions (empirical CDFs from ``requests.jsonl``), one line
+    per RUN (each point of a sweep)."""
+    recs = [r for r in src.records if r.get("ok")]
+    if len(recs) < 2:
+        return []
+    var, runs = src.sweep_var, src.runs
+    groups = [(_run_label(r, len(runs)), src.records_at(r.get(var), var) if len(runs) > 1 else recs) for r in runs]
+    charts = []
+    for key, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
+        series = [{"name": name, "points": cdf_points([1000.0 * x[key] for x in g if x.get("ok")
+                                                        and isinstance(x.get(key), (int, float))])}
+                  for name, g in groups]
+        series = [s for s in series if s["points"]]
+        if series:
+            charts.append(line_chart(series, title=f"{label} distribution (CDF)", x_label=f"{label} ms",
+                                     y_label="fraction of requests ≤ x", width=380, height=260, markers=False))
+    if not charts:
+        return []
+    return ["<h3>Distributions</h3>", '<div class="charts">' + "".join(_figure(c) for c in charts) + "</div>",
+            '<p class="note">per finished request: TTFT = sent → first token, TPOT = (last − first token) ÷ '
+            "(tokens − 1), E2E = sent → last token.</p>"]
 
 
 def _histogram(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -612,7 +574,7 @@ def _axis_col(var: str) -> str:
     return "concurrency" if var == "concurrency" else "request rate (requests/s)"
 
 
-def _sweep_section(sources: Sequence[Source]) -> list[str]:
+def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> list[str]:
     runs_src = [s for s in sources if s.kind == "run"]
     var = sources_sweep_var(runs_src)
     name = axis_name(var)
@@ -650,10 +612,165 @@ def _sweep_section(sources: Sequence[Source]) -> list[str]:
                 out.append(f'<p class="note">{esc(txt)}</p>')
             series.append({"name": s.name, "points": [(p[var], p["speedup"]) for p in pts],
                            "band": [(p[var], *(p["ci95"] or (None, None))) for p in pts]})
-        if len({p[0] for s in series for p in s["points"]}) >= 2:
+        if speedup_chart and len({p[0] for s in series for p in s["points"]}) >= 2:
             out.append(_figure(line_chart(series, title=f"speedup over {base.name} against {name}",
                                           x_label=x_label, y_label="speedup (×)", log_x=True, ref_y=1.0)))
     return out
+
+
+# -- the story: the page's first screen -----------------------------------------------------------
+@dataclass
+class Story:
+    """A sweep against its baseline, as the page's first screen tells it: ``points`` in the sweep's shape
+    (``var``, ``speedup``, ``ci95``, ``verdict``, ``output_tok_s``, ``baseline_tok_s``, ``pairs``), the
+    break-even load and its interval, and the sweep's note."""
+
+    var: str
+    spec: Source
+    base: Source | None
+    points: list[dict]
+    break_even: float | None
+    break_even_ci95: Sequence[float | None] | None
+    note: str
+
+
+def _same_dir(a: Any, b: Path) -> bool:
+    try:
+        return Path(str(a)).resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def stories(sources: Sequence[Source]) -> tuple[list[Story], list[Source]]:
+    """The sweeps of ``sources`` told as stories, and the baseline directories loaded for them that were not
+    given (a sweep's ``sweep.json`` names its baseline directory: ``specdash report SWEEP_DIR`` alone tells
+    the whole story).  From ``sweep.json`` the sweep's own figures; two run directories without one (a
+    speculative and a plain one), the paired speedups recomputed from their records."""
+    runs = [s for s in sources if s.kind == "run"]
+    out, loaded = [], []
+    for spec in runs:
+        if not spec.sweep or not spec.speculative:
+            continue
+        var = sweep_var(spec.sweep)
+        others = [d for d in spec.sweep.get("run_dirs") or [] if not _same_dir(d, spec.path)]
+        base = next((s for s in [*runs, *loaded] if s is not spec and any(_same_dir(d, s.path) for d in others)), None)
+        for d in others if base is None else []:
+            try:
+                base = load_source(d)
+            except ReportError:
+                continue
+            loaded.append(base)
+            break
+        out.append(Story(var, spec, base, [p for p in spec.sweep["sweep"] if isinstance(p, dict)],
+                         spec.sweep.get(f"break_even_{var}"), spec.sweep.get("break_even_ci95"),
+                         str(spec.sweep.get("note") or "")))
+    if not out:
+        bases = [s for s in runs if not s.speculative]
+        var = sources_sweep_var(runs)
+        for spec in (s for s in runs if s.speculative and bases):
+            pts = sweep_speedups(spec, bases[0], var)
+            if len(pts) >= 2:
+                be, be_ci, note = break_even(pts, var)
+                out.append(Story(var, spec, bases[0], pts, be, be_ci, note))
+    return out, loaded
+
+
+def _verdict(st: Story) -> tuple[str, str]:
+    """(the first screen's headline sentence, its CSS class)."""
+    name = axis_name(st.var)
+    pts = sorted((p for p in st.points if p.get("speedup") is not None), key=lambda p: p[st.var])
+    if not pts:
+        return f"No paired speedup could be computed for this sweep. {st.note}", ""
+    lo_ci = [(p.get("ci95") or [None, None]) for p in pts]
+    faster = [c[0] is not None and c[0] > 1 for c in lo_ci]
+    slower = [c[1] is not None and c[1] < 1 for c in lo_ci]
+    first, last = pts[0], pts[-1]
+    unit = "" if st.var == "concurrency" else " requests/s"
+    curve = (f"speedup {first['speedup']:.2f}× at {name} {first[st.var]:g}{unit}, {last['speedup']:.2f}× at "
+             f"{last[st.var]:g}{unit}")
+    if st.break_even is not None:
+        lo, hi = st.break_even_ci95 or (None, None)
+        nd = 1 if st.var == "concurrency" else 2
+        ci = f" (95 % CI {_fmt(lo, nd)} – {_fmt(hi, nd)})" if lo is not None or hi is not None else ""
+        pays_low = first["speedup"] > 1
+        return (f"Speculation {'pays up to' if pays_low else 'pays only above'} {name} ≈ {st.break_even:.{nd}f}{unit}"
+                f"{ci}: {curve}. {st.note}", "ok" if pays_low else "bad")
+    if all(faster):
+        return (f"Speculation pays at every {name} swept: {curve}, every 95 % interval above 1; no break-even up to "
+                f"{last[st.var]:g}{unit} (sweep higher to find it).", "ok")
+    if all(slower):
+        return f"Speculation costs throughput at every {name} swept: {curve}. {st.note}", "bad"
+    return f"Speculation is neither clearly faster nor slower across the sweep: {curve}. {st.note}", ""
+
+
+def _by_point(src: Source | None, var: str) -> dict[Any, Mapping[str, Any]]:
+    return {r.get(var): r for r in (src.runs if src else []) if _is_point(r.get(var))}
+
+
+def _story_section(st: Story) -> list[str]:
+    """Top first: the verdict; the speedup curve with its intervals and break-even; TTFT / TPOT / E2E against
+    load and the latency–throughput curve for both sides; per-position acceptance; the per-point table with
+    acceptance before timing; the settings."""
+    var, name = st.var, axis_name(st.var)
+    x_label = name if var == "concurrency" else "request rate (requests/s)"
+    base_name = st.base.name if st.base else str((st.spec.sweep or {}).get("baseline") or "baseline")
+    text, cls = _verdict(st)
+    out = [f'<h2 id="story">Does speculation pay? {esc(st.spec.name)} against {esc(base_name)}</h2>',
+           f'<p class="verdict {cls}">{esc(text)}</p>']
+    pts = sorted((p for p in st.points if _is_point(p.get(var))), key=lambda p: p[var])
+    be_label = [(st.break_even, f"break-even ≈ {st.break_even:.3g}")] if st.break_even is not None else []
+    charts = [line_chart([{"name": st.spec.name, "points": [(p[var], p.get("speedup")) for p in pts],
+                           "band": [(p[var], *(p.get("ci95") or (None, None))) for p in pts]}],
+                         title=f"speedup over {base_name} against {name}", x_label=x_label + " (log scale)",
+                         y_label="speedup (×), 95 % CI", log_x=True, ref_y=1.0, vlines=be_label, width=400, height=260)]
+    spec_by, base_by = _by_point(st.spec, var), _by_point(st.base, var)
+    sides = [(st.spec.name, spec_by), *([(base_name, base_by)] if base_by else [])]
+    for key, label in (("tpot_ms", "TPOT"), ("ttft_ms", "TTFT"), ("e2e_ms", "E2E")):
+        series = [{"name": n, "points": [(x, _stat(r, key, "p50")) for x, r in sorted(by.items())]} for n, by in sides]
+        charts.append(line_chart(series, title=f"{label} p50 against {name}", x_label=x_label + " (log scale)",
+                                 y_label=f"{label} p50 ms", log_x=True, width=400, height=260))
+    lt = [{"name": n, "points": [(r.get("output_tok_s"), _stat(r, "tpot_ms", "p50")) for _, r in sorted(by.items())
+                                 if r.get("output_tok_s") is not None],
+           "labels": [point_label(var, x) for x, r in sorted(by.items()) if r.get("output_tok_s") is not None]}
+          for n, by in sides]
+    charts.append(line_chart(lt, title="latency–throughput: TPOT p50 against tok/s", x_label="output tok/s",
+                             y_label="TPOT p50 ms", width=400, height=260, x_ticks=False))
+    with_pos = [r for _, r in sorted(spec_by.items()) if position_rows(r)]
+    if with_pos:
+        charts.append(positions_chart(with_pos, [point_label(var, r.get(var)) for r in with_pos], width=400, height=260))
+    out.append('<div class="charts story">' + "".join(_figure(c) for c in charts) + "</div>")
+    rows = []
+    for p in pts:
+        x = p[var]
+        r, b = spec_by.get(x, {}), base_by.get(x, {})
+        rows.append([point_label(var, x), _fmt(p.get("speedup"), 3), _ci(p.get("ci95")), _fmt(p.get("verdict")),
+                     _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3), _fmt(r.get("server_accept_length"), 3),
+                     _fmt(p.get("output_tok_s"), 1), _fmt(p.get("baseline_tok_s"), 1),
+                     *(f"{_fmt(_stat(r, k, 'p50'), 2)} / {_fmt(_stat(b, k, 'p50'), 2)}" for k in ("ttft_ms", "tpot_ms",
+                                                                                                 "e2e_ms")),
+                     f"{_fmt(r.get('request_throughput'), 2)} / {_fmt(b.get('request_throughput'), 2)}"])
+    out.append(_table([_axis_col(var), "speedup", "95 % CI", "verdict", "accept length", "accept rate", "server τ",
+                       "tok/s", "baseline tok/s", "TTFT p50 ms (spec / base)", "TPOT p50 ms (spec / base)",
+                       "E2E p50 ms (spec / base)", "requests/s (spec / base)"], rows))
+    r0 = (st.spec.runs or [{}])[0]
+    m = st.spec.manifest
+    ds = m.get("dataset") if isinstance(m.get("dataset"), dict) else {}
+    rf = m.get("request_fields") if isinstance(m.get("request_fields"), dict) else {}
+    sampling = ", ".join(f"{k} {v}" for k, v in rf.items() if v not in (None, {}, [])) or None
+    out.append(_dl([("speculative settings (effective)", _settings(r0.get("effective"))), ("against", base_name),
+                    ("SGLang", r0.get("sglang_version")), ("workload", ds.get("source") or r0.get("suite")),
+                    ("max tokens", r0.get("max_tokens")), ("sampling", sampling),
+                    ("simulated", _yes(r0.get("simulated")))]))
+    return out
+
+
+def _headline(src: Source) -> list[str]:
+    """A single run's first lines: its figures, acceptance first."""
+    r = (src.runs or [{}])[0]
+    bits = [f"accept length {_fmt(r.get('accept_length'), 3)}", f"accept rate {_fmt(r.get('accept_rate'), 3)}",
+            f"{_fmt(r.get('output_tok_s'), 1)} tok/s", f"TTFT p50 {_fmt(_stat(r, 'ttft_ms', 'p50'), 2)} ms",
+            f"TPOT p50 {_fmt(_stat(r, 'tpot_ms', 'p50'), 2)} ms", f"E2E p50 {_fmt(_stat(r, 'e2e_ms', 'p50'), 2)} ms"]
+    return [f'<p class="verdict">{esc(src.name)} ({esc(_settings(r.get("effective")))}): {esc(", ".join(bits))}.</p>']
 
 
 def comparison_section(cmp: Mapping[str, Any], heading: str) -> list[str]:
@@ -755,10 +872,18 @@ def render_report(sources: Sequence[Source], *, title: str | None = None) -> str
     if any(s.kind == "run" and (s.runs[:1] or [{}])[0].get("simulated") for s in sources):
         body.append('<p class="note"><span class="tag sim">simulated</span> numbers marked simulated come from '
                     "specdash's simulated SGLang server, not from a GPU.</p>")
-    for s in sources:
+    told, loaded = stories(sources)
+    for st in told:
+        body += _story_section(st)
+    runs = [s for s in sources if s.kind == "run"]
+    if not told and len(runs) == 1:
+        body += _headline(runs[0])
+    if told or len(runs) > 1:
+        body.append("<h2>Detail</h2>")
+    for s in [*sources, *loaded]:
         if s.kind == "run":
             body += _run_section(s)
-    body += _sweep_section(sources)
+    body += _sweep_section([*sources, *loaded], speedup_chart=not told)
     for s in sources:
         if s.kind == "compare":
             sec = comparison_section(s.comparison or {}, "A/B comparison")

@@ -21,9 +21,43 @@ def work_items(suite: Suite, repeats: int, offset: int = 0) -> list[tuple[int, i
 
 
 def sampling_params(suite: Suite, max_tokens: int) -> dict:
-    """SGLang ``sampling_params`` for a suite (strict keys only: SGLang 0.5.23 rejects unknown ones)."""
-    return {"max_new_tokens": int(max_tokens), "temperature": float(suite.suite.temperature),
-            "ignore_eos": bool(suite.suite.ignore_eos)}
+    """SGLang ``sampling_params`` for a suite (strict keys only: SGLang 0.5.23 rejects unknown ones):
+    ``max_new_tokens``, ``temperature``, ``ignore_eos``, and ``top_p`` / ``top_k`` / ``sampling_seed`` when
+    the suite sets them (SGLang's ``SamplingParams`` names, ``python/sglang/srt/sampling/sampling_params.py``),
+    then the ``sampling_params`` of the suite's ``extra_request_body`` over them."""
+    s = suite.suite
+    out = {"max_new_tokens": int(max_tokens), "temperature": float(s.temperature), "ignore_eos": bool(s.ignore_eos)}
+    for key, v in (("top_p", s.top_p), ("top_k", s.top_k), ("sampling_seed", s.sampling_seed)):
+        if v is not None:
+            out[key] = v
+    extra = s.extra_request_body.get("sampling_params")
+    return {**out, **extra} if isinstance(extra, dict) else out
+
+
+def request_extra(suite: Suite, api: str) -> dict:
+    """Top-level request fields beyond the prompt and its sampling parameters: the suite's
+    ``extra_request_body`` (merged into the request as SGLang's ``bench_serving.py
+    --extra-request-body`` merges it, ``**extra_request_body``; its ``sampling_params`` go into
+    :func:`sampling_params` on ``/generate``), and for the chat API ``top_p`` / ``top_k`` / ``seed``
+    (OpenAI's fields; ``top_k`` is SGLang's extension of them)."""
+    s = suite.suite
+    if api != "chat":
+        return {k: v for k, v in s.extra_request_body.items() if k != "sampling_params"}
+    out = {k: v for k, v in (("top_p", s.top_p), ("top_k", s.top_k), ("seed", s.sampling_seed)) if v is not None}
+    return {**out, **s.extra_request_body}
+
+
+async def send_one(client, suite: Suite, p_idx: int, max_tokens: int):
+    """Send prompt ``p_idx`` of ``suite`` (its own ``max_tokens`` when it has one) through the suite's API;
+    the client's ``GenerateResult``."""
+    prompt = suite.prompts[p_idx]
+    n = prompt.max_tokens or max_tokens
+    api = suite.suite.api
+    if api == "chat":
+        return await client.chat_stream(prompt_messages(prompt), max_tokens=n, temperature=suite.suite.temperature,
+                                        ignore_eos=suite.suite.ignore_eos, extra=request_extra(suite, api) or None)
+    return await client.generate_stream(prompt.text, sampling_params(suite, n), rid=f"specdash-{uuid.uuid4().hex[:16]}",
+                                        extra=request_extra(suite, api) or None)
 
 
 def request_shape(suite: Suite, max_tokens: int) -> dict:
@@ -68,25 +102,16 @@ async def send_suite(
     for it in items:
         queue.put_nowait(it)
     records: list[dict] = []
-    api = suite.suite.api
 
     async def worker() -> None:
         while not queue.empty():
             if stop is not None and stop.is_set():
                 return
             p_idx, rep = queue.get_nowait()
-            prompt = suite.prompts[p_idx]
-            n = prompt.max_tokens or max_tokens
-            rid = f"specdash-{uuid.uuid4().hex[:16]}"
-            if api == "chat":
-                res = await client.chat_stream(
-                    prompt_messages(prompt), max_tokens=n,
-                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
-                )
-            else:
-                res = await client.generate_stream(prompt.text, sampling_params(suite, n), rid=rid)
+            res = await send_one(client, suite, p_idx, max_tokens)
             rec = res.to_json()
-            rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
+            rec.update({"prompt_index": p_idx, "repeat": rep, "category": suite.prompts[p_idx].category,
+                        "segment": segment})
             if keep:
                 records.append(rec)
             if on_record is not None:
@@ -124,22 +149,13 @@ async def send_suite_rate(
     offsets = arrival_offsets(len(items), request_rate, burstiness, seed=seed)
     sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     records: list[dict] = []
-    api = suite.suite.api
 
     async def one(p_idx: int, rep: int) -> None:
         async with sem if sem is not None else contextlib.nullcontext():
-            prompt = suite.prompts[p_idx]
-            n = prompt.max_tokens or max_tokens
-            if api == "chat":
-                res = await client.chat_stream(
-                    prompt_messages(prompt), max_tokens=n,
-                    temperature=suite.suite.temperature, ignore_eos=suite.suite.ignore_eos,
-                )
-            else:
-                res = await client.generate_stream(prompt.text, sampling_params(suite, n),
-                                                   rid=f"specdash-{uuid.uuid4().hex[:16]}")
+            res = await send_one(client, suite, p_idx, max_tokens)
         rec = res.to_json()
-        rec.update({"prompt_index": p_idx, "repeat": rep, "category": prompt.category, "segment": segment})
+        rec.update({"prompt_index": p_idx, "repeat": rep, "category": suite.prompts[p_idx].category,
+                    "segment": segment})
         records.append(rec)
         if on_record is not None:
             on_record(rec)

@@ -27,7 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specdash.bench.load import request_shape, sampling_params, send_suite, send_suite_rate, work_items
+from specdash.bench.load import (
+    request_extra,
+    request_shape,
+    sampling_params,
+    send_suite,
+    send_suite_rate,
+    work_items,
+)
 from specdash.bench.rundir import RunDir
 from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import (
@@ -49,6 +56,10 @@ from specdash.launch import (
 )
 from specdash.profile import Profile, Suite
 
+GPU_FILE = "gpu.jsonl"
+"""Device readings taken while a run's requests are in flight (:meth:`ProfileRun._sample_gpus`)."""
+GPU_SAMPLE_S = 1.0
+"""Seconds between two readings."""
 WARMUP_MAX_TOKENS = 32
 #: The most requests a ``request_rate`` sweep point without an in-flight cap warms up with at once.
 RATE_WARMUP_WIDTH = 64
@@ -132,6 +143,7 @@ class ProfileRun:
         #: the suite as sent: raw-text prompts rendered with the target's chat template where the suite's
         #: ``chat_template`` asks (:mod:`specdash.profile.chat`); ``prompt_format`` is the manifest's record
         self.suite, self.prompt_format = apply_prompt_format(self.profile, suite)
+        self._point_value: int | float | None = None  # the sweep point being measured (gpu.jsonl lines carry it)
         self._suite_given = suite  # as written: an attached run renders it again once /server_info names the tokenizer
         self.opt = options
         self.launch: ServerLaunch | None = None
@@ -416,6 +428,7 @@ class ProfileRun:
             concurrency = width = int(point)
             key, label = "concurrency", f"c{point}"
         suffix = (f"-r{point:g}" if rate_pt else f"-c{point}") if tag else ""
+        self._point_value = point if tag else None
         metrics_before = None
         await self._warmup(client, max_tokens, width)
         try:
@@ -553,8 +566,12 @@ class ProfileRun:
             WatchedClient(client, watch, self), self.suite, items, concurrency=concurrency,
             max_tokens=max_tokens, segment=segment, on_record=on_record, stop=stop))
         poll = min(0.2, max(0.02, self.opt.stall_s / 10))
+        next_gpu = 0.0
         try:
             while not task.done():
+                if time.monotonic() >= next_gpu:  # one GPU reading a second into gpu.jsonl, the first at once
+                    next_gpu = time.monotonic() + GPU_SAMPLE_S
+                    await self._sample_gpus(client, segment)
                 await asyncio.wait({task}, timeout=poll)
                 if task.done():
                     break
@@ -574,6 +591,36 @@ class ProfileRun:
                     await task
         if self.fault is None:
             task.result()  # an exception of the load itself propagates
+
+    async def _sample_gpus(self, client, segment: int) -> None:
+        """Append one reading of every device to the run directory's ``gpu.jsonl`` (:data:`GPU_FILE`):
+        the simulator's ``/sim/gpus`` for a simulated server, else NVML (``read_gpus``; nothing without a
+        driver).  A line is a :class:`~specdash.collect.gpu.GpuSample` (``to_json``, processes left out)
+        with ``t`` (epoch s), ``segment`` and ``concurrency`` / ``request_rate`` of the point.  Never raises:
+        a reading that fails is skipped."""
+        from specdash.collect.gpu import gpus_from_sim, read_gpus
+
+        if self.rundir is None:
+            return
+        try:
+            if self.profile.server.launcher == "sim" and not self.opt.url:
+                devices = gpus_from_sim(await client.get_json("/sim/gpus") or {})
+            else:
+                devices = await asyncio.to_thread(read_gpus, processes=False)
+        except Exception:  # a reading is telemetry: never a reason to fail the run
+            return
+        if not devices:
+            return
+        import json
+
+        t = time.time()
+        point = {"request_rate" if self._rate_sweep else "concurrency": self._point_value} \
+            if self._point_value is not None else {}
+        lines = "".join(json.dumps({"t": t, "segment": segment, **point,
+                                    **{k: v for k, v in d.to_json().items() if k not in ("processes", "timestamp")}})
+                        + "\n" for d in devices)
+        with contextlib.suppress(OSError), open(self.rundir.path / GPU_FILE, "a", encoding="utf-8") as fh:
+            fh.write(lines)
 
     def _exit_fault(self) -> ServerFault | None:
         """A fault when the launched server has exited (None while it runs, or when attached)."""
@@ -633,6 +680,7 @@ class ProfileRun:
         self._say(f"[{self.profile.name}] warm-up: {total} request(s), {min(width, total)} at a time "
                   "(excluded from results)")
         params = sampling_params(self.suite, min(WARMUP_MAX_TOKENS, max_tokens))
+        extra = request_extra(self.suite, "generate") or None
         sem = asyncio.Semaphore(width)
 
         limit = 2.0 * self.opt.stall_s  # a warm-up request is short: a server silent this long is stuck
@@ -641,7 +689,7 @@ class ProfileRun:
             async with sem:
                 prompt = self.suite.prompts[i % len(self.suite.prompts)]
                 try:
-                    res = await asyncio.wait_for(client.generate_stream(prompt.text, params), timeout=limit)
+                    res = await asyncio.wait_for(client.generate_stream(prompt.text, params, extra=extra), timeout=limit)
                 except TimeoutError:
                     from specdash.sglang.secrets import redact_url
 

@@ -223,6 +223,32 @@ class GpuView:
 
 
 @dataclass(frozen=True)
+class GpuPoint:
+    """One device at one moment, for the GPU history charts: ``device`` (``GPU 0``, ``node:GPU 1``),
+    ``t`` on the collector's clock, memory used in percent of the device's, utilisation %, power W and
+    temperature °C (None when not read)."""
+
+    t: float
+    device: str
+    memory_pct: float | None
+    utilization_pct: float | None
+    power_w: float | None
+    temperature_c: float | None
+
+
+GPU_HISTORY_S = 120.0
+"""Seconds of GPU readings the history keeps (the charts' window)."""
+
+
+def gpu_points(view: GpuView, t: float) -> list[GpuPoint]:
+    """The history points of one GPU reading (local devices and every exporter's)."""
+    devs = list(view.devices) + [d for r in view.exporters for d in r.devices]
+    return [GpuPoint(t, f"{d.node + ':' if d.node else ''}GPU {d.index}",
+                     d.memory_pct if d.memory_total_mib else None, d.utilization_pct, d.power_w, d.temperature_c)
+            for d in devs]
+
+
+@dataclass(frozen=True)
 class LiveSnapshot:
     """An immutable view of everything collected so far (what a UI draws).
 
@@ -254,6 +280,8 @@ class LiveSnapshot:
     simulated: bool
     metrics_enabled: bool | None
     tier: TierView | None = None
+    #: the last :data:`GPU_HISTORY_S` seconds of GPU readings, oldest first
+    gpu_history: tuple[GpuPoint, ...] = ()
 
     @property
     def latest_metrics(self) -> MetricsSample | None:
@@ -381,6 +409,7 @@ class LiveCollector:
         self._tracker = TierTracker()
         self._tier: TierChange | None = None
         self._tier_hist: deque[TierChange] = deque(maxlen=TIER_HISTORY)
+        self._gpu_hist: deque[GpuPoint] = deque(maxlen=4096)
         self._adaptive: bool | None = None  # None: not known yet
         self._launch_steps: int | None = None
         self._tier_cache: tuple[tuple[int, int], tuple[TierStats, ...]] | None = None
@@ -648,6 +677,10 @@ class LiveCollector:
             if status == "ok" and not devices:
                 status = "NVML found no devices"
             self._gpu = GpuView(status=status, devices=tuple(devices), server_pids=server_pids, t=self.clock())
+        now = self.clock()
+        self._gpu_hist.extend(gpu_points(self._gpu, now))
+        while self._gpu_hist and self._gpu_hist[0].t < now - GPU_HISTORY_S:
+            self._gpu_hist.popleft()
         self._version += 1
 
     async def poll_gpu_exporters(self) -> None:
@@ -720,6 +753,7 @@ class LiveCollector:
             log=tuple(self._log),
             log_counts=dict(self._log_counts),
             gpu=replace(self._gpu, exporters=self._exporter_readings) if self.gpu_exporters else self._gpu,
+            gpu_history=tuple(self._gpu_hist),
             procs=self._procs,
             server_info=self._info,
             run=dict(self.run_summary()),

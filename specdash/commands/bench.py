@@ -386,7 +386,7 @@ def check_resume(run_dir: Path, args) -> str | None:
     if ds or getattr(args, "dataset", None):  # the same sample of the same dataset, or prompt indices shift
         was = (ds.get("source"), ds.get("asked"), ds.get("seed") or 0, *(ds.get("filters") or {}).values())
         now = (getattr(args, "dataset", None), getattr(args, "num_prompts", None), getattr(args, "seed", None) or 0,
-               getattr(args, "min_input_tokens", None), getattr(args, "max_input_tokens", None))
+               getattr(args, "min_input_tokens", None), getattr(args, "max_input_tokens", None), dataset_categories(args))
         if was != now[:len(was)]:
             return (f"it was run with --dataset {was[0]!r} (--num-prompts {was[1]}, --seed {was[2]}), not "
                     f"{now[0]!r} (--num-prompts {now[1]}, --seed {now[2]}): another sample would shift the "
@@ -445,6 +445,9 @@ def resume_defaults(args) -> dict:
         for flag in ("min_input_tokens", "max_input_tokens"):
             if getattr(args, flag, None) is None and isinstance((ds.get("filters") or {}).get(flag), int):
                 setattr(args, flag, ds["filters"][flag])
+        cats = (ds.get("filters") or {}).get("categories")
+        if getattr(args, "dataset_category", None) is None and isinstance(cats, list) and cats:
+            args.dataset_category = ",".join(map(str, cats))
     if not args.suite and not getattr(args, "dataset", None) and m.get("suite"):
         path = m.get("suite_path")
         args.suite = path if path and Path(path).is_file() else m["suite"]
@@ -510,7 +513,60 @@ def _resume_or_bench(args, progress: Progress) -> int:
 def bench_suite(args):
     """(the suite a bench sends, the dataset's manifest record or None): ``--dataset`` through
     :func:`specdash.profile.datasets.load_dataset_suite` (tokens counted for ``--profile``'s
-    target), else ``--suite`` (default seeds-five)."""
+    target), else ``--suite`` (default seeds-five); then the request fields of the command line
+    (:func:`with_request_fields`)."""
+    suite, record = _bench_suite(args)
+    return with_request_fields(suite, args), record
+
+
+REQUEST_FLAGS = {"temperature": "--temperature", "top_p": "--top-p", "top_k": "--top-k",
+                 "sampling_seed": "--sampling-seed", "extra_request_body": "--extra-request-body"}
+"""Suite fields the command line can set, and their flags."""
+
+
+def with_request_fields(suite, args):
+    """``suite`` with ``--temperature`` / ``--top-p`` / ``--top-k`` / ``--sampling-seed`` /
+    ``--extra-request-body JSON`` over its ``[suite]`` fields (validated as the suite file's are).
+
+    Raises:
+        UsageError: ``--extra-request-body`` is not a JSON object, or a value is out of range.
+    """
+    from pydantic import ValidationError
+
+    from specdash.profile.schema import SuiteSection
+
+    upd = {k: getattr(args, k) for k in REQUEST_FLAGS if getattr(args, k, None) is not None}
+    if not upd:
+        return suite
+    if isinstance(upd.get("extra_request_body"), str):
+        try:
+            body = json.loads(upd["extra_request_body"])
+        except ValueError as exc:
+            raise UsageError(f"--extra-request-body is not valid JSON ({exc}); give an object, e.g. "
+                             "'{\"sampling_params\": {\"min_p\": 0.05}}'") from None
+        if not isinstance(body, dict):
+            raise UsageError(f"--extra-request-body must be a JSON object (got a {type(body).__name__}), e.g. "
+                             "'{\"return_logprob\": false}'")
+        upd["extra_request_body"] = {**suite.suite.extra_request_body, **body}
+    try:
+        section = SuiteSection.model_validate({**suite.suite.model_dump(), **upd})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][0]) if err.get("loc") else ""
+        raise UsageError(f"{REQUEST_FLAGS.get(key, key)}: {err['msg']}") from None
+    new = suite.model_copy(update={"suite": section})
+    new._path = suite.path
+    return new
+
+
+def request_fields(suite) -> dict:
+    """The suite's sampling and extra request fields as the manifest records them."""
+    s = suite.suite
+    return {"temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k, "sampling_seed": s.sampling_seed,
+            "extra_request_body": s.extra_request_body}
+
+
+def _bench_suite(args):
     from specdash.profile import load_profile, load_suite
 
     source = getattr(args, "dataset", None)
@@ -522,7 +578,14 @@ def bench_suite(args):
         source, num_prompts=getattr(args, "num_prompts", None), seed=getattr(args, "seed", None) or 0,
         profile=load_profile(args.profile) if args.profile else None,
         min_input_tokens=getattr(args, "min_input_tokens", None),
-        max_input_tokens=getattr(args, "max_input_tokens", None))
+        max_input_tokens=getattr(args, "max_input_tokens", None), categories=dataset_categories(args))
+
+
+def dataset_categories(args) -> list[str] | None:
+    """``--dataset-category A,B`` as a list (None when not given)."""
+    raw = getattr(args, "dataset_category", None)
+    cats = [c.strip() for c in raw.split(",") if c.strip()] if raw else []
+    return cats or None
 
 
 def _options(args, progress) -> RunOptions:
@@ -603,13 +666,14 @@ def _check_args(args) -> None:
 def _check_dataset_args(args) -> None:
     """``--dataset`` replaces ``--suite``; ``--num-prompts`` / ``--min-input-tokens`` /
     ``--max-input-tokens`` need it and must be at least 1."""
-    given = [f for f in ("num_prompts", "min_input_tokens", "max_input_tokens") if getattr(args, f, None) is not None]
+    given = [f for f in ("num_prompts", "min_input_tokens", "max_input_tokens", "dataset_category")
+             if getattr(args, f, None) is not None]
     if getattr(args, "dataset", None):
         if args.suite:
             raise UsageError("--dataset replaces --suite: give one of them (the dataset's prompts are sent with "
                              "temperature 0 and ignore_eos; --max-tokens, --concurrency and --repeats still apply)")
         for flag in given:
-            if getattr(args, flag) < 1:
+            if flag != "dataset_category" and getattr(args, flag) < 1:
                 raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {getattr(args, flag)})")
     elif given:
         raise UsageError(f"--{given[0].replace('_', '-')} applies to --dataset FILE; a suite sends all its prompts")
@@ -656,6 +720,7 @@ def _bench(args, progress: Progress) -> int:
     install_signal_handlers()
     stop_leftovers_interactively(progress)
     opts = _options(args, progress)
+    opts.extra_manifest = {**opts.extra_manifest, "request_fields": request_fields(suite)}
     if dataset is not None:  # the manifest records where the prompts came from
         from specdash.profile.datasets import describe
 

@@ -1,8 +1,9 @@
 """``specdash report`` and ``specdash compare``: pages and comparisons from directories already written.
 
-``specdash report DIR... [--out FILE.html] [--force]`` writes one self-contained HTML page
-(:mod:`specdash.bench.html`) from run, A/B compare and tune directories; default
-``DIR/report.html`` of the first directory.  It replaces a page it wrote before (one whose
+``specdash report DIR... [--out FILE.html] [--force] [--svg DIR] [--png DIR]`` writes one self-contained
+HTML page (:mod:`specdash.bench.html`) from run, A/B compare and tune directories; default
+``DIR/report.html`` of the first directory; ``--svg`` / ``--png`` also write each of its charts as an image
+(:func:`specdash.bench.svg.export_charts`).  It replaces a page it wrote before (one whose
 generator tag says ``specdash report``) but never another file unless ``--force``.
 
 ``specdash compare RUNDIR_A RUNDIR_B [--json] [--concurrency N] [--allow-unverified]`` pairs the two
@@ -44,6 +45,9 @@ def _report_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE.html", help="where to write the page (default: DIR/report.html of the first DIR)")
     p.add_argument("--title", help="the page's title")
     p.add_argument("--force", action="store_true", help="overwrite --out even when specdash report did not write it")
+    p.add_argument("--svg", metavar="DIR", help="also write each chart of the page as DIR/NN-<title>.svg")
+    p.add_argument("--png", metavar="DIR", help="also write each chart as DIR/NN-<title>.png, rendered from the page's "
+                   "own SVG (CairoSVG when installed, else headless Chromium)")
     return p
 
 
@@ -66,10 +70,23 @@ def _report(args: argparse.Namespace) -> int:
     if out.exists() and not args.force and not is_generated_report(out):
         raise UsageError(f"{out} exists and is not a page specdash report wrote: choose another --out, or pass "
                          "--force to overwrite it")
+    for flag in ("svg", "png"):
+        d = getattr(args, flag)
+        if d and Path(d).exists() and not Path(d).is_dir():
+            raise UsageError(f"--{flag} {d} is a file: give a directory for the chart images")
     page = render_report(sources, title=args.title)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     print(f"report: {out}")
+    from specdash.bench.svg import export_charts
+
+    for flag in ("svg", "png"):
+        if getattr(args, flag):
+            try:
+                files = export_charts(page, Path(getattr(args, flag)), flag)
+            except RuntimeError as exc:
+                raise UsageError(f"--{flag}: {exc}") from None
+            print(f"charts: {len(files)} {flag.upper()} file(s) in {getattr(args, flag)}")
     return ExitCode.OK
 
 

@@ -310,6 +310,13 @@ class SuiteSection(_Strict):
     description: str = ""
     max_tokens: int = Field(1024, ge=1)
     temperature: float = Field(0.0, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling (SGLang sampling_params.top_p)")
+    top_k: int | None = Field(None, ge=-1, description="top-k sampling, -1 = off (SGLang sampling_params.top_k)")
+    sampling_seed: int | None = Field(None, description="per-request sampling seed (SGLang sampling_params."
+                                      "sampling_seed; the chat API's seed)")
+    extra_request_body: dict[str, Any] = Field(
+        default_factory=dict, description="fields merged into every request as SGLang's bench_serving "
+        "--extra-request-body merges them; its sampling_params go into /generate's sampling_params")
     repeats: int = Field(1, ge=1)
     warmup: int = Field(1, ge=0, description="warm-up requests, excluded from results")
     concurrency: int = Field(1, ge=1)
@@ -320,6 +327,13 @@ class SuiteSection(_Strict):
         "client-side when its tokenizer directory has one (raw text otherwise, e.g. on the simulator); 'none' "
         "sends the text as written; 'require' fails without a template (specdash/profile/chat.py)")
     prompts_file: str | None = Field(None, description="JSONL file of {text, category}, relative to the suite")
+
+    @field_validator("top_k")
+    @classmethod
+    def _top_k(cls, v: int | None) -> int | None:
+        if v == 0:  # SGLang's SamplingParams.verify: "top_k must be -1 (disable), or at least 1"
+            raise ValueError("top_k must be -1 (off) or at least 1, got 0")
+        return v
 
 
 class Message(_Strict):

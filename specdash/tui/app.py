@@ -21,10 +21,10 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.screen import Screen
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from specdash.bench.rundir import find_baseline_run
 from specdash.collect.live import empty_snapshot
@@ -58,6 +58,12 @@ if TYPE_CHECKING:
     from textual.notifications import Notification
 
     from specdash.advisor import Advice
+
+COMPACT_WIDTH = 120
+"""Below this many columns the panels use their compact layouts."""
+COMPACT_HEIGHT = 34
+"""Below this many rows too."""
+
 
 class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
     """The dashboard (see module docstring).  Build it with :func:`create_app`."""
@@ -133,9 +139,28 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
             with TabPane("Suggestions [5]", id="advice"):
                 yield AdvicePanel(id="advice-panel")
         yield Footer()
+        yield Static(keys.key_line(), id="key-line")
+
+    @property
+    def compact(self) -> bool:
+        """A narrow or short terminal (below :data:`COMPACT_WIDTH` columns or :data:`COMPACT_HEIGHT` rows): the
+        panels switch to their compact layouts (``-compact`` on the screen), nvitop-style."""
+        w, h = self.size
+        return w < COMPACT_WIDTH or h < COMPACT_HEIGHT
+
+    def _apply_size(self) -> None:
+        if self.screen_stack and self.screen_stack[0].has_class("-compact") != self.compact:
+            self.screen_stack[0].set_class(self.compact, "-compact")
+            self._drawn.clear()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Switch the compact layout on or off and redraw (the redraw timer checks it too)."""
+        self._apply_size()
+        self.call_after_refresh(self.redraw)
 
     def on_mount(self) -> None:
         """Start the redraw timer, then (after the first frame) the session."""
+        self._apply_size()
         self.set_interval(1.0 / max(2.0, self.config.redraw_hz), self.redraw, name="redraw")
         from specdash.tui.terminal import release_free_memory
 
@@ -282,6 +307,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         that arrives while the app is shutting down (its widgets already gone) draws nothing."""
         if not self.is_running or not self.screen_stack or not self.screen_stack[0].query(StatusBar):
             return
+        self._apply_size()
         if self.config.frozen is None:
             self.session.check_alive()
             self._match_baseline()
@@ -290,7 +316,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         key = (v.snapshot.version, v.server_state, v.state_detail, id(v.profile), v.profile_error, id(v.preflight),
                id(v.launch), v.launch.time_to_ready_s if v.launch else None, id(v.verification), id(v.advice),
                v.load.running, v.load.done, v.load.concurrency, v.load.suite, v.baseline_tok_s, id(v.sweep),
-               int(v.now) if v.server_state == ServerState.STARTING else 0)
+               int(v.now) if v.server_state == ServerState.STARTING else 0, self.compact)
         if self._drawn.get("_status") != key:
             self.query_one(StatusBar).show(v)
             self.query_one(VerifyBanner).show(v)
@@ -302,9 +328,9 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         if tab == "launch":
             self.query_one(LaunchPanel).show(v)
         elif tab == "live":
-            self.query_one(LivePanel).show(v)
+            self.query_one(LivePanel).show(v, compact=self.compact)
         elif tab == "gpu":
-            self.query_one(GpuPanel).show(v)
+            self.query_one(GpuPanel).show(v, compact=self.compact)
         elif tab == "log":
             self.query_one(LogPanel).show(v)
         elif tab == "advice":
@@ -493,6 +519,22 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         """Show a panel."""
         if tab in TABS:
             self.query_one(TabbedContent).active = tab
+
+    def _log_panel(self) -> LogPanel:
+        self.action_show_tab("log")
+        return self.query_one(LogPanel)
+
+    def action_log_search(self) -> None:
+        """The Log panel's search box."""
+        self._log_panel().open_search()
+
+    def action_log_filter(self) -> None:
+        """The Log panel's next filter."""
+        self.notify(f"log: {self._log_panel().cycle_filter()}", timeout=2)
+
+    def action_log_wrap(self) -> None:
+        """Wrap the Log panel's lines or cut them."""
+        self.notify(f"log lines {'wrapped' if self._log_panel().toggle_wrap() else 'cut at the edge'}", timeout=2)
 
     def action_help(self) -> None:
         """The key help."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from specdash.collect.gpu import GpuProcess, GpuSample
 from specdash.collect.live import (
     DecodeWindow,
+    GpuPoint,
     GpuView,
     LiveSnapshot,
     LogEntry,
@@ -160,12 +161,19 @@ def frozen_snapshot(scenario: str = "healthy") -> LiveSnapshot:
         "accept_length": al if collapsed else 2.91, "accept_rate": 0.0 if collapsed else 0.636,
         "accept_histogram": hist,
     }
+    if not collapsed:  # the summary.json RUN field (CONTRACTS, 2026-12-02), from this histogram's rounds
+        run["accept_by_position"] = [{"position": 1, "reached": 434, "accepted": 373, "rate": 373 / 434},
+                                     {"position": 2, "reached": 373, "accepted": 299, "rate": 299 / 373},
+                                     {"position": 3, "reached": 299, "accepted": 207, "rate": 207 / 299}]
+        run["accept_by_position_source"] = "histogram"
     gpu = GpuView(status="simulated", devices=(
         GpuSample(index=0, name="NVIDIA H100 80GB HBM3", memory_used_mib=69_632.0, memory_total_mib=81_559.0,
                   utilization_pct=87.0, processes=[GpuProcess(4242, 69_120.0, "specdash.sim")], simulated=True,
                   timestamp=0.0),
     ), server_pids=frozenset({4242}), t=NOW)
     procs = (ProcSample(4242, "python", 18.0, 212.0, 0, "python -m specdash.sim …"),)
+    gpu_hist = tuple(GpuPoint(NOW - 118 + 2 * i, "GPU 0", 85.0 + (0.0 if i < 4 else 0.4), 78.0 + 9 * math.sin(i / 3),
+                              310.0 + 40 * math.sin(i / 4), 61.0 + i / 12) for i in range(60))
     info = {"speculative_algorithm": "EAGLE" if collapsed else "EAGLE3", "speculative_num_steps": 3,
             "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4, "version": "0.5.23", "simulated": True}
     return LiveSnapshot(
@@ -174,7 +182,7 @@ def frozen_snapshot(scenario: str = "healthy") -> LiveSnapshot:
                                           "other": 3, **({"error": 1} if collapsed else {})},
         gpu=gpu, procs=procs, server_info=info, run=run, run_label="seeds-five ×4 (loop)", run_started=NOW - 112,
         run_server_accept_length=al if collapsed else 2.93, errors={}, stale=frozenset(), simulated=True,
-        metrics_enabled=True, tier=_adaptive_tier() if scenario == "adaptive" else None,
+        metrics_enabled=True, tier=_adaptive_tier() if scenario == "adaptive" else None, gpu_history=gpu_hist,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.binding import Binding
 
 
@@ -80,6 +81,14 @@ KEYS: tuple[KeySpec, ...] = (
             group="Panels"),
     KeySpec("tab-advice", "5", "show_tab('advice')", "Suggestions tab",
             "Suggestions from the advisor once measurements exist", show=False, group="Panels"),
+    KeySpec("log-search", "slash", "log_search", "Search log",
+            "Log panel: show only the lines holding a text (case-insensitive; empty = all lines)", show=False,
+            group="Log"),
+    KeySpec("log-filter", "f", "log_filter", "Filter log",
+            "Log panel: cycle the kinds shown — all, warnings and errors, decode batches, adjustments and "
+            "skipped weights", show=False, group="Log"),
+    KeySpec("log-wrap", "z", "log_wrap", "Wrap log",
+            "Log panel: wrap long lines, or cut them at the panel's edge", show=False, group="Log"),
     KeySpec("help", "question_mark", "help", "Help", "Show every key and what it does"),
     KeySpec("quit", "q", "quit", "Quit",
             "Quit; stops what specdash started (asks first while a server is running)"),
@@ -102,5 +111,25 @@ def by_id(key_id: str) -> KeySpec:
 
 def key_display(spec: KeySpec) -> str:
     """How a key is written on the help screen (``?``, ``+``, ``ctrl+q``)."""
-    names = {"question_mark": "?", "plus": "+", "equals_sign": "=", "minus": "-"}
+    names = {"question_mark": "?", "plus": "+", "equals_sign": "=", "minus": "-", "slash": "/"}
     return " / ".join(names.get(k, k) for k in spec.key.split(","))
+
+
+#: The keys the compact footer names, in order (the full list is behind ``?``).
+COMPACT_KEYS = ("launch", "stop", "load-loop", "tweak", "log-search", "help", "quit")
+
+
+def key_line() -> Text:
+    """The one-line key footer of a narrow terminal (the most used keys, then ``?`` for the rest): what
+    Textual's footer cannot fit below ~100 columns."""
+    by_id = {k.id: k for k in KEYS}
+    t = Text(no_wrap=True, overflow="ellipsis")
+    for i, kid in enumerate(COMPACT_KEYS):
+        k = by_id.get(kid)
+        if k is None:
+            continue
+        if i:
+            t.append("  ")
+        t.append(key_display(k).split(" / ")[0], style="bold reverse")
+        t.append(" " + k.description.lower())
+    return t

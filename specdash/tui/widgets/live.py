@@ -109,11 +109,62 @@ def tier_series(view: ViewState) -> Series | None:
     return Series("tier: steps + 1", tuple(xs), tuple(ys), "yellow")
 
 
-class StatTiles(Static):
-    """The headline numbers (a grid of tiles)."""
+def positions_text(view: ViewState) -> Text | None:
+    """The run's acceptance by draft position (``accept_by_position`` of the RUN: P(position i accepted |
+    the round reached it)) as one line; None when the run has none."""
+    rows = [p for p in view.snapshot.run.get("accept_by_position") or [] if isinstance(p, dict)
+            and p.get("position") is not None]
+    if not rows:
+        return None
+    t = Text()
+    t.append("Accept by draft position", style="bold")
+    src = view.snapshot.run.get("accept_by_position_source")
+    t.append(f" ({src}): " if src else ": ", style="dim")
+    for k, p in enumerate(sorted(rows, key=lambda p: p["position"])):
+        if k:
+            t.append(" │ ", style="dim")
+        t.append(f"{p['position']} ", style="dim")
+        t.append(pct(p.get("rate")), style="bold cyan")
+    return t
 
-    def show(self, view: ViewState) -> None:
+
+def compact_numbers(view: ViewState) -> Table:
+    """The headline numbers for a narrow or short terminal: label / value pairs, three to a line (nvitop's
+    compact layout), every value a few characters."""
+    n = live_numbers(view)
+    base = view.baseline_tok_s
+    run_tok = view.snapshot.run.get("output_tok_s")
+    speed = f" ×{run_tok / base:.2f}" if base and run_tok else ""
+    grid = Table.grid(expand=True, padding=(0, 1))
+    for w in (9, 10, 11, 14, 11, 13):  # fits 73 columns (an 80-column terminal's panel); wider, they grow
+        grid.add_column(min_width=w, no_wrap=True, overflow="ellipsis")
+    acc = "bold red" if view.collapsed else "bold cyan"
+
+    def lab(s: str) -> Text:
+        return Text(s, style="dim")
+
+    ms = " ms"
+    grid.add_row(lab("tok/s srv"), Text(n["server_tok_s"], style="bold green"),
+                 lab("TTFT p50/90"), Text(f"{n['ttft'].removesuffix(ms)} / {n['ttft_p90']}", style="bold"),
+                 lab("accept len"), Text(n["accept_length"], style=acc))
+    grid.add_row(lab("tok/s run"), Text(n["run_tok_s"] + speed, style="bold green"),
+                 lab("TPOT p50/90"), Text(f"{n['tpot'].removesuffix(ms)} / {n['tpot_p90']}", style="bold"),
+                 lab("accept rate"), Text(n["accept_rate"], style=acc))
+    grid.add_row(lab("req tok/s"), Text(n["request_tok_s"]), lab("ITL p50"), Text(n["itl"]),
+                 lab("τ win / srv"), Text(f"{n['window_accept_length']} / {n['server_accept_length']}"))
+    grid.add_row(lab("run/queue"), Text(f"{n['running']} / {n['queued']}"), lab("requests"),
+                 Text(f"{n['requests']} ok, {n['failed']} fail"), lab("run"), Text(view.snapshot.run_label or DASH))
+    return grid
+
+
+class StatTiles(Static):
+    """The headline numbers (a grid of tiles; label / value pairs when ``compact``)."""
+
+    def show(self, view: ViewState, compact: bool = False) -> None:
         """Render the tiles for ``view``."""
+        if compact:
+            self.update(compact_numbers(view))
+            return
         n = live_numbers(view)
         base = view.baseline_tok_s
         run_tok = view.snapshot.run.get("output_tok_s")
@@ -150,6 +201,7 @@ class LivePanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield StatTiles(id="live-stats")
+        yield Static("", id="live-positions")
         yield Static("", id="live-tier")
         yield Static(ACCEPT_DEFINITIONS, id="live-definitions")
         with Horizontal(classes="chart-row"):
@@ -159,10 +211,16 @@ class LivePanel(Vertical):
             yield HistogramChart(id="chart-histogram")
             yield TimeChart("Requests running / queued", "requests", id="chart-requests")
 
-    def show(self, view: ViewState, *, charts: bool = True) -> None:
-        """Update the numbers (and, when ``charts``, the charts) from ``view``."""
-        self.query_one(StatTiles).show(view)
+    def show(self, view: ViewState, *, charts: bool = True, compact: bool = False) -> None:
+        """Update the numbers (and, when ``charts``, the charts) from ``view``; ``compact``: the narrow
+        terminal's label / value layout."""
+        self.query_one(StatTiles).show(view, compact)
         self.set_class(view.collapsed, "-collapsed")
+        pos = positions_text(view)
+        pbox = self.query_one("#live-positions", Static)
+        pbox.display = pos is not None
+        if pos is not None:
+            pbox.update(pos)
         tier = tier_text(view)
         box = self.query_one("#live-tier", Static)
         box.display = tier is not None
