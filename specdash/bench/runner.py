@@ -235,7 +235,10 @@ class ProfileRun:
 
     async def _read_gpu_exporters(self, manifest: dict) -> None:
         """The configured GPU exporters, read once, into ``manifest["gpu_exporters"]`` (nothing is
-        added when none is configured); a node that cannot be read is named on the progress line."""
+        added when none is configured; the manifest is written again with them); a node that cannot be
+        read is named on the progress line.  Each exporter has a total deadline
+        (:data:`specdash.collect.exporter.DEFAULT_TIMEOUT_S`) and a size cap, so this ends within seconds
+        whatever the exporters do; it runs as a task beside the load (:meth:`_start_exporters`)."""
         from specdash.collect.exporter import merge_targets, profile_targets, read_exporters
 
         targets = merge_targets(self.opt.gpu_exporters, profile_targets(self.profile))
@@ -243,9 +246,24 @@ class ProfileRun:
             return
         readings = await read_exporters(targets)
         manifest["gpu_exporters"] = [r.to_json() for r in readings]
+        self.rundir.write_manifest(manifest)
         for r in readings:
             self._say(f"[{self.profile.name}] GPU exporter {r.target.node}: "
                       + (f"{len(r.devices)} device(s)" if r.status == "ok" else r.status))
+
+    def _start_exporters(self, manifest: dict) -> asyncio.Task:
+        """:meth:`_read_gpu_exporters` as a task: the first request does not wait for a slow exporter."""
+        return asyncio.create_task(self._read_gpu_exporters(manifest), name="specdash-gpu-exporters")
+
+    @staticmethod
+    async def _join_exporters(task: asyncio.Task | None, *, cancel: bool) -> None:
+        """Wait for the exporters' task (bounded by their deadline), or cancel it (the run is being cut short)."""
+        if task is None:
+            return
+        if cancel and not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # a reading is never worth a failed run
+            await task
 
     def _format_for_server(self, info: dict | None) -> None:
         """An attached run whose profile names no local tokenizer (``--url`` alone, or a profile whose
@@ -314,7 +332,6 @@ class ProfileRun:
             if self.prompt_format.get("warning"):
                 self._say(f"[{self.profile.name}] warning: {self.prompt_format['warning']}")
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
-            await self._read_gpu_exporters(manifest)
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             self._check_context(info, max_tokens, manifest)
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
@@ -328,6 +345,7 @@ class ProfileRun:
             if self.opt.sweep:
                 manifest["sweep"] = {self.opt.sweep_var: points}
             self.rundir.write_manifest(manifest)
+            exporters = self._start_exporters(manifest)  # beside the load: never before the first request
             try:
                 for i, x in enumerate(points):
                     if i:
@@ -347,8 +365,12 @@ class ProfileRun:
                     self.rundir.write_summary(self.runs)  # results written as they come
                     if self.fault is not None:
                         break
+            except BaseException:
+                await self._join_exporters(exporters, cancel=True)
+                raise
             finally:
                 self.opt = base_opt
+            await self._join_exporters(exporters, cancel=False)
         if self.fault is not None:
             raise RunFailed(self.fault.message(self))
         var = self.opt.sweep_var if self.opt.sweep else "concurrency"

@@ -200,6 +200,10 @@ class GpuExporterEntry(_Strict):
             raise ValueError(f"an exporter is read over http or https, not {v.split('://', 1)[0]}://")
         if any(c.isspace() for c in v):
             raise ValueError("a URL has no spaces")
+        hostport = v.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+        port = hostport.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in hostport.rsplit("]", 1)[-1] else ""
+        if port and (not port.isdigit() or not 1 <= int(port) <= 65535):
+            raise ValueError(f"port {port!r} is not 1–65535 (dcgm-exporter listens on 9400)")
         return v
 
 
