@@ -153,6 +153,20 @@ def _open_regular(path, what: str, limit: int | None) -> int:
     return fd
 
 
+def check_file(path, *, limit: int | None = None, what: str = "file") -> int:
+    """The size of ``path`` after checking it is a regular file (not a FIFO, device, socket or directory)
+    of at most ``limit`` bytes — for readers that open the file themselves (Parquet, tokenizers).
+
+    Raises:
+        NotARegularFile / TooLarge / InputError: as :func:`read_bytes`.
+    """
+    fd = _open_regular(path, what, limit)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
 def read_bytes(path, *, limit: int, what: str = "file") -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
@@ -219,17 +233,16 @@ def iter_lines(path, *, line_limit: int, what: str = "file", offset: int = 0,
 def json_depth_error(value: Any, max_depth: int = JSON_MAX_DEPTH) -> int | None:
     """The depth at which ``value`` (parsed JSON) first exceeds ``max_depth`` nested containers, or
     None when it does not (iterative: no recursion limit is reached however deep the value)."""
+    if not isinstance(value, (dict, list)):
+        return None
     stack = [(value, 1)]
+    containers = (dict, list)
     while stack:
         v, d = stack.pop()
-        if isinstance(v, dict):
-            if d > max_depth:
-                return d
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            if d > max_depth:
-                return d
-            stack.extend((x, d + 1) for x in v)
+        if d > max_depth:
+            return d
+        items = v.values() if isinstance(v, dict) else v
+        stack.extend([(x, d + 1) for x in items if isinstance(x, containers)])
     return None
 
 
@@ -305,9 +318,12 @@ async def fetch(client, method: str, url: str, *, limit: int, deadline_s: float,
                           extensions={"reason_phrase": r.reason_phrase.encode("ascii", "replace")})
 
 
-def _range_text(lo, hi, unit: str) -> str:
+def _out_of_range(what: str, v, lo, hi, unit: str, why: str, extra: str = "") -> InputError:
     u = f" {unit}" if unit else ""
-    return f"between {lo:g} and {hi:g}{u}" if hi is not None else f"at least {lo:g}{u}"
+    shown = f"{v:,}" if isinstance(v, int) and abs(v) < 10**30 else (
+        f"a {len(str(abs(v)))}-digit number" if isinstance(v, int) else f"{v:g}")
+    side = f"at least {lo:,g}{u}" if v < lo else f"at most {hi:,g}{u}"
+    return InputError(f"{what} must be {side}{extra} (got {shown})" + (f": {why}" if why and v > hi else ""))
 
 
 def bounded_int(value, *, lo: int, hi: int, what: str, why: str = "") -> int:
@@ -330,8 +346,7 @@ def bounded_int(value, *, lo: int, hi: int, what: str, why: str = "") -> int:
     if not isinstance(value, int):
         raise InputError(f"{what} must be a whole number, got {type(value).__name__} {value!r}")
     if not lo <= value <= hi:
-        shown = f"{value:,}" if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-        raise InputError(f"{what} must be {_range_text(lo, hi, '')}, got {shown}" + (f" ({why})" if why else ""))
+        raise _out_of_range(what, value, lo, hi, "", why)
     return value
 
 
@@ -354,18 +369,53 @@ def bounded_float(value, *, lo: float, hi: float, what: str, unit: str = "", all
     if math.isinf(f) and f > 0 and allow_inf:
         return f
     if not lo <= f <= hi:
-        extra = "; inf means all at once" if allow_inf else ""
-        raise InputError(f"{what} must be {_range_text(lo, hi, unit)}{extra}, got {f:g}"
-                         + (f" ({why})" if why else ""))
+        raise _out_of_range(what, f, lo, hi, unit, why, ", or inf for all at once" if allow_inf else "")
     return f
 
 
 __all__ = [
-    "CHAT_TEMPLATE_BYTES", "DATASET_BYTES", "EXPORTER_BYTES", "JSON_MAX_DEPTH", "MAX_BUDGET", "MAX_BURSTINESS",
-    "MAX_CONCURRENCY", "MAX_PROMPTS", "MAX_RANDOM_INPUT_TOKENS", "MAX_RANDOM_TOTAL_TOKENS", "MAX_REPEATS",
-    "MAX_REQUEST_RATE", "MAX_ROUNDS", "MAX_RUN_REQUESTS", "MAX_SECONDS", "MAX_SEED", "MAX_TOKENS", "MAX_WARMUP",
-    "METRICS_BYTES", "MIN_BURSTINESS", "MIN_REQUEST_RATE", "MODEL_JSON_BYTES", "PROMPTS_FILE_BYTES",
-    "RECORD_LINE_BYTES", "RENDERED_PROMPT_CHARS", "RUN_FILE_BYTES", "SERVER_JSON_BYTES", "TOML_BYTES",
-    "InputError", "NotARegularFile", "TooDeep", "TooLarge", "TooSlow", "bounded_float", "bounded_int", "fetch",
-    "iter_lines", "json_depth_error", "loads_json", "read_bytes", "read_json", "read_text", "size_text",
+    "CHAT_TEMPLATE_BYTES",
+    "DATASET_BYTES",
+    "EXPORTER_BYTES",
+    "JSON_MAX_DEPTH",
+    "MAX_BUDGET",
+    "MAX_BURSTINESS",
+    "MAX_CONCURRENCY",
+    "MAX_PROMPTS",
+    "MAX_RANDOM_INPUT_TOKENS",
+    "MAX_RANDOM_TOTAL_TOKENS",
+    "MAX_REPEATS",
+    "MAX_REQUEST_RATE",
+    "MAX_ROUNDS",
+    "MAX_RUN_REQUESTS",
+    "MAX_SECONDS",
+    "MAX_SEED",
+    "MAX_TOKENS",
+    "MAX_WARMUP",
+    "METRICS_BYTES",
+    "MIN_BURSTINESS",
+    "MIN_REQUEST_RATE",
+    "MODEL_JSON_BYTES",
+    "PROMPTS_FILE_BYTES",
+    "RECORD_LINE_BYTES",
+    "RENDERED_PROMPT_CHARS",
+    "RUN_FILE_BYTES",
+    "SERVER_JSON_BYTES",
+    "TOML_BYTES",
+    "InputError",
+    "NotARegularFile",
+    "TooDeep",
+    "TooLarge",
+    "TooSlow",
+    "bounded_float",
+    "bounded_int",
+    "check_file",
+    "fetch",
+    "iter_lines",
+    "json_depth_error",
+    "loads_json",
+    "read_bytes",
+    "read_json",
+    "read_text",
+    "size_text",
 ]

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from specdash import __version__
 from specdash.profile import safe_name
+from specdash.sglang.records import record_problem
 
 #: ``requests.csv`` columns, in order.  Times in ms; ``accept_length`` = completion_tokens ÷
 #: verify rounds of the request (bonus included; empty without speculation); ``itl_mean_ms`` =
@@ -62,6 +63,103 @@ def _span_digest(fh, offset: int) -> tuple[str, str]:
     fh.seek(start)
     tail = hashlib.sha256(fh.read(offset - start)).hexdigest()
     return head, tail
+
+
+class RunFileError(ValueError):
+    """A run-directory file (``manifest.json``, ``summary.json``, ``comparison.json``, ``sweep.json``,
+    ``tune.json``) that is unreadable, not JSON, nested too deep, or not of the shape specdash writes; the
+    message starts with its path."""
+
+
+def read_run_file(path: str | Path, *, what: str | None = None) -> dict:
+    """The JSON object of a run-directory file: a regular file of at most
+    :data:`specdash.bounded.RUN_FILE_BYTES`, JSON nested at most :data:`specdash.bounded.JSON_MAX_DEPTH`
+    levels, an object at the top (:mod:`specdash.bounded`) — the one reader of every such file.
+
+    Raises:
+        RunFileError: missing, unreadable, not a regular file, too large, not JSON, too deep, not an object.
+    """
+    from specdash.bounded import RUN_FILE_BYTES, InputError, read_json
+
+    p = Path(path)
+    try:
+        data = read_json(p, limit=RUN_FILE_BYTES, what=what or p.name)
+    except InputError as exc:
+        raise RunFileError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{p}: a JSON {type(data).__name__}, not the object specdash writes there")
+    return data
+
+
+def _num(v) -> bool:
+    return type(v) in (int, float)
+
+
+def _opt(test):
+    return lambda v: v is None or test(v)
+
+
+def _dict_of(test):
+    return lambda v: isinstance(v, dict) and all(test(x) for x in v.values())
+
+
+def _list_of(test):
+    return lambda v: isinstance(v, list) and all(test(x) for x in v)
+
+
+#: The RUN fields (``summary.json`` ``runs[]``) the report, ``compare``, ``--resume`` and the dashboard's
+#: baseline read, and the JSON types specdash writes them with (:class:`~specdash.bench.runner.ProfileRun`).
+RUN_TYPES = {
+    "profile": lambda v: type(v) is str, "profile_path": _opt(lambda v: type(v) is str),
+    "run_dir": _opt(lambda v: type(v) is str), "sglang_version": _opt(lambda v: type(v) is str),
+    "simulated": _opt(lambda v: type(v) is bool), "acceptance_simulated": _opt(lambda v: type(v) is bool),
+    "partial": _opt(lambda v: type(v) is bool),
+    "requests": lambda v: type(v) is int and v >= 0, "output_tokens": lambda v: type(v) is int and v >= 0,
+    "failed_requests": _opt(lambda v: type(v) is int and v >= 0), "sweep_point": _opt(lambda v: type(v) is int),
+    "concurrency": _opt(lambda v: type(v) is int), "request_rate": _opt(lambda v: _num(v) or v == "inf"),
+    **{k: _opt(_num) for k in ("output_tok_s", "duration_s", "accept_length", "accept_rate", "server_accept_length",
+                               "achieved_request_rate", "request_throughput", "goodput", "goodput_fraction",
+                               "burstiness")},
+    **{k: _opt(_dict_of(_opt(_num))) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "goodput_slo")},
+    "accept_histogram": _opt(_list_of(_num)), "effective": _opt(_dict_of(lambda v: v is None or type(v) in (
+        str, int, float, bool))),
+    "verification": _opt(lambda v: isinstance(v, dict) and isinstance(v.get("status", ""), str)
+                         and _list_of(lambda f: isinstance(f, dict))(v.get("findings", []))),
+    **{k: _opt(_list_of(lambda x: isinstance(x, dict))) for k in ("tiers", "ranks", "by_context",
+                                                                  "accept_by_position")},
+    "by_category": _opt(_dict_of(lambda x: isinstance(x, dict))), "adaptive": _opt(lambda v: isinstance(v, dict)),
+    "metrics_error": _opt(lambda v: type(v) is str), "server_info_errors": _opt(_list_of(lambda x: type(x) is str)),
+}
+#: Where :func:`checked_run` lists the RUN fields it dropped.
+INVALID_RUN_FIELDS = "specdash_invalid_fields"
+
+
+def checked_run(run: dict) -> dict:
+    """``run`` (a RUN of ``summary.json``) with every field of :data:`RUN_TYPES` of another JSON type removed
+    and listed under :data:`INVALID_RUN_FIELDS` — an edited or foreign summary never reaches a figure
+    with a value specdash did not write."""
+    out, bad = dict(run), []
+    for key, ok in RUN_TYPES.items():
+        if key in out and not ok(out[key]):
+            bad.append(f"{key}: {type(out[key]).__name__}")
+            del out[key]
+    if bad:
+        out[INVALID_RUN_FIELDS] = bad
+    return out
+
+
+def read_summary(path: str | Path) -> dict:
+    """``summary.json`` as specdash wrote it: ``{"specdash_version", "runs": [RUN, …]}``, each RUN an object
+    passed through :func:`checked_run` (fields of the wrong type dropped and listed).
+
+    Raises:
+        RunFileError: as :func:`read_run_file`, or no ``runs`` list of objects.
+    """
+    data = read_run_file(path, what="summary.json")
+    runs = data.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise RunFileError(f"{path}: no list of run objects under \"runs\": not a summary specdash wrote")
+    return {**data, "runs": [checked_run(r) for r in runs]}
 
 
 def _ms(v) -> float | None:
@@ -123,6 +221,9 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         self.checkpoint = checkpoint
         self._requests_fh = None
+        #: lines of requests.jsonl :meth:`iter_requests` skipped as not records (and the first reason)
+        self.bad_lines = 0
+        self.bad_line_example: str | None = None
         #: every record of requests.jsonl folded (no record kept), for the checkpoint :meth:`close`
         #: writes; None when this object has not seen the whole file (then no checkpoint is written)
         self._ledger = None
@@ -157,9 +258,9 @@ class RunDir:
         )
 
     def read_manifest(self) -> dict:
-        """``manifest.json`` as a dict ({} when absent)."""
+        """``manifest.json`` as a dict ({} when absent; :func:`read_run_file`, raises RunFileError when bad)."""
         p = self.path / "manifest.json"
-        return json.loads(p.read_text()) if p.is_file() else {}
+        return read_run_file(p) if p.is_file() else {}
 
     def append_request(self, record: dict) -> None:
         """Append one record to ``requests.jsonl`` and flush it to the OS at once."""
@@ -184,25 +285,44 @@ class RunDir:
             self._ledger.add(record)
 
     def iter_requests(self, offset: int = 0) -> Iterator:
-        """The complete records of ``requests.jsonl``, one at a time, read line by line with orjson
-        (a torn last line, or any line that is not JSON, is skipped): memory is one record's,
-        however long the file.  Lines orjson refuses but :func:`json.loads` reads (``NaN``, which
-        :meth:`append_request`'s ``json.dumps`` can write; integers beyond 64 bits) are read by
-        the latter.  ``offset``: start at that byte (a line start: the checkpoint's)."""
+        """The complete records of ``requests.jsonl``, one at a time, read line by line with orjson:
+        memory is one record's (each line at most :data:`specdash.bounded.RECORD_LINE_BYTES`), however
+        long the file.  Lines orjson refuses but :func:`json.loads` reads (``NaN``, which
+        :meth:`append_request`'s ``json.dumps`` can write; integers beyond 64 bits) are read by the latter.
+        A line that is not a record specdash could have written — a torn last line, not JSON, nested past
+        :data:`specdash.bounded.JSON_MAX_DEPTH`, not an object, a field of another type
+        (:func:`specdash.sglang.records.record_problem`) — is skipped and counted in :attr:`bad_lines`
+        (the first reason in :attr:`bad_line_example`).  ``offset``: start at that byte (a line start:
+        the checkpoint's)."""
         if not self.requests_path.is_file():
             return
         import orjson
 
-        with open(self.requests_path, "rb") as fh:
-            fh.seek(offset)
-            for line in fh:
+        from specdash.bounded import RECORD_LINE_BYTES, InputError, iter_lines
+
+        try:
+            lines = iter_lines(self.requests_path, line_limit=RECORD_LINE_BYTES, what="requests.jsonl",
+                               offset=offset)
+            for at, line in lines:
                 try:
-                    yield orjson.loads(line)
+                    rec = orjson.loads(line) if line else None
                 except orjson.JSONDecodeError:
                     try:
-                        yield json.loads(line)
-                    except ValueError:
-                        continue
+                        rec = json.loads(line)
+                    except (ValueError, RecursionError):
+                        rec = None
+                # orjson refuses nesting past 1,024 and json.loads' RecursionError is caught: only the
+                # fields a record is read for are checked (record_problem)
+                why = "not JSON" if rec is None else record_problem(rec)
+                if why is not None:
+                    if line.endswith(b"\n") or not line:  # a torn last line is a crash's, not a bad record
+                        self.bad_lines += 1
+                        self.bad_line_example = self.bad_line_example or f"byte {at}: {why}"
+                    continue
+                yield rec
+        except InputError as exc:  # requests.jsonl is a FIFO or a device: no records
+            self.bad_lines += 1
+            self.bad_line_example = self.bad_line_example or str(exc)
 
     def read_requests(self) -> list[dict]:
         """All complete records of ``requests.jsonl`` (a torn last line is ignored) as a list —
@@ -369,8 +489,8 @@ def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max
     best: tuple[float, dict] | None = None
     for p in Path(out_dir).glob("*/summary.json"):
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
+            data = read_summary(p)
+        except RunFileError:
             continue
         manifest: dict | None = None
         for run in data.get("runs", []):
@@ -384,8 +504,8 @@ def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max
                 if got is None:
                     if manifest is None:
                         try:
-                            manifest = json.loads((p.parent / "manifest.json").read_text())
-                        except (OSError, ValueError):
+                            manifest = read_run_file(p.parent / "manifest.json")
+                        except RunFileError:
                             manifest = {}
                     got = manifest.get(key)
                 if got is None or str(got) != str(val):

@@ -28,6 +28,7 @@ output file is not one ``specdash report`` wrote.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -66,7 +67,8 @@ def _report(args: argparse.Namespace) -> int:
     if out.exists() and not args.force and not is_generated_report(out):
         raise UsageError(f"{out} exists and is not a page specdash report wrote: choose another --out, or pass "
                          "--force to overwrite it")
-    page = render_report(sources, title=args.title)
+    with foreign_values(args.dirs):
+        page = render_report(sources, title=args.title)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     print(f"report: {out}")
@@ -220,7 +222,28 @@ def _compare(args: argparse.Namespace) -> int:
     for flag in ("suite", "max_tokens", "repeats", "api_key", "out"):
         if getattr(args, flag) != _compare_parser().get_default(flag):
             raise UsageError(f"--{flag.replace('_', '-')} applies only with --url URL_A --vs-url URL_B")
-    return _print_comparison(args, compare_dirs(args.dir_a, args.dir_b, concurrency=args.concurrency))
+    with foreign_values([args.dir_a, args.dir_b]):
+        cmp = compare_dirs(args.dir_a, args.dir_b, concurrency=args.concurrency)
+    return _print_comparison(args, cmp)
+
+
+@contextlib.contextmanager
+def foreign_values(dirs):
+    """Turn a type error met while reading values out of run directories into a usage error naming them.
+
+    The readers check every file's shape and the fields the figures come from
+    (:func:`specdash.bench.rundir.read_summary`, :func:`specdash.sglang.records.record_problem`); a value
+    deeper inside a hand-edited file (a tier's count as a string, a finding without a code) can still be
+    of a type specdash never writes — that is the directory's fault, said as such, not an internal error.
+    """
+    try:
+        yield
+    except UsageError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, ZeroDivisionError, OverflowError) as exc:
+        raise UsageError(f"{', '.join(map(str, dirs))}: a file there holds a value of a type specdash never writes "
+                         f"({type(exc).__name__}: {str(exc)[:200]}); was it edited by hand or by another tool? "
+                         "Run the benchmark again to get a directory specdash can read") from None
 
 
 def _compare_urls(args: argparse.Namespace, progress) -> int:
@@ -242,10 +265,15 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
     for u, flag in ((args.url, "--url"), (args.vs_url, "--vs-url")):
         if problem := url_problem(u, flag):
             raise UsageError(problem)
-    for flag in ("max_tokens", "repeats", "concurrency"):
+    from specdash import bounded as B
+
+    for flag, hi in (("max_tokens", B.MAX_TOKENS), ("repeats", B.MAX_REPEATS), ("concurrency", B.MAX_CONCURRENCY)):
         v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {v})")
+        if v is not None:
+            try:
+                B.bounded_int(v, lo=1, hi=hi, what=f"--{flag.replace('_', '-')}")
+            except B.InputError as exc:
+                raise UsageError(str(exc)) from None
     suite = load_suite(args.suite)
     stamp = utc_stamp()
     recs, runs = {}, []

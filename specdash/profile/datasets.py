@@ -47,7 +47,6 @@ Only the standard library and pydantic are imported here; ``pyarrow``, ``dataset
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -126,8 +125,12 @@ def load_dataset_suite(
         ProfileError: the source is missing, unreadable, of the wrong shape, needs a library
             that is not installed, or leaves no prompt; the message names it and the fix.
     """
+    from specdash.bounded import MAX_PROMPTS
+
     if num_prompts is not None and num_prompts < 1:
         raise ProfileError(f"--num-prompts must be at least 1 (got {num_prompts})")
+    if num_prompts is not None and num_prompts > MAX_PROMPTS:
+        raise ProfileError(f"--num-prompts must be at most {MAX_PROMPTS:,} (got {num_prompts:,})")
     for flag, v in (("--min-input-tokens", min_input_tokens), ("--max-input-tokens", max_input_tokens)):
         if v is not None and v < 1:
             raise ProfileError(f"{flag} must be at least 1 (got {v})")
@@ -203,47 +206,93 @@ def list_datasets() -> list[tuple[str, Path]]:
 
 
 def _read_rows(path: Path) -> tuple[str, Sequence[Any], dict]:
-    """(format, rows, extra record fields) of a dataset file or directory."""
+    """(format, rows, extra record fields) of a dataset file or directory.  A file must be a regular file
+    (a FIFO or ``/dev/zero`` is refused before a byte is read) of at most
+    :data:`specdash.bounded.DATASET_BYTES`; JSON Lines are read a line at a time, JSON values nested
+    more than :data:`specdash.bounded.JSON_MAX_DEPTH` levels are refused (:mod:`specdash.bounded`)."""
+    from specdash.bounded import DATASET_BYTES, InputError, check_file, read_bytes
+
     if path.is_dir():
         return _read_hf_dir(path)
     suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return "parquet", _read_parquet(path), {}
     try:
-        text = path.read_text(encoding="utf-8")
+        if suffix in (".parquet", ".pq"):
+            check_file(path, limit=DATASET_BYTES, what="dataset")
+            return "parquet", _read_parquet(path), {}
+        if suffix in (".jsonl", ".ndjson"):
+            return "jsonl", _parse_jsonl(path), {}
+        raw = read_bytes(path, limit=DATASET_BYTES, what="dataset")
+    except InputError as exc:
+        raise ProfileError(f"{exc}; {_HINT}") from None
+    try:
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ProfileError(f"dataset {path}: not UTF-8 text; {_HINT}") from None
-    except OSError as exc:
-        raise ProfileError(f"dataset {path}: cannot read: {exc.strerror}") from None
+    del raw
     head = text.lstrip()[:1]
     if not head:
         raise ProfileError(f"dataset {path}: the file is empty; {_HINT}")
-    if suffix in (".jsonl", ".ndjson") or (suffix != ".json" and head == "{"):
-        return "jsonl", _parse_jsonl(path, text), {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        if head == "{" and "Extra data" in str(exc):  # a .json file holding JSON Lines
-            return "jsonl", _parse_jsonl(path, text), {}
-        raise ProfileError(f"dataset {path}: not valid JSON ({exc}); {_HINT}") from None
+    if suffix != ".json" and head == "{":
+        return "jsonl", _parse_jsonl(path), {}
+    data = _loads(text, path)
+    if isinstance(data, _ExtraData):  # a .json file holding JSON Lines
+        return "jsonl", _parse_jsonl(path), {}
     if not isinstance(data, list):
-        keys = f" with keys {', '.join(list(data)[:_MAX_SHOWN])}" if isinstance(data, dict) else ""
+        keys = f" with keys {', '.join(map(str, list(data)[:_MAX_SHOWN]))}" if isinstance(data, dict) else ""
         raise ProfileError(f"dataset {path}: the JSON is a {type(data).__name__}{keys}, not a list of "
                            f"conversations or prompt objects; {_HINT}")
     fmt = "sharegpt" if data and isinstance(data[0], dict) and "conversations" in data[0] else "json"
     return fmt, data, {}
 
 
-def _parse_jsonl(path: Path, text: str) -> list[Any]:
+class _ExtraData:
+    """:func:`_loads`' answer for JSON followed by more JSON (JSON Lines in a ``.json`` file)."""
+
+
+def _loads(text: str, path: Path) -> Any:
+    from specdash.bounded import InputError, loads_json
+
+    try:
+        return loads_json(text, what=f"dataset {path}")
+    except InputError as exc:
+        if text.lstrip()[:1] == "{" and ("Extra data" in str(exc) or "trailing" in str(exc).lower()):
+            return _ExtraData()
+        raise ProfileError(f"{exc}; {_HINT}") from None
+
+
+def _parse_jsonl(path: Path) -> list[Any]:
+    """The rows of a JSON Lines file, read a line at a time (each line at most
+    :data:`specdash.bounded.RECORD_LINE_BYTES`, nested at most :data:`specdash.bounded.JSON_MAX_DEPTH`)."""
+    from specdash.bounded import (
+        DATASET_BYTES,
+        RECORD_LINE_BYTES,
+        InputError,
+        iter_lines,
+        loads_json,
+        size_text,
+    )
+
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError as exc:
-            raise ProfileError(f"dataset {path}:{n}: not a JSON object ({exc}); each line of a JSONL dataset is "
-                               "one object such as {\"prompt\": \"…\", \"category\": \"coding\"}") from None
+    try:
+        for n, (_, line) in enumerate(iter_lines(path, line_limit=RECORD_LINE_BYTES, what="dataset",
+                                                 total_limit=DATASET_BYTES), 1):
+            if line == b"":
+                raise ProfileError(f"dataset {path}:{n}: a line longer than {size_text(RECORD_LINE_BYTES)}; each "
+                                   "line of a JSONL dataset is one prompt object")
+            if n == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if not line.strip():
+                continue
+            try:
+                rows.append(loads_json(line, what=f"dataset {path}:{n}"))
+            except InputError as exc:
+                why = str(exc).removeprefix(f"dataset {path}:{n}: ")
+                raise ProfileError(f"dataset {path}:{n}: not a JSON object ({why}); each line of a JSONL dataset is one object such as "
+                                   "{\"prompt\": \"…\", \"category\": \"coding\"}") from None
+    except InputError as exc:
+        raise ProfileError(f"{exc}; {_HINT}") from None
+    if not rows:
+        raise ProfileError(f"dataset {path}: the file is empty; {_HINT}")
     return rows
 
 
@@ -457,8 +506,13 @@ def _tokenizers_counter(f: Path, *, required: bool) -> TokenCounter | None:
             return None
         raise ProfileError(f"counting tokens with {f} needs the tokenizers library, which is not installed: "
                            "pip install tokenizers (or pip install 'specdash[datasets]')") from None
+    from specdash.bounded import DATASET_BYTES, InputError, check_file
+
     try:
+        check_file(f, limit=DATASET_BYTES, what="tokenizer")  # never a FIFO or a device
         tok = Tokenizer.from_file(str(f))
+    except InputError as exc:
+        raise ProfileError(str(exc)) from None
     except Exception as exc:  # the library's error for a file it cannot parse
         raise ProfileError(f"{f}: not a tokenizer the tokenizers library can read ({exc})") from None
 
@@ -503,18 +557,29 @@ def _parse_random(source: str) -> tuple[int, int, str | None]:
             raise ProfileError(f"--dataset {source}: {part!r} is not in=N, out=M or tokenizer=PATH "
                                "(e.g. random:in=512,out=128)")
         fields[key.strip()] = value.strip()
-    for key in ("in", "out"):
+    from specdash.bounded import MAX_RANDOM_INPUT_TOKENS, MAX_TOKENS
+
+    for key, hi in (("in", MAX_RANDOM_INPUT_TOKENS), ("out", MAX_TOKENS)):
         if key not in fields:
             raise ProfileError(f"--dataset {source}: {key}= is missing (e.g. random:in=512,out=128)")
-        if not fields[key].isdigit() or int(fields[key]) < 1:
-            raise ProfileError(f"--dataset {source}: {key}={fields[key]} is not a positive whole number of tokens")
+        v = fields[key]
+        if not v.isdigit() or len(v) > 12 or int(v) < 1:
+            raise ProfileError(f"--dataset {source}: {key}={v[:20]} is not a positive whole number of tokens")
+        if int(v) > hi:
+            raise ProfileError(f"--dataset {source}: {key}={int(v):,} is above {hi:,} tokens, the most a "
+                               f"{'random prompt' if key == 'in' else 'request'} of specdash has")
     return int(fields["in"]), int(fields["out"]), fields.get("tokenizer")
 
 
 def _random_suite(source: str, *, num_prompts: int | None, seed: int, profile: Profile | None) -> tuple[Suite, dict]:
+    from specdash.bounded import MAX_RANDOM_TOTAL_TOKENS
+
     n_in, n_out, tokenizer = _parse_random(source)
-    counter = token_counter(profile, tokenizer)
     n = num_prompts or DEFAULT_RANDOM_PROMPTS
+    if n * n_in > MAX_RANDOM_TOTAL_TOKENS:  # the texts are made in memory, ~3.6 characters a token
+        raise ProfileError(f"--dataset {source} with {n:,} prompts: {n * n_in:,} input tokens in all, above the "
+                           f"{MAX_RANDOM_TOTAL_TOKENS:,} specdash composes for one run; lower in= or --num-prompts")
+    counter = token_counter(profile, tokenizer)
     rng = random.Random(seed)
     make = _exact_tokens if counter.method == "tokenizer" else _exact_chars
     texts = [make(counter, n_in, rng, source) for _ in range(n)]

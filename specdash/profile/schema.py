@@ -29,7 +29,6 @@ Reading files and finding names is :mod:`specdash.profile.files`.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from pathlib import Path
@@ -45,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from specdash import bounded as B
 from specdash.sglang.versions import resolve_version
 
 
@@ -312,11 +312,12 @@ class SuiteSection(_Strict):
 
     name: str
     description: str = ""
-    max_tokens: int = Field(1024, ge=1)
-    temperature: float = Field(0.0, ge=0)
-    repeats: int = Field(1, ge=1)
-    warmup: int = Field(1, ge=0, description="warm-up requests, excluded from results")
-    concurrency: int = Field(1, ge=1)
+    max_tokens: int = Field(1024, ge=1, le=B.MAX_TOKENS)
+    temperature: float = Field(0.0, ge=0, le=100, allow_inf_nan=False)
+    repeats: int = Field(1, ge=1, le=B.MAX_REPEATS)
+    warmup: int = Field(1, ge=0, le=B.MAX_WARMUP, description="warm-up requests, excluded from results")
+    concurrency: int = Field(1, ge=1, le=B.MAX_CONCURRENCY, description="requests in flight (SGLang's default "
+                             "max_running_requests tops out at 4,096)")
     ignore_eos: bool = True
     api: Literal["generate", "chat"] = "generate"
     chat_template: Literal["auto", "none", "require"] = Field(
@@ -342,7 +343,7 @@ class Prompt(_Strict):
                                            "API or rendered with the chat template")
     category: str | None = None
     id: str | None = None
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=B.MAX_TOKENS)
 
     @model_validator(mode="before")
     @classmethod
@@ -455,10 +456,14 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
         pf = Path(expand_path(suite.suite.prompts_file, where=f"{path}: suite.prompts_file"))
         if not pf.is_absolute() and real is not None:
             pf = real.parent / pf
+        from specdash.bounded import PROMPTS_FILE_BYTES, InputError, loads_json, read_bytes
+
+        try:  # a regular file of at most PROMPTS_FILE_BYTES (a FIFO or /dev/zero is refused unread)
+            raw = read_bytes(pf, limit=PROMPTS_FILE_BYTES, what="prompts_file")
+        except InputError as exc:
+            raise ProfileError(f"{path}: {exc}") from None
         try:
-            lines = pf.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ProfileError(f"{path}: prompts_file {pf}: {exc.strerror}") from None
+            lines = raw.decode("utf-8").splitlines()
         except UnicodeDecodeError as exc:
             bad = exc.object[exc.start:exc.start + 1].hex()
             raise ProfileError(f"{path}: prompts_file {pf}: unreadable: not UTF-8 text (byte 0x{bad} at "
@@ -467,7 +472,7 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = loads_json(line, what=f"{pf}:{n}")  # nested at most JSON_MAX_DEPTH levels
                 suite.prompts.append(Prompt.model_validate(obj if isinstance(obj, dict) else {"text": obj}))
             except (ValueError, ValidationError) as exc:
                 raise ProfileError(f"{pf}:{n}: not a prompt object {{\"text\": …, \"category\": …}}: {exc}") from None
