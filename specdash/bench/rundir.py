@@ -11,6 +11,8 @@ Layout (README "Run directories")::
         summary.json          {"specdash_version", "runs": [RUN]}
         requests.csv          requests.jsonl flattened, one row per record (:data:`CSV_COLUMNS`), at close
         requests.stats.npz    the resume checkpoint: requests.jsonl's statistics folded up to a byte offset, at close
+                              (the sha256 of every byte up to it and an HMAC with a key of the user's state
+                              directory: a checkpoint is used only when both check out, never to change a figure)
 
 Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json`` (and the
 checkpoint, a cache that is never the record), which are replaced atomically (write to a temporary file, then rename).  :func:`find_baseline_run`
@@ -49,20 +51,72 @@ _LOADED: dict[tuple, tuple] = {}
 
 #: The resume checkpoint (:meth:`RunDir.close` writes it, :meth:`RunDir.load_stats` reads it).
 STATS_CHECKPOINT = "requests.stats.npz"
-_DIGEST_SPAN = 1 << 16  # bytes of requests.jsonl hashed at its start and before the checkpoint's offset
+#: Bytes of requests.jsonl hashed per read while a checkpoint is written or checked.
+_HASH_CHUNK = 1 << 20
+#: The file (under the state directory, mode 0600) holding the key checkpoints are signed with.
+CHECKPOINT_KEY = "checkpoint.key"
 
 
-def _span_digest(fh, offset: int) -> tuple[str, str]:
-    """sha256 of the first and of the last :data:`_DIGEST_SPAN` bytes of ``fh``'s first ``offset``
-    bytes: the checkpoint's proof that those bytes are the ones it folded (the file is append-only)."""
+def _file_digest(fh, offset: int) -> str:
+    """sha256 of ``fh``'s first ``offset`` bytes — all of them: an edited record anywhere before the
+    checkpoint's offset changes it (~0.1 s per 100 MB with the CPU's SHA extensions)."""
     import hashlib
 
+    h = hashlib.sha256()
     fh.seek(0)
-    head = hashlib.sha256(fh.read(min(offset, _DIGEST_SPAN))).hexdigest()
-    start = max(0, offset - _DIGEST_SPAN)
-    fh.seek(start)
-    tail = hashlib.sha256(fh.read(offset - start)).hexdigest()
-    return head, tail
+    left = offset
+    while left > 0:
+        chunk = fh.read(min(_HASH_CHUNK, left))
+        if not chunk:
+            break
+        h.update(chunk)
+        left -= len(chunk)
+    return h.hexdigest()
+
+
+def _checkpoint_key(create: bool) -> bytes | None:
+    """The key checkpoints are signed with (32 random bytes in ``<state dir>/checkpoint.key``, mode 0600,
+    made on first use), or None when it cannot be read (or made): then no checkpoint is written or trusted.
+    Kept under the user's state directory, not in the run directory, so that whoever can edit a run
+    directory cannot also forge a checkpoint's figures."""
+    from specdash.sglang.process import state_dir
+
+    base = state_dir()
+    path = (base.parent if base.name == "servers" else base) / CHECKPOINT_KEY
+    try:
+        key = path.read_bytes()
+        if len(key) >= 32:
+            return key
+    except OSError:
+        pass
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        return path.read_bytes()
+    except FileExistsError:  # another specdash made it a moment ago
+        return _checkpoint_key(False)
+    except OSError:
+        return None
+
+
+def _checkpoint_mac(key: bytes, offset: int, digest: str, stats: dict, arrays: dict) -> str:
+    """HMAC-SHA256 over the checkpoint's whole content: the offset, the file digest, the folded statistics
+    (canonical JSON) and every array (name, dtype, shape, bytes, in name order)."""
+    import hashlib
+    import hmac
+
+    m = hmac.new(key, digestmod=hashlib.sha256)
+    m.update(json.dumps({"offset": offset, "digest": digest, "stats": stats}, sort_keys=True,
+                        separators=(",", ":")).encode("utf-8"))
+    for name in sorted(arrays):
+        a = arrays[name]
+        m.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        m.update(a.tobytes())
+    return m.hexdigest()
 
 
 class RunFileError(ValueError):
@@ -368,30 +422,40 @@ class RunDir:
         return hit
 
     def _read_checkpoint(self):
-        """``(RunStats, offset)`` from :data:`STATS_CHECKPOINT` when it describes the first ``offset``
-        bytes of this ``requests.jsonl`` (same size or longer, same bytes at its start and before
-        ``offset``, a line ending there; the records past it are the caller's to fold); None
-        otherwise — missing, unreadable, of another format or another file: the records are then
-        read from the start, so a bad checkpoint costs time, never a wrong figure."""
+        """``(RunStats, offset)`` from :data:`STATS_CHECKPOINT` when it is verified in full (the records past
+        ``offset`` are the caller's to fold); None otherwise — then the records are read from the start, so
+        a bad checkpoint costs time, never a wrong figure.  Verified: its HMAC (:func:`_checkpoint_mac`, with
+        the key of the user's state directory) matches its offset, file digest, statistics and arrays — an
+        edited count or sum fails here —; ``requests.jsonl`` is at least ``offset`` bytes, a line ends there,
+        and the sha256 of *all* its first ``offset`` bytes is the one recorded — an edited record anywhere
+        fails here; a record skipped as unreadable past the offset (:meth:`iter_requests`) changes nothing
+        before it.  Missing, unreadable, of another format, another file, another user's: None."""
+        import hmac
+
         import numpy as np
 
         from specdash.collect.stream import RunStats
 
         path = self.path / STATS_CHECKPOINT
+        key = _checkpoint_key(create=False)
+        if key is None or not path.is_file():
+            return None
         try:
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
             meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-            offset = int(meta["offset"])
+            offset, digest, stats = int(meta["offset"]), str(meta["digest"]), meta["stats"]
+            if not hmac.compare_digest(str(meta.get("mac", "")), _checkpoint_mac(key, offset, digest, stats, arrays)):
+                return None
             with open(self.requests_path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 if not 0 < offset <= size:
                     return None
                 fh.seek(offset - 1)
-                if fh.read(1) != b"\n" or list(_span_digest(fh, offset)) != meta["digest"]:
+                if fh.read(1) != b"\n" or not hmac.compare_digest(_file_digest(fh, offset), digest):
                     return None
-            return RunStats.from_state(meta["stats"], arrays), offset
-        except Exception:
+            return RunStats.from_state(stats, arrays), offset
+        except Exception:  # a damaged checkpoint of any kind is only ignored: it is a cache, never the record
             return None
 
     def write_checkpoint(self) -> Path | None:
@@ -402,13 +466,18 @@ class RunDir:
 
         if self._ledger is None or not self._ledger.count or not self.requests_path.is_file():
             return None
+        key = _checkpoint_key(create=True)
+        if key is None:  # nowhere to keep the signing key: no checkpoint (a resume re-reads every record)
+            return None
         if self._requests_fh is not None:
             self._requests_fh.flush()
         meta, arrays = self._ledger.state()
+        meta = json.loads(json.dumps(meta))  # as the file will hold it (the MAC is over that)
         with open(self.requests_path, "rb") as fh:
             offset = os.fstat(fh.fileno()).st_size
-            digest = list(_span_digest(fh, offset))
-        head = json.dumps({"offset": offset, "digest": digest, "stats": meta}, separators=(",", ":"))
+            digest = _file_digest(fh, offset)
+        mac = _checkpoint_mac(key, offset, digest, meta, arrays)
+        head = json.dumps({"offset": offset, "digest": digest, "stats": meta, "mac": mac}, separators=(",", ":"))
         path = self.path / STATS_CHECKPOINT
         tmp = path.with_name(path.name + ".tmp")
         try:
