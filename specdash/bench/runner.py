@@ -293,18 +293,23 @@ class ProfileRun:
 
     def _check_context(self, info: dict, max_tokens: int, manifest: dict) -> None:
         """Refuse the run before its first request when a prompt cannot fit the server's context
-        (exact token counts), warn when an estimate says so (:mod:`specdash.bench.context`).
+        (exact token counts), warn when an estimate says so (:mod:`specdash.bench.context`: the context from
+        ``/server_info`` ``context_length``, else the model's own config as SGLang derives it; the draft
+        slots speculation reserves added).
 
         Raises:
-            RunFailed: an exactly counted prompt + its max_tokens exceed ``/server_info`` context_length.
+            RunFailed: an exactly counted prompt + its max_tokens + draft slots reach the context length.
         """
-        from specdash.bench.context import context_problems
+        from specdash.bench.context import context_limit, context_problems, draft_reserve
 
-        chk = context_problems(self.suite, self.profile, info.get("context_length"), max_tokens)
+        limit, source = context_limit(info, self.profile if self.launch is not None else None)
+        chk = context_problems(self.suite, self.profile, limit, max_tokens, reserve=draft_reserve(info, self.profile),
+                               source=source)
         if chk is None or not chk.too_long:
             return
         msg = chk.message(self.suite.name)
-        manifest["context_check"] = {"context_length": chk.context_length, "exact": chk.exact,
+        manifest["context_check"] = {"context_length": chk.context_length, "source": chk.source,
+                                     "reserved_draft_slots": chk.reserve, "exact": chk.exact,
                                      "too_long": [list(t) for t in chk.too_long]}
         self.rundir.write_manifest(manifest)
         if chk.exact:
