@@ -219,6 +219,10 @@ class ProfileRun:
                                       sglang_version=self.opt.sglang_version, extra=self.opt.extra_manifest)
             self.rundir.write_manifest(manifest)
             return self.opt.url, self.opt.api_key, manifest
+        from specdash.profile.nodes import command_warnings
+
+        for w in command_warnings(self.profile):  # a profile is code (README "Profiles are code")
+            self._say(f"[{self.profile.name}] warning: {w}")
         log = self.rundir.server_log_path
         self._log_base = _count_lines(log)
         self.launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.opt.sglang_version,

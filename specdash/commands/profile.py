@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from specdash.commands.errors import ExitCode, run
@@ -502,6 +503,10 @@ def _show(args: argparse.Namespace) -> int:
     prof = load_profile(args.profile).expanded()
     launch = build_launch(prof, version=args.sglang_version)
     nodes = build_node_launches(prof, version=args.sglang_version) if prof.nodes else None
+    from specdash.profile.nodes import command_warnings
+
+    for w in command_warnings(prof):  # a profile is code: say so where it shows what it runs (stderr)
+        print(f"warning: {w}", file=sys.stderr)
     if args.json:
         print(json.dumps(show_json(launch, prof, nodes), indent=2))
     else:

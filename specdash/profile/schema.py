@@ -114,6 +114,36 @@ class ServerSection(_Strict):
                                       "it); a node's own `gpus` wins")
 
 
+#: A portable environment variable name (POSIX: letters, digits and ``_``, not starting with a digit) — what
+#: ``export`` in the ssh node script and every shell accept.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def env_table(v: Any, where: str) -> Any:
+    """An ``[env]`` / ``[nodes.env]`` table with its values as strings (``true`` → ``"1"``) and every name a
+    portable variable name (:data:`_ENV_NAME`; not empty, no ``=``, NUL, space, ``;`` …: a process
+    environment is ``NAME=value`` C strings, and a node's variables are ``export``-ed by a shell script
+    over ssh), no NUL in a value.  Not a dict: returned as it is (pydantic says what it should be).
+
+    Raises:
+        ValueError: naming the table, the variable and the fix (shown as the profile's error).
+    """
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, x in v.items():
+        name, value = str(k), (str(int(x)) if isinstance(x, bool) else str(x))
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{where} name {name!r} cannot be an environment variable (empty, or holds '=', a NUL "
+                             "byte, a space or another character a shell cannot export — a name is letters, digits "
+                             "and '_', not starting with a digit): rename it, e.g. NCCL_SOCKET_IFNAME = \"eth0\"")
+        if "\x00" in value:
+            raise ValueError(f"{where} {name}: the value holds a NUL byte, which no environment variable can "
+                             "carry: remove it")
+        out[name] = value
+    return out
+
+
 class NodeSection(_Strict):
     """``[[nodes]]``: one machine of a multi-node server (node 0 first; it alone serves the HTTP API)."""
 
@@ -132,9 +162,8 @@ class NodeSection(_Strict):
     @field_validator("env", mode="before")
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return {str(k): (str(int(x)) if isinstance(x, bool) else str(x)) for k, x in v.items()}
-        return v
+        """As ``[env]``'s (:func:`env_table`): this node's variables go to its shell script over ssh."""
+        return env_table(v, "[nodes.env]")
 
 
 class SpeculativeSection(_Strict):
@@ -228,22 +257,8 @@ class Profile(_Strict):
     @field_validator("env", mode="before")
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
-        """Values as strings (``true`` → ``"1"``); names a process environment can hold: no ``=`` and no
-        NUL in a name (POSIX ``environ`` is ``NAME=value`` C strings; Python's ``subprocess`` refuses
-        both), no NUL in a value.  Raises ValueError naming the variable (shown as the profile's error)."""
-        if not isinstance(v, dict):
-            return v
-        out = {}
-        for k, x in v.items():
-            name, value = str(k), (str(int(x)) if isinstance(x, bool) else str(x))
-            if not name or "=" in name or "\x00" in name:
-                raise ValueError(f"[env] name {name!r} cannot be an environment variable (empty, or holds '=' or a "
-                                 "NUL byte): rename it, e.g. NCCL_SOCKET_IFNAME = \"eth0\"")
-            if "\x00" in value:
-                raise ValueError(f"[env] {name}: the value holds a NUL byte, which no environment variable can "
-                                 "carry: remove it")
-            out[name] = value
-        return out
+        """Values as strings (``true`` → ``"1"``), names and values checked (:func:`env_table`)."""
+        return env_table(v, "[env]")
 
     @property
     def path(self) -> Path | None:
