@@ -318,11 +318,17 @@ async def fetch(client, method: str, url: str, *, limit: int, deadline_s: float,
                           extensions={"reason_phrase": r.reason_phrase.encode("ascii", "replace")})
 
 
+def _num_text(n) -> str:
+    """``1000000`` → ``1,000,000``; ``0.01`` → ``0.01``; ``1e300`` → ``1e+300``."""
+    if isinstance(n, int) or (isinstance(n, float) and n.is_integer() and abs(n) < 1e15):
+        return f"{int(n):,}"
+    return f"{n:g}"
+
+
 def _out_of_range(what: str, v, lo, hi, unit: str, why: str, extra: str = "") -> InputError:
     u = f" {unit}" if unit else ""
-    shown = f"{v:,}" if isinstance(v, int) and abs(v) < 10**30 else (
-        f"a {len(str(abs(v)))}-digit number" if isinstance(v, int) else f"{v:g}")
-    side = f"at least {lo:,g}{u}" if v < lo else f"at most {hi:,g}{u}"
+    shown = f"a {len(str(abs(v)))}-digit number" if isinstance(v, int) and abs(v) >= 10**30 else _num_text(v)
+    side = f"at least {_num_text(lo)}{u}" if v < lo else f"at most {_num_text(hi)}{u}"
     return InputError(f"{what} must be {side}{extra} (got {shown})" + (f": {why}" if why and v > hi else ""))
 
 
