@@ -172,6 +172,10 @@ class ProfileRun:
             # per record, :meth:`RunDir.load_stats`); this session's records are kept as they come
             self.stats, segment = self.rundir.load_stats()
             self.stats.keep_records = True
+            if self.rundir.bad_lines:
+                self._say(f"[{self.profile.name}] warning: {self.rundir.bad_lines} line(s) of requests.jsonl are not "
+                          f"records specdash wrote ({self.rundir.bad_line_example}); they were skipped, and their "
+                          "requests are sent again")
             return segment
         self.rundir = RunDir.create(self.opt.out_dir, self.profile.name, stamp=self.opt.stamp)
         return 0
