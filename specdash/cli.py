@@ -92,7 +92,10 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="a JSON object merged into every request, as SGLang's bench_serving --extra-request-body "
                         "(its \"sampling_params\" go into /generate's sampling_params)")
     p.add_argument("--url", metavar="URL", help="attach to a running SGLang server instead of launching")
-    p.add_argument("--api-key", metavar="KEY", help="API key of an attached server (or SGLANG_API_KEY)")
+    p.add_argument("--api-key", metavar="KEY", help="API key of an attached server; visible to every user in the "
+                   "process list (ps), so prefer SGLANG_API_KEY or --api-key-file")
+    p.add_argument("--api-key-file", metavar="FILE", help="read the attached server's API key from FILE (its first "
+                   "line; keep it mode 0600) instead of the command line")
     p.add_argument("--out", metavar="DIR", help="parent directory of run directories (./runs)")
     p.add_argument("--json", action="store_true", help="print only the summary (or comparison) JSON on stdout")
     p.add_argument("--repeats", type=int, metavar="N", help="override the suite's repeats")
@@ -164,16 +167,22 @@ def _internal_error(exc: Exception, argv: list[str] | None) -> int:
     import traceback
 
     from specdash.sglang.process import state_dir
-    from specdash.sglang.secrets import redact_text, secret_values
+    from specdash.sglang.secrets import redact_text, redact_url, secret_values
 
     args = list(sys.argv[1:] if argv is None else argv)
     secrets = [*secret_values(args), *(v for k, v in os.environ.items() if k == "SGLANG_API_KEY" and v)]
-    text = redact_text("".join(traceback.format_exception(exc)), secrets)
-    msg = redact_text(str(exc).splitlines()[0] if str(exc) else "", secrets)
+    if _API_KEY_READ:
+        secrets.append(_API_KEY_READ[-1])
+
+    def hide(t: str) -> str:  # secret flag values, the environment's key, URL passwords (--gpu-exporter)
+        return redact_url(redact_text(t, secrets))
+
+    text = hide("".join(traceback.format_exception(exc)))
+    msg = hide(str(exc).splitlines()[0] if str(exc) else "")
     sys.stdout.flush()
     print(f"specdash: internal error: {type(exc).__name__}" + (f": {msg}" if msg else ""), file=sys.stderr)
     body = (f"specdash {__version__}, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, pid {os.getpid()}\n"
-            f"argv: {redact_text(repr(args), secrets)}\n\n{text}")
+            f"argv: {hide(repr(args))}\n\n{text}")
     try:
         base = state_dir()
         crash_dir = (base.parent if base.name == "servers" else base) / "crashes"
@@ -205,6 +214,8 @@ def _main(argv: list[str] | None) -> int:
     except (UsageError, argparse.ArgumentTypeError) as exc:
         parser.error(str(exc))
     args.out = args.out or "runs"
+    if (code := _api_key_source(args)) is not None:
+        return code
     if args.demo and not args.profile and not args.url:
         args.profile = DEMO_PROFILE
     ui = args.ui
@@ -229,6 +240,40 @@ def _main(argv: list[str] | None) -> int:
     from specdash.tui.app import run_tui
 
     return run_tui(args)
+
+
+#: The API key read from ``--api-key-file`` (kept for the crash file's redaction).
+_API_KEY_READ: list[str] = []
+
+
+def _api_key_source(args) -> int | None:
+    """Where the attached server's API key comes from: ``--api-key-file FILE`` (its first line), else
+    ``--api-key KEY`` — which works but is visible in this process's argv to every user of the machine
+    (``ps``, ``/proc/PID/cmdline``), so a warning says so —, else ``SGLANG_API_KEY`` (read where it is
+    used).  Returns an exit code for an unreadable key file, else None."""
+    if getattr(args, "api_key_file", None):
+        from specdash.bounded import InputError, read_text
+
+        if args.api_key:
+            print("specdash: give --api-key or --api-key-file, not both", file=sys.stderr)
+            return 2
+        try:
+            lines = read_text(args.api_key_file, limit=64 * 1024, what="--api-key-file").splitlines()
+        except InputError as exc:
+            print(f"specdash: {exc}", file=sys.stderr)
+            return 2
+        key = lines[0].strip() if lines else ""
+        if not key:
+            print(f"specdash: --api-key-file {args.api_key_file}: the file is empty (its first line is the key)",
+                  file=sys.stderr)
+            return 2
+        args.api_key = key
+        _API_KEY_READ.append(key)
+    elif getattr(args, "api_key", None):
+        print("specdash: warning: --api-key puts the key in specdash's own command line, which every user of this "
+              "machine can read (ps, /proc/PID/cmdline); set SGLANG_API_KEY or use --api-key-file FILE instead",
+              file=sys.stderr)
+    return None
 
 
 def _force_tui() -> bool:

@@ -255,20 +255,23 @@ def secrets_via_config(argv: list[str]) -> tuple[list[str], str | None, str | No
     ``srt/server_args.py``, ``ConfigArgumentMerger`` in ``srt/server_args_config_parser.py``, 0.5.11–
     0.5.14: a YAML mapping of flag names to values, merged as ``--name value``).  The file is
     ``{"api-key": …}`` (JSON, which YAML reads as a flow mapping), mode 0600 in a fresh 0700 directory
-    of the temp dir; :class:`ServerLaunch` deletes it once the server is ready (or failed, or stopped).
+    of the temp dir; :class:`ServerLaunch` deletes it once the server is ready (or failed, or stopped), and a
+    specdash killed before that leaves it to the next start, which deletes it
+    (:func:`specdash.sglang.leftovers.remove_stale_secret_dirs`).
     When ``argv`` already has a ``--config`` (SGLang takes one), the key stays in argv and the note says
     so.  Without secret flags ``argv`` is returned unchanged.
     """
     import json
     import os
-    import tempfile
 
     out, secrets = split_secrets(list(argv))
     if not secrets:
         return list(argv), None, None
     if _own_config(out):
         return list(argv), None, _OWN_CONFIG_NOTE
-    d = tempfile.mkdtemp(prefix="specdash-secret-")  # mode 0700
+    from specdash.sglang.leftovers import make_secret_dir
+
+    d = make_secret_dir()  # mode 0700, named after this process: the next start deletes it if we are killed
     path = os.path.join(d, "server-secrets.yaml")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -26,3 +26,14 @@ def _isolated_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
     monkeypatch.setenv("SPECDASH_STATE_DIR", str(base / "state"))
     yield
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many inputs the fuzz suite tried, per reader (``tests/test_fuzz_inputs.py``), when it ran."""
+    import sys
+
+    mod = sys.modules.get("tests.test_fuzz_inputs")
+    tried = getattr(mod, "TRIED", None)
+    if tried:
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(tried.items()))
+        terminalreporter.write_line(f"fuzz: {sum(tried.values())} inputs tried ({parts})")

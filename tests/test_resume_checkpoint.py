@@ -122,11 +122,37 @@ def _damage(kind: str, rd: RunDir) -> None:
         rd.requests_path.write_bytes(b"".join(lines[:50]))
     elif kind == "pickle":  # an object array is refused by allow_pickle=False, not executed
         np.savez(ck, meta=np.array([{"x": 1}], dtype=object))
+    elif kind == "middle":  # a record in the middle changed, far from both ends (issue #23: the 64 KiB spans)
+        data = bytearray(rd.requests_path.read_bytes())
+        assert len(data) > 4 * (1 << 16)
+        i = data.index(b'"completion_tokens":', len(data) // 2) + len(b'"completion_tokens":')
+        data[i:i + 1] = b"9" if data[i:i + 1] != b"9" else b"8"
+        rd.requests_path.write_bytes(bytes(data))
+    elif kind in ("forged-count", "forged-array"):  # the checkpoint's own figures edited, its digest kept
+        with np.load(ck) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(arrays.pop("meta").tobytes())
+        if kind == "forged-count":
+            meta["stats"]["count"] += 1
+            meta["stats"]["ok_count"] += 1
+        else:
+            name = next(k for k, a in arrays.items() if a.dtype.kind == "f" and a.size)
+            arrays[name] = arrays[name] * 2
+        np.savez(ck, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **arrays)
+    elif kind == "other-key":  # a checkpoint signed elsewhere (another user, another machine)
+        from specdash.sglang.process import state_dir
+
+        base = state_dir()
+        key = (base.parent if base.name == "servers" else base) / "checkpoint.key"
+        key.write_bytes(os.urandom(32))
 
 
-@pytest.mark.parametrize("kind", ["garbage", "truncated", "format", "edited", "shorter", "pickle"])
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "format", "edited", "shorter", "pickle", "middle",
+                                  "forged-count", "forged-array", "other-key"])
 def test_a_checkpoint_that_does_not_describe_the_file_is_ignored(tmp_path, kind):
-    recs = synth(300, seed=8)
+    """Whatever was changed — the checkpoint, the records anywhere, the signing key — the figures are the full
+    read's; an edited record changes them (the checkpoint did not hide it)."""
+    recs = synth(1500 if kind == "middle" else 300, seed=8)
     rd = RunDir(tmp_path / "run")
     _write(rd, recs)
     rd.close()
@@ -135,8 +161,10 @@ def test_a_checkpoint_that_does_not_describe_the_file_is_ignored(tmp_path, kind)
     full = RunStats(keep_records=False)
     full.fold(r for r in RunDir(rd.path).iter_requests() if isinstance(r, dict))
     assert readouts(stats) == readouts(full)
-    if kind == "edited":
+    if kind in ("edited", "middle"):
         assert readouts(stats) != readouts(RunStats(recs, keep_records=False))
+    if kind.startswith("forged") or kind == "other-key":
+        assert readouts(stats) == readouts(RunStats(recs, keep_records=False))
 
 
 def test_no_checkpoint_from_an_object_that_did_not_see_the_whole_file(tmp_path):

@@ -55,9 +55,12 @@ class ReportError(ValueError):
 
 # -- loading ---------------------------------------------------------------------------------------
 def _read_json(path: Path) -> Any:
+    """A run-directory JSON object (:func:`specdash.bench.rundir.read_run_file`: bounded, depth-limited)."""
+    from specdash.bench.rundir import RunFileError, read_run_file
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return read_run_file(path)
+    except RunFileError as exc:
         raise ReportError(f"{path} cannot be read as JSON ({exc})") from None
 
 
@@ -116,9 +119,12 @@ def load_source(path: str | Path) -> Source:
     if not p.is_dir():
         raise ReportError(f"{p} is not a directory")
     if (p / "summary.json").is_file():
-        summary = _read_json(p / "summary.json")
-        if not isinstance(summary, dict) or not isinstance(summary.get("runs"), list):
-            raise ReportError(f"{p / 'summary.json'} has no runs list: not a summary specdash wrote")
+        from specdash.bench.rundir import RunFileError, read_summary
+
+        try:
+            summary = read_summary(p / "summary.json")  # each RUN's fields type-checked
+        except RunFileError as exc:
+            raise ReportError(f"{p / 'summary.json'}: not a summary specdash wrote ({exc})") from None
         manifest = _read_json(p / "manifest.json") if (p / "manifest.json").is_file() else {}
         sweep = _read_json(p / SWEEP_FILE) if (p / SWEEP_FILE).is_file() else None
         return Source(p, "run", summary=summary, manifest=manifest if isinstance(manifest, dict) else {},

@@ -11,6 +11,8 @@ Layout (README "Run directories")::
         summary.json          {"specdash_version", "runs": [RUN]}
         requests.csv          requests.jsonl flattened, one row per record (:data:`CSV_COLUMNS`), at close
         requests.stats.npz    the resume checkpoint: requests.jsonl's statistics folded up to a byte offset, at close
+                              (the sha256 of every byte up to it and an HMAC with a key of the user's state
+                              directory: a checkpoint is used only when both check out, never to change a figure)
 
 Nothing is ever overwritten in place except ``manifest.json`` / ``summary.json`` (and the
 checkpoint, a cache that is never the record), which are replaced atomically (write to a temporary file, then rename).  :func:`find_baseline_run`
@@ -29,6 +31,7 @@ from pathlib import Path
 
 from specdash import __version__
 from specdash.profile import safe_name
+from specdash.sglang.records import record_problem
 
 #: ``requests.csv`` columns, in order.  Times in ms; ``accept_length`` = completion_tokens ÷
 #: verify rounds of the request (bonus included; empty without speculation); ``itl_mean_ms`` =
@@ -48,20 +51,169 @@ _LOADED: dict[tuple, tuple] = {}
 
 #: The resume checkpoint (:meth:`RunDir.close` writes it, :meth:`RunDir.load_stats` reads it).
 STATS_CHECKPOINT = "requests.stats.npz"
-_DIGEST_SPAN = 1 << 16  # bytes of requests.jsonl hashed at its start and before the checkpoint's offset
+#: Bytes of requests.jsonl hashed per read while a checkpoint is written or checked.
+_HASH_CHUNK = 1 << 20
+#: The file (under the state directory, mode 0600) holding the key checkpoints are signed with.
+CHECKPOINT_KEY = "checkpoint.key"
 
 
-def _span_digest(fh, offset: int) -> tuple[str, str]:
-    """sha256 of the first and of the last :data:`_DIGEST_SPAN` bytes of ``fh``'s first ``offset``
-    bytes: the checkpoint's proof that those bytes are the ones it folded (the file is append-only)."""
+def _file_digest(fh, offset: int) -> str:
+    """sha256 of ``fh``'s first ``offset`` bytes — all of them: an edited record anywhere before the
+    checkpoint's offset changes it (~0.1 s per 100 MB with the CPU's SHA extensions)."""
     import hashlib
 
+    h = hashlib.sha256()
     fh.seek(0)
-    head = hashlib.sha256(fh.read(min(offset, _DIGEST_SPAN))).hexdigest()
-    start = max(0, offset - _DIGEST_SPAN)
-    fh.seek(start)
-    tail = hashlib.sha256(fh.read(offset - start)).hexdigest()
-    return head, tail
+    left = offset
+    while left > 0:
+        chunk = fh.read(min(_HASH_CHUNK, left))
+        if not chunk:
+            break
+        h.update(chunk)
+        left -= len(chunk)
+    return h.hexdigest()
+
+
+def _checkpoint_key(create: bool) -> bytes | None:
+    """The key checkpoints are signed with (32 random bytes in ``<state dir>/checkpoint.key``, mode 0600,
+    made on first use), or None when it cannot be read (or made): then no checkpoint is written or trusted.
+    Kept under the user's state directory, not in the run directory, so that whoever can edit a run
+    directory cannot also forge a checkpoint's figures."""
+    from specdash.sglang.process import state_dir
+
+    base = state_dir()
+    path = (base.parent if base.name == "servers" else base) / CHECKPOINT_KEY
+    try:
+        key = path.read_bytes()
+        if len(key) >= 32:
+            return key
+    except OSError:
+        pass
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        return path.read_bytes()
+    except FileExistsError:  # another specdash made it a moment ago
+        return _checkpoint_key(False)
+    except OSError:
+        return None
+
+
+def _checkpoint_mac(key: bytes, offset: int, digest: str, stats: dict, arrays: dict) -> str:
+    """HMAC-SHA256 over the checkpoint's whole content: the offset, the file digest, the folded statistics
+    (canonical JSON) and every array (name, dtype, shape, bytes, in name order)."""
+    import hashlib
+    import hmac
+
+    m = hmac.new(key, digestmod=hashlib.sha256)
+    m.update(json.dumps({"offset": offset, "digest": digest, "stats": stats}, sort_keys=True,
+                        separators=(",", ":")).encode("utf-8"))
+    for name in sorted(arrays):
+        a = arrays[name]
+        m.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        m.update(a.tobytes())
+    return m.hexdigest()
+
+
+class RunFileError(ValueError):
+    """A run-directory file (``manifest.json``, ``summary.json``, ``comparison.json``, ``sweep.json``,
+    ``tune.json``) that is unreadable, not JSON, nested too deep, or not of the shape specdash writes; the
+    message starts with its path."""
+
+
+def read_run_file(path: str | Path, *, what: str | None = None) -> dict:
+    """The JSON object of a run-directory file: a regular file of at most
+    :data:`specdash.bounded.RUN_FILE_BYTES`, JSON nested at most :data:`specdash.bounded.JSON_MAX_DEPTH`
+    levels, an object at the top (:mod:`specdash.bounded`) — the one reader of every such file.
+
+    Raises:
+        RunFileError: missing, unreadable, not a regular file, too large, not JSON, too deep, not an object.
+    """
+    from specdash.bounded import RUN_FILE_BYTES, InputError, read_json
+
+    p = Path(path)
+    try:
+        data = read_json(p, limit=RUN_FILE_BYTES, what=what or p.name)
+    except InputError as exc:
+        raise RunFileError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{p}: a JSON {type(data).__name__}, not the object specdash writes there")
+    return data
+
+
+def _num(v) -> bool:
+    return type(v) in (int, float)
+
+
+def _opt(test):
+    return lambda v: v is None or test(v)
+
+
+def _dict_of(test):
+    return lambda v: isinstance(v, dict) and all(test(x) for x in v.values())
+
+
+def _list_of(test):
+    return lambda v: isinstance(v, list) and all(test(x) for x in v)
+
+
+#: The RUN fields (``summary.json`` ``runs[]``) the report, ``compare``, ``--resume`` and the dashboard's
+#: baseline read, and the JSON types specdash writes them with (:class:`~specdash.bench.runner.ProfileRun`).
+RUN_TYPES = {
+    "profile": lambda v: type(v) is str, "profile_path": _opt(lambda v: type(v) is str),
+    "run_dir": _opt(lambda v: type(v) is str), "sglang_version": _opt(lambda v: type(v) is str),
+    "simulated": _opt(lambda v: type(v) is bool), "acceptance_simulated": _opt(lambda v: type(v) is bool),
+    "partial": _opt(lambda v: type(v) is bool),
+    "requests": lambda v: type(v) is int and v >= 0, "output_tokens": lambda v: type(v) is int and v >= 0,
+    "failed_requests": _opt(lambda v: type(v) is int and v >= 0), "sweep_point": _opt(lambda v: type(v) is int),
+    "concurrency": _opt(lambda v: type(v) is int), "request_rate": _opt(lambda v: _num(v) or v == "inf"),
+    **{k: _opt(_num) for k in ("output_tok_s", "duration_s", "accept_length", "accept_rate", "server_accept_length",
+                               "achieved_request_rate", "request_throughput", "goodput", "goodput_fraction",
+                               "burstiness")},
+    **{k: _opt(_dict_of(_opt(_num))) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "goodput_slo")},
+    "accept_histogram": _opt(_list_of(_num)), "effective": _opt(_dict_of(lambda v: v is None or type(v) in (
+        str, int, float, bool))),
+    "verification": _opt(lambda v: isinstance(v, dict) and isinstance(v.get("status", ""), str)
+                         and _list_of(lambda f: isinstance(f, dict))(v.get("findings", []))),
+    **{k: _opt(_list_of(lambda x: isinstance(x, dict))) for k in ("tiers", "ranks", "by_context",
+                                                                  "accept_by_position")},
+    "by_category": _opt(_dict_of(lambda x: isinstance(x, dict))), "adaptive": _opt(lambda v: isinstance(v, dict)),
+    "metrics_error": _opt(lambda v: type(v) is str), "server_info_errors": _opt(_list_of(lambda x: type(x) is str)),
+}
+#: Where :func:`checked_run` lists the RUN fields it dropped.
+INVALID_RUN_FIELDS = "specdash_invalid_fields"
+
+
+def checked_run(run: dict) -> dict:
+    """``run`` (a RUN of ``summary.json``) with every field of :data:`RUN_TYPES` of another JSON type removed
+    and listed under :data:`INVALID_RUN_FIELDS` — an edited or foreign summary never reaches a figure
+    with a value specdash did not write."""
+    out, bad = dict(run), []
+    for key, ok in RUN_TYPES.items():
+        if key in out and not ok(out[key]):
+            bad.append(f"{key}: {type(out[key]).__name__}")
+            del out[key]
+    if bad:
+        out[INVALID_RUN_FIELDS] = bad
+    return out
+
+
+def read_summary(path: str | Path) -> dict:
+    """``summary.json`` as specdash wrote it: ``{"specdash_version", "runs": [RUN, …]}``, each RUN an object
+    passed through :func:`checked_run` (fields of the wrong type dropped and listed).
+
+    Raises:
+        RunFileError: as :func:`read_run_file`, or no ``runs`` list of objects.
+    """
+    data = read_run_file(path, what="summary.json")
+    runs = data.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise RunFileError(f"{path}: no list of run objects under \"runs\": not a summary specdash wrote")
+    return {**data, "runs": [checked_run(r) for r in runs]}
 
 
 def _ms(v) -> float | None:
@@ -123,6 +275,9 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         self.checkpoint = checkpoint
         self._requests_fh = None
+        #: lines of requests.jsonl :meth:`iter_requests` skipped as not records (and the first reason)
+        self.bad_lines = 0
+        self.bad_line_example: str | None = None
         #: every record of requests.jsonl folded (no record kept), for the checkpoint :meth:`close`
         #: writes; None when this object has not seen the whole file (then no checkpoint is written)
         self._ledger = None
@@ -157,9 +312,9 @@ class RunDir:
         )
 
     def read_manifest(self) -> dict:
-        """``manifest.json`` as a dict ({} when absent)."""
+        """``manifest.json`` as a dict ({} when absent; :func:`read_run_file`, raises RunFileError when bad)."""
         p = self.path / "manifest.json"
-        return json.loads(p.read_text()) if p.is_file() else {}
+        return read_run_file(p) if p.is_file() else {}
 
     def append_request(self, record: dict) -> None:
         """Append one record to ``requests.jsonl`` and flush it to the OS at once."""
@@ -184,25 +339,44 @@ class RunDir:
             self._ledger.add(record)
 
     def iter_requests(self, offset: int = 0) -> Iterator:
-        """The complete records of ``requests.jsonl``, one at a time, read line by line with orjson
-        (a torn last line, or any line that is not JSON, is skipped): memory is one record's,
-        however long the file.  Lines orjson refuses but :func:`json.loads` reads (``NaN``, which
-        :meth:`append_request`'s ``json.dumps`` can write; integers beyond 64 bits) are read by
-        the latter.  ``offset``: start at that byte (a line start: the checkpoint's)."""
+        """The complete records of ``requests.jsonl``, one at a time, read line by line with orjson:
+        memory is one record's (each line at most :data:`specdash.bounded.RECORD_LINE_BYTES`), however
+        long the file.  Lines orjson refuses but :func:`json.loads` reads (``NaN``, which
+        :meth:`append_request`'s ``json.dumps`` can write; integers beyond 64 bits) are read by the latter.
+        A line that is not a record specdash could have written — a torn last line, not JSON, nested past
+        :data:`specdash.bounded.JSON_MAX_DEPTH`, not an object, a field of another type
+        (:func:`specdash.sglang.records.record_problem`) — is skipped and counted in :attr:`bad_lines`
+        (the first reason in :attr:`bad_line_example`).  ``offset``: start at that byte (a line start:
+        the checkpoint's)."""
         if not self.requests_path.is_file():
             return
         import orjson
 
-        with open(self.requests_path, "rb") as fh:
-            fh.seek(offset)
-            for line in fh:
+        from specdash.bounded import RECORD_LINE_BYTES, InputError, iter_lines
+
+        try:
+            lines = iter_lines(self.requests_path, line_limit=RECORD_LINE_BYTES, what="requests.jsonl",
+                               offset=offset)
+            for at, line in lines:
                 try:
-                    yield orjson.loads(line)
+                    rec = orjson.loads(line) if line else None
                 except orjson.JSONDecodeError:
                     try:
-                        yield json.loads(line)
-                    except ValueError:
-                        continue
+                        rec = json.loads(line)
+                    except (ValueError, RecursionError):
+                        rec = None
+                # orjson refuses nesting past 1,024 and json.loads' RecursionError is caught: only the
+                # fields a record is read for are checked (record_problem)
+                why = "not JSON" if rec is None else record_problem(rec)
+                if why is not None:
+                    if line.endswith(b"\n") or not line:  # a torn last line is a crash's, not a bad record
+                        self.bad_lines += 1
+                        self.bad_line_example = self.bad_line_example or f"byte {at}: {why}"
+                    continue
+                yield rec
+        except InputError as exc:  # requests.jsonl is a FIFO or a device: no records
+            self.bad_lines += 1
+            self.bad_line_example = self.bad_line_example or str(exc)
 
     def read_requests(self) -> list[dict]:
         """All complete records of ``requests.jsonl`` (a torn last line is ignored) as a list —
@@ -248,30 +422,40 @@ class RunDir:
         return hit
 
     def _read_checkpoint(self):
-        """``(RunStats, offset)`` from :data:`STATS_CHECKPOINT` when it describes the first ``offset``
-        bytes of this ``requests.jsonl`` (same size or longer, same bytes at its start and before
-        ``offset``, a line ending there; the records past it are the caller's to fold); None
-        otherwise — missing, unreadable, of another format or another file: the records are then
-        read from the start, so a bad checkpoint costs time, never a wrong figure."""
+        """``(RunStats, offset)`` from :data:`STATS_CHECKPOINT` when it is verified in full (the records past
+        ``offset`` are the caller's to fold); None otherwise — then the records are read from the start, so
+        a bad checkpoint costs time, never a wrong figure.  Verified: its HMAC (:func:`_checkpoint_mac`, with
+        the key of the user's state directory) matches its offset, file digest, statistics and arrays — an
+        edited count or sum fails here —; ``requests.jsonl`` is at least ``offset`` bytes, a line ends there,
+        and the sha256 of *all* its first ``offset`` bytes is the one recorded — an edited record anywhere
+        fails here; a record skipped as unreadable past the offset (:meth:`iter_requests`) changes nothing
+        before it.  Missing, unreadable, of another format, another file, another user's: None."""
+        import hmac
+
         import numpy as np
 
         from specdash.collect.stream import RunStats
 
         path = self.path / STATS_CHECKPOINT
+        key = _checkpoint_key(create=False)
+        if key is None or not path.is_file():
+            return None
         try:
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
             meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-            offset = int(meta["offset"])
+            offset, digest, stats = int(meta["offset"]), str(meta["digest"]), meta["stats"]
+            if not hmac.compare_digest(str(meta.get("mac", "")), _checkpoint_mac(key, offset, digest, stats, arrays)):
+                return None
             with open(self.requests_path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 if not 0 < offset <= size:
                     return None
                 fh.seek(offset - 1)
-                if fh.read(1) != b"\n" or list(_span_digest(fh, offset)) != meta["digest"]:
+                if fh.read(1) != b"\n" or not hmac.compare_digest(_file_digest(fh, offset), digest):
                     return None
-            return RunStats.from_state(meta["stats"], arrays), offset
-        except Exception:
+            return RunStats.from_state(stats, arrays), offset
+        except Exception:  # a damaged checkpoint of any kind is only ignored: it is a cache, never the record
             return None
 
     def write_checkpoint(self) -> Path | None:
@@ -282,13 +466,18 @@ class RunDir:
 
         if self._ledger is None or not self._ledger.count or not self.requests_path.is_file():
             return None
+        key = _checkpoint_key(create=True)
+        if key is None:  # nowhere to keep the signing key: no checkpoint (a resume re-reads every record)
+            return None
         if self._requests_fh is not None:
             self._requests_fh.flush()
         meta, arrays = self._ledger.state()
+        meta = json.loads(json.dumps(meta))  # as the file will hold it (the MAC is over that)
         with open(self.requests_path, "rb") as fh:
             offset = os.fstat(fh.fileno()).st_size
-            digest = list(_span_digest(fh, offset))
-        head = json.dumps({"offset": offset, "digest": digest, "stats": meta}, separators=(",", ":"))
+            digest = _file_digest(fh, offset)
+        mac = _checkpoint_mac(key, offset, digest, meta, arrays)
+        head = json.dumps({"offset": offset, "digest": digest, "stats": meta, "mac": mac}, separators=(",", ":"))
         path = self.path / STATS_CHECKPOINT
         tmp = path.with_name(path.name + ".tmp")
         try:
@@ -369,8 +558,8 @@ def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max
     best: tuple[float, dict] | None = None
     for p in Path(out_dir).glob("*/summary.json"):
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
+            data = read_summary(p)
+        except RunFileError:
             continue
         manifest: dict | None = None
         for run in data.get("runs", []):
@@ -384,8 +573,8 @@ def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max
                 if got is None:
                     if manifest is None:
                         try:
-                            manifest = json.loads((p.parent / "manifest.json").read_text())
-                        except (OSError, ValueError):
+                            manifest = read_run_file(p.parent / "manifest.json")
+                        except RunFileError:
                             manifest = {}
                     got = manifest.get(key)
                 if got is None or str(got) != str(val):

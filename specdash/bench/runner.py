@@ -190,6 +190,10 @@ class ProfileRun:
             # per record, :meth:`RunDir.load_stats`); this session's records are kept as they come
             self.stats, segment = self.rundir.load_stats()
             self.stats.keep_records = True
+            if self.rundir.bad_lines:
+                self._say(f"[{self.profile.name}] warning: {self.rundir.bad_lines} line(s) of requests.jsonl are not "
+                          f"records specdash wrote ({self.rundir.bad_line_example}); they were skipped, and their "
+                          "requests are sent again")
             return segment
         self.rundir = RunDir.create(self.opt.out_dir, self.profile.name, stamp=self.opt.stamp)
         return 0
@@ -237,6 +241,10 @@ class ProfileRun:
                                       sglang_version=self.opt.sglang_version, extra=self.opt.extra_manifest)
             self.rundir.write_manifest(manifest)
             return self.opt.url, self.opt.api_key, manifest
+        from specdash.profile.nodes import command_warnings
+
+        for w in command_warnings(self.profile):  # a profile is code (README "Profiles are code")
+            self._say(f"[{self.profile.name}] warning: {w}")
         log = self.rundir.server_log_path
         self._log_base = _count_lines(log)
         self.launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.opt.sglang_version,
@@ -253,7 +261,10 @@ class ProfileRun:
 
     async def _read_gpu_exporters(self, manifest: dict) -> None:
         """The configured GPU exporters, read once, into ``manifest["gpu_exporters"]`` (nothing is
-        added when none is configured); a node that cannot be read is named on the progress line."""
+        added when none is configured; the manifest is written again with them); a node that cannot be
+        read is named on the progress line.  Each exporter has a total deadline
+        (:data:`specdash.collect.exporter.DEFAULT_TIMEOUT_S`) and a size cap, so this ends within seconds
+        whatever the exporters do; it runs as a task beside the load (:meth:`_start_exporters`)."""
         from specdash.collect.exporter import merge_targets, profile_targets, read_exporters
 
         targets = merge_targets(self.opt.gpu_exporters, profile_targets(self.profile))
@@ -261,9 +272,24 @@ class ProfileRun:
             return
         readings = await read_exporters(targets)
         manifest["gpu_exporters"] = [r.to_json() for r in readings]
+        self.rundir.write_manifest(manifest)
         for r in readings:
             self._say(f"[{self.profile.name}] GPU exporter {r.target.node}: "
                       + (f"{len(r.devices)} device(s)" if r.status == "ok" else r.status))
+
+    def _start_exporters(self, manifest: dict) -> asyncio.Task:
+        """:meth:`_read_gpu_exporters` as a task: the first request does not wait for a slow exporter."""
+        return asyncio.create_task(self._read_gpu_exporters(manifest), name="specdash-gpu-exporters")
+
+    @staticmethod
+    async def _join_exporters(task: asyncio.Task | None, *, cancel: bool) -> None:
+        """Wait for the exporters' task (bounded by their deadline), or cancel it (the run is being cut short)."""
+        if task is None:
+            return
+        if cancel and not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # a reading is never worth a failed run
+            await task
 
     def _format_for_server(self, info: dict | None) -> None:
         """An attached run whose profile names no local tokenizer (``--url`` alone, or a profile whose
@@ -293,18 +319,23 @@ class ProfileRun:
 
     def _check_context(self, info: dict, max_tokens: int, manifest: dict) -> None:
         """Refuse the run before its first request when a prompt cannot fit the server's context
-        (exact token counts), warn when an estimate says so (:mod:`specdash.bench.context`).
+        (exact token counts), warn when an estimate says so (:mod:`specdash.bench.context`: the context from
+        ``/server_info`` ``context_length``, else the model's own config as SGLang derives it; the draft
+        slots speculation reserves added).
 
         Raises:
-            RunFailed: an exactly counted prompt + its max_tokens exceed ``/server_info`` context_length.
+            RunFailed: an exactly counted prompt + its max_tokens + draft slots reach the context length.
         """
-        from specdash.bench.context import context_problems
+        from specdash.bench.context import context_limit, context_problems, draft_reserve
 
-        chk = context_problems(self.suite, self.profile, info.get("context_length"), max_tokens)
+        limit, source = context_limit(info, self.profile if self.launch is not None else None)
+        chk = context_problems(self.suite, self.profile, limit, max_tokens, reserve=draft_reserve(info, self.profile),
+                               source=source)
         if chk is None or not chk.too_long:
             return
         msg = chk.message(self.suite.name)
-        manifest["context_check"] = {"context_length": chk.context_length, "exact": chk.exact,
+        manifest["context_check"] = {"context_length": chk.context_length, "source": chk.source,
+                                     "reserved_draft_slots": chk.reserve, "exact": chk.exact,
                                      "too_long": [list(t) for t in chk.too_long]}
         self.rundir.write_manifest(manifest)
         if chk.exact:
@@ -332,7 +363,6 @@ class ProfileRun:
             if self.prompt_format.get("warning"):
                 self._say(f"[{self.profile.name}] warning: {self.prompt_format['warning']}")
             manifest.update(server_fields(info, self.launch.ready_s if self.launch is not None else None))
-            await self._read_gpu_exporters(manifest)
             max_tokens = self.opt.max_tokens or self.suite.suite.max_tokens
             self._check_context(info, max_tokens, manifest)
             concurrency = self.opt.concurrency or self.suite.suite.concurrency
@@ -354,6 +384,7 @@ class ProfileRun:
                           + ("≥ 2 × concurrency requests" if var == "concurrency" else
                              f"≥ {self.opt.rate_point_s:g} s of arrivals")
                           + f" of the suite's prompts at max_tokens {max_tokens} — one RUN per point")
+            exporters = self._start_exporters(manifest)  # beside the load: never before the first request
             try:
                 for i, x in enumerate(points):
                     self._point_no = (i + 1, len(points))
@@ -374,8 +405,12 @@ class ProfileRun:
                     self.rundir.write_summary(self.runs)  # results written as they come
                     if self.fault is not None:
                         break
+            except BaseException:
+                await self._join_exporters(exporters, cancel=True)
+                raise
             finally:
                 self.opt = base_opt
+            await self._join_exporters(exporters, cancel=False)
         if self.fault is not None:
             raise RunFailed(self.fault.message(self))
         var = self.opt.sweep_var if self.opt.sweep else "concurrency"

@@ -33,12 +33,13 @@ Units: concurrency in requests in flight; request rate in requests/s; tok/s outp
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from specdash.bounded import MIN_REQUEST_RATE
 
 #: The sweep's result (the ``--json`` payload without the RUNs), written into the profile's run directory.
 SWEEP_FILE = "sweep.json"
@@ -56,7 +57,9 @@ SATURATED_BELOW = 0.9
 #: back* by the client's in-flight cap (``--concurrency``): that side did not see the asked load.
 HELD_BACK_BELOW = 0.9
 #: The lowest rate a ``request_rate`` sweep takes (requests/s).
-MIN_SWEEP_RATE = 0.01
+MIN_SWEEP_RATE = MIN_REQUEST_RATE
+#: The most points one ``--sweep`` takes.
+MAX_SWEEP_POINTS = 64
 
 
 def served_rate(records: Sequence[dict[str, Any]]) -> tuple[float | None, float | None]:
@@ -114,36 +117,51 @@ def parse_sweep(text: str) -> Sweep:
     ``Sweep("request_rate", (0.5, 2.0, 8.0))`` (sorted, unique; ``request-rate`` is accepted too).
 
     Raises:
-        ValueError: another variable, a non-integer concurrency or one below 1, a rate that is not a finite
-            number > 0 (``inf`` sends everything at once: it is one point, not a curve), or fewer than two
-            points.
+        ValueError: another variable, a non-integer concurrency, one below 1 or above
+            :data:`specdash.bounded.MAX_CONCURRENCY`, a rate that is not a finite number > 0 (``inf`` sends
+            everything at once: it is one point, not a curve) or outside :data:`MIN_SWEEP_RATE` …
+            :data:`specdash.bounded.MAX_REQUEST_RATE`, fewer than two points or more than
+            :data:`MAX_SWEEP_POINTS`.  Each message gives the limit.
     """
     var, _, values = text.partition("=")
     var = var.strip().replace("-", "_")
     if var not in SWEEP_VARS or not values.strip():
         raise ValueError("--sweep takes concurrency=N,N,… (closed loop, e.g. concurrency=1,4,16) or "
-                         f"request_rate=R,R,… (open loop, requests/s, e.g. request_rate=2,8,32), got {text!r}")
+                         f"request_rate=R,R,… (open loop, requests/s, e.g. request_rate=2,8,32), got {text[:80]!r}")
+    from specdash.bounded import MAX_CONCURRENCY, MAX_REQUEST_RATE
+
     raw = [v.strip() for v in values.split(",") if v.strip()]
+    if len(raw) > MAX_SWEEP_POINTS:
+        raise ValueError(f"--sweep takes at most {MAX_SWEEP_POINTS} points (got {len(raw)}): each point runs the "
+                         "suite at least twice over")
     if var == "concurrency":
         try:
             pts = sorted({int(v) for v in raw})
         except ValueError:
-            raise ValueError(f"--sweep concurrency values must be integers (got {values!r})") from None
+            raise ValueError(f"--sweep concurrency values must be integers (got {values[:80]!r})") from None
         if len(pts) < 2 or pts[0] < 1:
-            raise ValueError(f"--sweep needs two or more distinct concurrencies ≥ 1 (got {values!r})")
+            raise ValueError(f"--sweep needs two or more distinct concurrencies ≥ 1 (got {values[:80]!r})")
+        if pts[-1] > MAX_CONCURRENCY:
+            raise ValueError(f"--sweep concurrency {pts[-1]:,} is above {MAX_CONCURRENCY:,}, the most requests "
+                             "specdash keeps in flight (SGLang's default max_running_requests tops out there; "
+                             "more only waits in its queue)")
         return Sweep(var, tuple(pts))
     try:
         rates = sorted({float(v) for v in raw})
-    except ValueError:
-        raise ValueError(f"--sweep request_rate values must be numbers of requests/s (got {values!r})") from None
+    except (ValueError, OverflowError):
+        raise ValueError(f"--sweep request_rate values must be numbers of requests/s (got {values[:80]!r})") from None
     if any(not math.isfinite(r) or r <= 0 for r in rates):
-        raise ValueError(f"--sweep request rates must be finite and > 0 requests/s (got {values!r}); for all "
+        raise ValueError(f"--sweep request rates must be finite and > 0 requests/s (got {values[:80]!r}); for all "
                          "requests at once run one --request-rate inf")
     if rates[0] < MIN_SWEEP_RATE:
         raise ValueError(f"--sweep request rate {rates[0]:g}/s is below {MIN_SWEEP_RATE:g}/s: a point sends every prompt "
                          "of the suite at least once, which at that rate takes hours (5 prompts at 0.01/s: ~8 min)")
+    if rates[-1] > MAX_REQUEST_RATE:
+        raise ValueError(f"--sweep request rate {rates[-1]:g}/s is above {MAX_REQUEST_RATE:g}/s: a point sends "
+                         f"{RATE_POINT_S:g} s of arrivals, {rates[-1] * RATE_POINT_S:,.0f} requests at that rate; "
+                         f"sweep up to {MAX_REQUEST_RATE:g}/s")
     if len(rates) < 2:
-        raise ValueError(f"--sweep needs two or more distinct request rates (got {values!r})")
+        raise ValueError(f"--sweep needs two or more distinct request rates (got {values[:80]!r})")
     return Sweep(var, tuple(rates))
 
 
@@ -322,9 +340,11 @@ def find_sweep(out_dir: Path, profile: str) -> dict | None:
     name, which starts with its UTC stamp), with ``path`` added; None when there is none or it is
     unreadable."""
     for p in sorted(Path(out_dir).glob(f"*/{SWEEP_FILE}"), key=lambda q: q.parent.name, reverse=True):
+        from specdash.bench.rundir import RunFileError, read_run_file
+
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_run_file(p)
+        except RunFileError:
             continue
         if isinstance(data, dict) and data.get("profile") == profile and isinstance(data.get("sweep"), list):
             return {**data, "path": str(p)}

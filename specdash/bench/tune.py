@@ -209,15 +209,15 @@ def load_baseline_run(run_dir: Path, profile, suite) -> tuple[dict, list[str]]:
     Raises:
         BaselineRunError: no such directory or files, a RUN with speculation, or a mismatch above.
     """
+    from specdash.bench.rundir import RunFileError, read_run_file, read_summary
+
     d = Path(run_dir)
-    try:
-        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-    except OSError as e:
-        raise BaselineRunError(f"--baseline-from {d}: {e.strerror or e} ({e.filename}); give a finished "
-                               "`specdash --bench` run directory (it holds summary.json and manifest.json)") from None
-    except ValueError as e:
-        raise BaselineRunError(f"--baseline-from {d}: summary.json or manifest.json is not JSON ({e})") from None
+    try:  # the validated readers: bounded, depth-limited, RUN fields type-checked
+        summary = read_summary(d / "summary.json")
+        manifest = read_run_file(d / "manifest.json")
+    except RunFileError as e:
+        raise BaselineRunError(f"--baseline-from {d}: {e}; give a finished `specdash --bench` run directory (it "
+                               "holds summary.json and manifest.json)") from None
     runs = summary.get("runs") if isinstance(summary, dict) else None
     if not isinstance(runs, list) or not runs:
         raise BaselineRunError(f"--baseline-from {d}: summary.json has no runs")

@@ -452,3 +452,36 @@ def peek_vocab(path: str | None, key: str) -> int | None:
         return None
     vals = [v for _, v in _find_key(cfg, key) if isinstance(v, int)]
     return vals[0] if vals else None
+
+
+#: The config keys SGLang reads a model's context length from, in its order of preference
+#: (``CONTEXT_LENGTH_KEYS``, ``srt/utils/hf_transformers_utils.py``, 0.5.x).
+CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                       "max_position_embeddings")
+
+
+def derived_context_length(config: dict | None) -> int | None:
+    """The context length SGLang derives for a model from its ``config.json`` when ``--context-length``
+    is not given (``get_context_length`` in ``srt/utils/hf_transformers_utils.py``, the value
+    ``ModelConfig._derive_context_length`` starts from, 0.5.x): the first of :data:`CONTEXT_LENGTH_KEYS`
+    present, of the text config for a multimodal model (``text_config``), times the ``rope_scaling``
+    ``factor`` — except for ``rope_type = "llama3"`` or when ``original_max_position_embeddings`` is given
+    (the length is then already the scaled one); 2048 when no key is there, as SGLang.  None when
+    ``config`` is not a dict (no config to read).  Tokens."""
+    if not isinstance(config, dict):
+        return None
+    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    rope = cfg.get("rope_scaling")
+    factor = 1.0
+    if isinstance(rope, dict) and rope:
+        f = rope.get("factor", 1)
+        factor = float(f) if isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < 1e6 else 1.0
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1.0
+    for key in CONTEXT_LENGTH_KEYS:
+        v = cfg.get(key)
+        if v is not None:
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < 1e12:
+                return None
+            return int(factor * v)
+    return 2048

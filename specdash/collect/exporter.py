@@ -53,7 +53,7 @@ from specdash.collect.gpu import GpuSample
 
 #: dcgm-exporter's default listen address is ``:9400`` and its path ``/metrics``.
 DCGM_DEFAULT_PORT = 9400
-#: Seconds one exporter fetch may take (connect + read) before it counts as down.
+#: Seconds one exporter fetch may take in all (connect + headers + body) before it counts as timed out.
 DEFAULT_TIMEOUT_S = 3.0
 
 # DCGM blank sentinels (dcgm_structs.h): DCGM_INT64_BLANK = 0x7ffffffffffffff0 (NOT_FOUND,
@@ -105,14 +105,21 @@ class ExporterReading:
     t: float = field(default_factory=time.time)
 
     def to_json(self) -> dict:
-        """A JSON-able dict (run manifests)."""
-        return {"node": self.target.node, "url": self.target.url, "status": self.status, "kind": self.kind,
+        """A JSON-able dict (run manifests): the URL without its userinfo (``//user:password@`` → ``//***@``)."""
+        from specdash.sglang.secrets import redact_url
+
+        return {"node": self.target.node, "url": redact_url(self.target.url), "status": self.status, "kind": self.kind,
                 "devices": [d.to_json() for d in self.devices]}
 
 
 def normalise_url(url: str) -> str:
     """``host``, ``host:port`` or a URL → a full URL: ``http://`` when no scheme is given, port
-    :data:`DCGM_DEFAULT_PORT` when neither a scheme nor a port is, ``/metrics`` when no path is."""
+    :data:`DCGM_DEFAULT_PORT` when neither a scheme nor a port is, ``/metrics`` when no path is.
+
+    Raises:
+        ValueError: a scheme other than http / https, no host, or a port that is not 1–65535 (the
+            message says which, e.g. for ``node1:99999``).
+    """
     u = url.strip()
     if "://" not in u:
         hostport = u.split("/", 1)[0]
@@ -122,7 +129,32 @@ def normalise_url(url: str) -> str:
     scheme, rest = u.split("://", 1)
     if "/" not in rest:
         rest += "/metrics"
-    return f"{scheme}://{rest}"
+    out = f"{scheme}://{rest}"
+    check_url(out)
+    return out
+
+
+def check_url(url: str) -> None:
+    """Raise ValueError unless ``url`` is an http(s) URL with a host and a port in 1–65535 (what
+    httpx would otherwise refuse with ``InvalidURL`` at the first fetch)."""
+    from urllib.parse import urlsplit
+
+    from specdash.sglang.secrets import redact_url
+
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError: "Port out of range 0-65535" / not a number
+    except ValueError as exc:
+        raise ValueError(f"GPU exporter URL {shown}: {exc}; give http://HOST:PORT/metrics with a port of "
+                         "1–65535 (dcgm-exporter listens on 9400)") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"GPU exporter URL {shown}: an exporter is read over http or https, not "
+                         f"{parts.scheme or 'no scheme'}")
+    if not parts.hostname:
+        raise ValueError(f"GPU exporter URL {shown}: no host; give http://HOST:PORT/metrics")
+    if port is not None and port < 1:
+        raise ValueError(f"GPU exporter URL {shown}: port {port} is not 1–65535 (dcgm-exporter listens on 9400)")
 
 
 def parse_target(spec: str) -> ExporterTarget:
@@ -130,12 +162,18 @@ def parse_target(spec: str) -> ExporterTarget:
     :func:`normalise_url`).
 
     Raises:
-        ValueError: no ``=``, an empty node name or an empty URL.
+        ValueError: no ``=``, an empty node name or an empty URL, or a URL :func:`check_url` refuses.
     """
     node, sep, url = spec.partition("=")
     if not sep or not node.strip() or not url.strip():
-        raise ValueError(f"--gpu-exporter wants NODE=URL (e.g. node1=http://node1:9400/metrics), got {spec!r}")
-    return ExporterTarget(node.strip(), normalise_url(url))
+        from specdash.sglang.secrets import redact_url
+
+        raise ValueError(f"--gpu-exporter wants NODE=URL (e.g. node1=http://node1:9400/metrics), got "
+                         f"{redact_url(spec)!r}")
+    try:
+        return ExporterTarget(node.strip(), normalise_url(url))
+    except ValueError as exc:
+        raise ValueError(f"--gpu-exporter {node.strip()}=…: {exc}") from None
 
 
 def merge_targets(*groups) -> tuple[ExporterTarget, ...]:
@@ -255,24 +293,42 @@ async def read_exporter(target: ExporterTarget, *, client=None, timeout_s: float
                         ) -> ExporterReading:
     """Fetch and parse one exporter; never raises (the status string says what went wrong).
 
-    ``client``: an ``httpx.AsyncClient`` to reuse (one is made for the call otherwise)."""
+    ``timeout_s`` is a *total* deadline for the whole answer (connect, headers and body), and the
+    body is read up to :data:`specdash.bounded.EXPORTER_BYTES` only (:func:`specdash.bounded.fetch`): an
+    exporter that sends a byte a second, or gigabytes, costs ``timeout_s`` seconds and a bounded
+    amount of memory at most.  The text is parsed in a worker thread, off the event loop that drives
+    the load and the other exporters.  ``client``: an ``httpx.AsyncClient`` to reuse (one is made for
+    the call otherwise)."""
+    import asyncio
+
     import httpx
 
+    from specdash.bounded import EXPORTER_BYTES, InputError, TooLarge, TooSlow, fetch
+    from specdash.sglang.secrets import redact_url
+
+    what = f"GPU exporter {target.node} ({redact_url(target.url)})"
+
     async def get(c: httpx.AsyncClient) -> httpx.Response:
-        return await c.get(target.url, timeout=timeout_s)
+        return await fetch(c, "GET", target.url, limit=EXPORTER_BYTES, deadline_s=timeout_s, what=what)
 
     try:
+        check_url(target.url)
         if client is not None:
             r = await get(client)
         else:
-            async with httpx.AsyncClient() as c:
+            async with httpx.AsyncClient(trust_env=False) as c:
                 r = await get(c)
-    except httpx.HTTPError as exc:
-        return ExporterReading(target, f"exporter down: {type(exc).__name__}: {exc}".rstrip(": "))
+    except TooSlow:
+        return ExporterReading(target, f"exporter timed out: no complete answer within {timeout_s:g} s")
+    except TooLarge as exc:
+        return ExporterReading(target, f"exporter answer too large: {str(exc).removeprefix(what + ': ')}")
+    except (httpx.HTTPError, httpx.InvalidURL, InputError, ValueError) as exc:
+        text = redact_url(f"{type(exc).__name__}: {exc}".rstrip(": "))
+        return ExporterReading(target, f"exporter down: {text}")
     if r.status_code != 200:
         return ExporterReading(target, f"exporter answered HTTP {r.status_code}")
     try:
-        kind, devices = parse_exporter_text(r.text, node=target.node)
+        kind, devices = await asyncio.to_thread(parse_exporter_text, r.text, node=target.node)
     except ExporterFormatError as exc:
         return ExporterReading(target, f"not exporter text: {exc}")
     if not devices:
@@ -281,7 +337,8 @@ async def read_exporter(target: ExporterTarget, *, client=None, timeout_s: float
 
 
 async def read_exporters(targets, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[ExporterReading]:
-    """All ``targets`` at once (one shared client), in the order given."""
+    """All ``targets`` at once (one shared client), in the order given; returns within about
+    ``timeout_s`` seconds whatever the exporters do (each has that total deadline)."""
     import asyncio
 
     import httpx
@@ -289,12 +346,12 @@ async def read_exporters(targets, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> li
     targets = list(targets)
     if not targets:
         return []
-    async with httpx.AsyncClient() as c:
+    async with httpx.AsyncClient(trust_env=False) as c:
         return list(await asyncio.gather(*(read_exporter(t, client=c, timeout_s=timeout_s) for t in targets)))
 
 
 __all__ = [
     "DCGM_DEFAULT_PORT", "DEFAULT_TIMEOUT_S", "ExporterFormatError", "ExporterReading", "ExporterTarget",
-    "cli_targets", "detect_kind", "merge_targets", "normalise_url", "parse_exporter_text", "parse_target",
+    "check_url", "cli_targets", "detect_kind", "merge_targets", "normalise_url", "parse_exporter_text", "parse_target",
     "profile_targets", "read_exporter", "read_exporters",
 ]

@@ -24,9 +24,10 @@ source         interval  what it gives
 GPU            1 s       NVML (:mod:`specdash.collect.gpu`) or, for a simulated server, its
                          ``/sim/gpus`` JSON; plus the server's process tree (psutil).
 GPU exporters  2 s       other nodes' dcgm-exporter / nvitop-exporter ``/metrics``
-                         (:mod:`specdash.collect.exporter`), all at once, when configured;
-                         a loop of its own, so an exporter that is down (3 s timeout) never
-                         slows the local readings.
+                         (:mod:`specdash.collect.exporter`), when configured: one loop per
+                         exporter, each read with a 3 s total deadline and a size cap, so
+                         an exporter that is down or slow never delays the local readings
+                         or another exporter's.
 server log     0.25 s    new lines of the launched server's ``LogRing``: classified
                          (decode / prefill / warning / error / adjustment / weight skip),
                          ``Decode batch`` lines parsed into accept len / rate / gen throughput.
@@ -59,9 +60,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from specdash.collect.exporter import ExporterReading, ExporterTarget, read_exporters
+from specdash.collect.exporter import ExporterReading, ExporterTarget, read_exporter, read_exporters
 from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
 from specdash.collect.proc import ProcSample, ProcTreeSampler
 from specdash.collect.stream import RunStats, distribution_ms, tpot_s
@@ -430,8 +432,8 @@ class LiveCollector:
         iv = self.intervals
         loops = [("metrics", iv.metrics, self.poll_metrics), ("server_info", iv.server_info, self.poll_server_info),
                  ("gpu", iv.gpu, self.poll_gpu)]
-        if self.gpu_exporters:
-            loops.append(("gpu_exporters", iv.gpu_exporters, self.poll_gpu_exporters))
+        for i, t in enumerate(self.gpu_exporters):  # one loop each: a slow exporter never delays another
+            loops.append((f"gpu_exporter:{t.node}", iv.gpu_exporters, partial(self.poll_gpu_exporter, i)))
         if self.server is not None:
             loops.append(("logs", iv.logs, self.poll_logs))
         self._tasks = [asyncio.create_task(self._loop(n, i, fn), name=f"specdash-poll-{n}") for n, i, fn in loops]
@@ -689,6 +691,16 @@ class LiveCollector:
         if not self.gpu_exporters:
             return
         self._exporter_readings = tuple(await read_exporters(self.gpu_exporters))
+        self._version += 1
+
+    async def poll_gpu_exporter(self, index: int) -> None:
+        """One reading of exporter ``index`` into its own slot (the poll loops run one of these per exporter,
+        so an exporter that answers a byte a second holds only its own slot, for at most its total
+        deadline, :data:`~specdash.collect.exporter.DEFAULT_TIMEOUT_S`)."""
+        reading = await read_exporter(self.gpu_exporters[index])
+        readings = list(self._exporter_readings)
+        readings[index] = reading
+        self._exporter_readings = tuple(readings)
         self._version += 1
 
     async def poll_logs(self) -> None:

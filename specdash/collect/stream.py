@@ -97,8 +97,8 @@ def parse_slo(items: Sequence[str]) -> dict[str, float]:
             ms = float(value)
         except ValueError:
             raise ValueError(f"--goodput {item!r}: {value!r} is not a number of milliseconds") from None
-        if not ms > 0 or ms != ms:
-            raise ValueError(f"--goodput {item!r}: the SLO must be > 0 ms")
+        if not 0 < ms <= 1e9:  # NaN and inf too
+            raise ValueError(f"--goodput {item!r}: the SLO must be > 0 ms and at most 1e9 ms (~12 days)")
         if key in out:
             raise ValueError(f"--goodput {item!r}: {name} given twice")
         out[key] = ms

@@ -403,14 +403,16 @@ def _rate_of(rate: float | None):
 
 def read_run_manifest(run_dir: Path) -> tuple[dict | None, str | None]:
     """(``manifest.json`` of ``run_dir``, None) or (None, why it cannot serve a resume)."""
+    from specdash.bench.rundir import RunFileError, read_run_file
+
     manifest = Path(run_dir) / "manifest.json"
     if not manifest.is_file():
         return None, "no manifest.json there (not a specdash run directory, or it does not exist)"
     try:
-        m = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        m = read_run_file(manifest)  # bounded, depth-limited, an object
+    except RunFileError as exc:
         return None, f"{manifest} cannot be read ({exc}); it is not a run directory specdash can continue"
-    if not isinstance(m, dict) or "profile" not in m:
+    if not isinstance(m.get("profile"), str):
         return None, f"{manifest} has no profile entry: not a run directory specdash wrote"
     return m, None
 
@@ -461,9 +463,11 @@ def resume_defaults(args) -> dict:
         if isinstance(m.get("burstiness"), (int, float)) and getattr(args, "burstiness", None) in (None, 1.0):
             args.burstiness = float(m["burstiness"])
     if not getattr(args, "goodput", None):
+        from specdash.bench.rundir import RunFileError, read_summary
+
         try:
-            runs = json.loads((Path(args.resume) / "summary.json").read_text(encoding="utf-8")).get("runs") or []
-        except (OSError, ValueError, AttributeError):
+            runs = read_summary(Path(args.resume) / "summary.json")["runs"]
+        except RunFileError:
             runs = []
         slo = next((r.get("goodput_slo") for r in runs if isinstance(r, dict) and r.get("goodput_slo")), None)
         if isinstance(slo, dict):
@@ -474,14 +478,14 @@ def resume_defaults(args) -> dict:
 def resume_complete(args) -> dict | None:
     """The ``summary.json`` of ``--resume RUNDIR`` when that run is already complete (a summary
     with no partial RUN, and every prompt × repeat of the request shape answered), else None."""
-    from specdash.bench.rundir import RunDir
+    from specdash.bench.rundir import RunDir, RunFileError, read_summary
     from specdash.bench.runner import work_items
 
     run_dir = Path(args.resume)
     try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        summary = read_summary(run_dir / "summary.json")
         done = RunDir(run_dir).done_keys()  # streamed: no record is kept
-    except (OSError, ValueError):
+    except (OSError, RunFileError):
         return None
     runs = summary.get("runs") if isinstance(summary, dict) else None
     if not runs or any(not isinstance(r, dict) or r.get("partial") for r in runs):
@@ -588,6 +592,22 @@ def dataset_categories(args) -> list[str] | None:
     return cats or None
 
 
+def check_run_size(suite, repeats: int | None) -> None:
+    """Refuse a run of more than :data:`specdash.bounded.MAX_RUN_REQUESTS` requests (prompts × repeats):
+    its work list alone would take gigabytes before the first request.
+
+    Raises:
+        UsageError: too many requests, with the figure and the fix.
+    """
+    from specdash.bounded import MAX_RUN_REQUESTS
+
+    reps = repeats or suite.suite.repeats
+    n = len(suite.prompts) * reps
+    if n > MAX_RUN_REQUESTS:
+        raise UsageError(f"{len(suite.prompts):,} prompts × {reps:,} repeats = {n:,} requests, more than the "
+                         f"{MAX_RUN_REQUESTS:,} one run sends; lower --repeats or sample the dataset with --num-prompts")
+
+
 def _options(args, progress) -> RunOptions:
     from specdash.collect.exporter import cli_targets
 
@@ -628,10 +648,20 @@ def _check_args(args) -> None:
         raise UsageError("give --profile P (or --url URL to attach, or --demo)")
     if args.vs and args.url:
         raise UsageError("--vs launches both sides; it cannot be combined with --url")
-    for flag in ("repeats", "max_tokens", "concurrency", "rounds"):
+    from specdash import bounded as B
+
+    limits = {"repeats": B.MAX_REPEATS, "max_tokens": B.MAX_TOKENS, "concurrency": B.MAX_CONCURRENCY,
+              "rounds": B.MAX_ROUNDS}
+    if getattr(args, "seed", None) is not None and not 0 <= args.seed <= B.MAX_SEED:
+        raise UsageError(f"--seed must be a whole number from 0 to 2**64 - 1 (got {args.seed})")
+    for flag, hi in limits.items():  # also the values --resume took from a manifest (repeats = 10**9 …)
         value = getattr(args, flag)
-        if value is not None and value < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
+        if value is not None:
+            try:
+                B.bounded_int(value, lo=1, hi=hi, what=f"--{flag.replace('_', '-')}")
+            except B.InputError as exc:
+                src = f" (from {args.resume}/manifest.json)" if args.resume else ""
+                raise UsageError(f"{exc}{src}") from None
     if args.url and (problem := url_problem(args.url)):
         raise UsageError(problem)
     _check_dataset_args(args)
@@ -672,9 +702,16 @@ def _check_dataset_args(args) -> None:
         if args.suite:
             raise UsageError("--dataset replaces --suite: give one of them (the dataset's prompts are sent with "
                              "temperature 0 and ignore_eos; --max-tokens, --concurrency and --repeats still apply)")
+        from specdash import bounded as B
+
         for flag in given:
-            if flag != "dataset_category" and getattr(args, flag) < 1:
-                raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {getattr(args, flag)})")
+            if flag == "dataset_category":
+                continue
+            hi = B.MAX_PROMPTS if flag == "num_prompts" else B.MAX_TOKENS
+            try:
+                B.bounded_int(getattr(args, flag), lo=1, hi=hi, what=f"--{flag.replace('_', '-')}")
+            except B.InputError as exc:
+                raise UsageError(str(exc)) from None
     elif given:
         raise UsageError(f"--{given[0].replace('_', '-')} applies to --dataset FILE; a suite sends all its prompts")
 
@@ -683,12 +720,18 @@ def _check_load_args(args) -> None:
     """``--request-rate`` / ``--burstiness`` / ``--goodput``: values, combinations; sets ``args.goodput_slo``."""
     import math
 
+    from specdash import bounded as B
+
     rate, burst = getattr(args, "request_rate", None), getattr(args, "burstiness", 1.0)
-    if rate is not None and (math.isnan(rate) or rate <= 0):
-        raise UsageError(f"--request-rate must be > 0 requests/s, or inf for all at once (got {rate:g})")
-    if burst is not None and (not math.isfinite(burst) or burst <= 0):
-        raise UsageError(f"--burstiness must be a finite number > 0 (1 = Poisson, < 1 burstier, > 1 more even; "
-                         f"got {burst:g})")
+    if rate is not None:
+        try:  # 1e-300 would wait for ever, 1e9 build a billion-request schedule
+            B.bounded_float(rate, lo=B.MIN_REQUEST_RATE, hi=B.MAX_REQUEST_RATE, what="--request-rate",
+                            unit="requests/s", allow_inf=True)
+        except B.InputError as exc:
+            raise UsageError(str(exc)) from None
+    if burst is not None and (not math.isfinite(burst) or not B.MIN_BURSTINESS <= burst <= B.MAX_BURSTINESS):
+        raise UsageError(f"--burstiness must be a finite number from {B.MIN_BURSTINESS:g} to {B.MAX_BURSTINESS:g} "
+                         f"(1 = Poisson, < 1 burstier, > 1 more even; got {burst:g})")
     rate_sweep = getattr(getattr(args, "sweep_spec", None), "var", None) == "request_rate"
     if rate is None and not rate_sweep and burst not in (None, 1.0):
         raise UsageError("--burstiness shapes the arrivals of --request-rate; give --request-rate R (or "
@@ -713,6 +756,7 @@ def _bench(args, progress: Progress) -> int:
 
     _check_args(args)
     suite, dataset = bench_suite(args)
+    check_run_size(suite, args.repeats)
     prof_a = load_profile(args.profile) if args.profile else attached_profile()
     prof_b = load_profile(args.vs) if args.vs else None
     no_baseline = getattr(args, "sweep", None) and args.baseline == "none"

@@ -72,12 +72,17 @@ def _detect_gpus(args: argparse.Namespace) -> list[dict] | None:
 def _check_args(args: argparse.Namespace) -> None:
     """Raise :class:`UsageError` (exit 2) for values no check below could judge."""
     mib = getattr(args, "gpu_memory_mib", None)
-    if mib is not None and not mib > 0:  # also NaN
-        raise UsageError(f"--gpu-memory-mib must be a positive number of MiB (got {mib:g})")
-    for flag in ("gpus", "concurrency"):
+    from specdash import bounded as B
+
+    if mib is not None and not 0 < mib <= 1e9:  # also NaN and inf
+        raise UsageError(f"--gpu-memory-mib must be a positive number of MiB of at most 1e9 (got {mib:g})")
+    for flag, hi in (("gpus", 1_000_000), ("concurrency", B.MAX_CONCURRENCY)):
         value = getattr(args, flag, None)
-        if value is not None and value < 1:
-            raise UsageError(f"--{flag} must be at least 1 (got {value})")
+        if value is not None:
+            try:
+                B.bounded_int(value, lo=1, hi=hi, what=f"--{flag}")
+            except B.InputError as exc:
+                raise UsageError(str(exc)) from None
 
 
 def sim_scenario_finding(profile):

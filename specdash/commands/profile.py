@@ -14,6 +14,7 @@ import argparse
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from specdash.commands.errors import ExitCode, run
@@ -141,9 +142,15 @@ def profile_from_command(
     spec: dict = {}
     extra_server: dict = {}
     extra_spec: dict = {}
+    _refuse_shell_substitution(cmd)
     for flag in cmd.order:
         value = cmd.flags[flag]
         try:
+            if (flag in _SERVER_FIELDS or flag in _SPEC_FIELDS) and not isinstance(value, str):
+                raise ProfileError(_one_value(flag, value))
+            if isinstance(value, list) and not all(_is_number(w) for w in value):
+                cmd.notes.append(f"{flag} is followed by {len(value)} words ({' '.join(value)}): kept as {len(value)} "
+                                 "argv words, as a shell passes them — if it is one value with spaces, quote it")
             if is_secret_flag(flag) and isinstance(value, str) and not value.startswith("${"):
                 # a secret never reaches the profile file: the key is read from the environment
                 var = "SGLANG_" + flag.lstrip("-").replace("-", "_").upper()
@@ -185,6 +192,49 @@ def profile_from_command(
     if node_fields:
         data["nodes"] = node_fields["nodes"]
     return parse_profile(data, "<imported command>"), cmd
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _one_value(flag: str, value) -> str:
+    """The message for a profile field's flag that got several words (or none)."""
+    if value is True:
+        return f"profile import: {flag} needs a value (e.g. {flag} VALUE)"
+    words = list(value) if isinstance(value, (list, tuple)) else [str(value)]
+    joined = " ".join(words)
+    if all(_is_number(w) for w in words):
+        return f"profile import: {flag} takes one number, but the line gives {len(words)} ({', '.join(words)})"
+    return (f"profile import: {flag} takes one value, but the line gives {len(words)} words ({', '.join(map(repr, words))}):"
+            f" a value with spaces must be quoted, e.g. {flag} \"{joined}\"")
+
+
+#: Shell constructs that run a command when a shell reads the line: command substitution.
+_SUBSTITUTION = ("$(", "`")
+
+
+def _refuse_shell_substitution(cmd: ParsedCommand) -> None:
+    """Refuse a pasted line whose flag or environment values hold a command substitution (``$(…)``,
+    backticks): the shell that ran the line replaced it by a command's output, a profile runs no shell (its
+    argv goes to SGLang as written), so importing it would launch SGLang with the literal text.
+
+    Raises:
+        ProfileError: naming the flag (or variable), the value and the fix.
+    """
+    items = [(f, v) for f in cmd.order for v in (cmd.flags[f] if isinstance(cmd.flags[f], list) else [cmd.flags[f]])]
+    items += [(f"{k}=", v) for k, v in cmd.env.items()]
+    for where, v in items:
+        if isinstance(v, str) and any(m in v for m in _SUBSTITUTION):
+            raise ProfileError(
+                f"profile import: {where.rstrip('=') if where.endswith('=') else where} {v!r} holds a shell command "
+                "substitution ($(…) or `…`): the shell that ran this line replaced it with a command's output, but "
+                "a profile runs no shell — SGLang would get the text as written. Run the command yourself and "
+                "paste the line with its output in place (e.g. echo the line first)")
 
 
 def _node_fields(cmd: ParsedCommand, hosts: list[str]) -> dict | None:
@@ -460,6 +510,10 @@ def _show(args: argparse.Namespace) -> int:
     prof = load_profile(args.profile).expanded()
     launch = build_launch(prof, version=args.sglang_version)
     nodes = build_node_launches(prof, version=args.sglang_version) if prof.nodes else None
+    from specdash.profile.nodes import command_warnings
+
+    for w in command_warnings(prof):  # a profile is code: say so where it shows what it runs (stderr)
+        print(f"warning: {w}", file=sys.stderr)
     if args.json:
         print(json.dumps(show_json(launch, prof, nodes), indent=2))
     else:

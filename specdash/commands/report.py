@@ -29,6 +29,7 @@ output file is not one ``specdash report`` wrote.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -74,7 +75,8 @@ def _report(args: argparse.Namespace) -> int:
         d = getattr(args, flag)
         if d and Path(d).exists() and not Path(d).is_dir():
             raise UsageError(f"--{flag} {d} is a file: give a directory for the chart images")
-    page = render_report(sources, title=args.title)
+    with foreign_values(args.dirs):
+        page = render_report(sources, title=args.title)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     print(f"report: {out}")
@@ -251,15 +253,19 @@ def _compare(args: argparse.Namespace) -> int:
     from specdash.bench.external import is_external
 
     if len(args.sides) == 2 and not any(is_external(p) for p in args.sides):
-        return _print_comparison(args, compare_dirs(*args.sides, concurrency=args.concurrency))
+        with foreign_values(args.sides):
+            cmp = compare_dirs(*args.sides, concurrency=args.concurrency)
+        return _print_comparison(args, cmp)
     from specdash.commands.compare import Side, compare_many, compare_pair, render_many
 
     if len(args.sides) == 2:
-        return _print_comparison(args, compare_pair(Side(args.sides[0], point=args.concurrency),
-                                                    Side(args.sides[1], point=args.concurrency)))
+        with foreign_values(args.sides):
+            cmp = compare_pair(Side(args.sides[0], point=args.concurrency), Side(args.sides[1], point=args.concurrency))
+        return _print_comparison(args, cmp)
     from specdash.commands.bench import withhold_speedup
 
-    payload = compare_many(args.sides, concurrency=args.concurrency)
+    with foreign_values(args.sides):
+        payload = compare_many(args.sides, concurrency=args.concurrency)
     failed = sorted({f for cmp in payload["comparisons"] for f in cmp.get("_failed", [])})
     for cmp in payload["comparisons"]:
         if cmp.pop("_failed", None) and not args.allow_unverified:
@@ -271,6 +277,25 @@ def _compare(args: argparse.Namespace) -> int:
     if failed and not args.allow_unverified:
         raise VerificationFailed(failed)
     return ExitCode.OK
+
+
+@contextlib.contextmanager
+def foreign_values(dirs):
+    """Turn a type error met while reading values out of run directories into a usage error naming them.
+
+    The readers check every file's shape and the fields the figures come from
+    (:func:`specdash.bench.rundir.read_summary`, :func:`specdash.sglang.records.record_problem`); a value
+    deeper inside a hand-edited file (a tier's count as a string, a finding without a code) can still be
+    of a type specdash never writes — that is the directory's fault, said as such, not an internal error.
+    """
+    try:
+        yield
+    except UsageError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, ZeroDivisionError, OverflowError) as exc:
+        raise UsageError(f"{', '.join(map(str, dirs))}: a file there holds a value of a type specdash never writes "
+                         f"({type(exc).__name__}: {str(exc)[:200]}); was it edited by hand or by another tool? "
+                         "Run the benchmark again to get a directory specdash can read") from None
 
 
 def _compare_urls(args: argparse.Namespace, progress) -> int:
@@ -292,10 +317,15 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
     for u, flag in ((args.url, "--url"), (args.vs_url, "--vs-url")):
         if problem := url_problem(u, flag):
             raise UsageError(problem)
-    for flag in ("max_tokens", "repeats", "concurrency"):
+    from specdash import bounded as B
+
+    for flag, hi in (("max_tokens", B.MAX_TOKENS), ("repeats", B.MAX_REPEATS), ("concurrency", B.MAX_CONCURRENCY)):
         v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1 (got {v})")
+        if v is not None:
+            try:
+                B.bounded_int(v, lo=1, hi=hi, what=f"--{flag.replace('_', '-')}")
+            except B.InputError as exc:
+                raise UsageError(str(exc)) from None
     suite = load_suite(args.suite)
     stamp = utc_stamp()
     recs, runs = {}, []

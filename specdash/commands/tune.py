@@ -76,15 +76,17 @@ def tune_main(argv: list[str]) -> int:
 
 
 def _tune(args: argparse.Namespace, progress) -> int:
+    from specdash import bounded as B
     from specdash.bench.runner import RunOptions
     from specdash.bench.tune import render_live, tune, write_tune_report
     from specdash.profile import load_profile, load_suite
     from specdash.sglang.process import install_signal_handlers
 
-    if args.budget < 1:
-        raise UsageError("--budget must be at least 1")
-    if args.chain_launches < 1:
-        raise UsageError("--chain-launches must be at least 1")
+    for flag, value in (("--budget", args.budget), ("--chain-launches", args.chain_launches)):
+        try:
+            B.bounded_int(value, lo=1, hi=B.MAX_BUDGET, what=flag, why="each is a server launch")
+        except B.InputError as exc:
+            raise UsageError(str(exc)) from None
     if not args.live:
         given = [f for f, on in (("--sweep", args.sweep), ("--no-schedule", args.no_schedule),
                                  ("--chain-launches", args.chain_launches != 3)) if on]
@@ -100,8 +102,12 @@ def _tune(args: argparse.Namespace, progress) -> int:
             raise UsageError(f"--sweep takes concurrencies like 1,16 (got {args.sweep!r})") from None
         if len(sweep) < 2 or sweep[0] < 1:
             raise UsageError("--sweep needs two or more concurrencies ≥ 1 (e.g. 1,16)")
-    if args.max_time is not None and not args.max_time > 0:
-        raise UsageError(f"--max-time must be a positive number of seconds (got {args.max_time:g})")
+        if sweep[-1] > B.MAX_CONCURRENCY or len(sweep) > 64:
+            raise UsageError(f"--sweep takes at most 64 concurrencies of at most {B.MAX_CONCURRENCY:,} (SGLang's "
+                             f"default max_running_requests tops out there; got {args.sweep[:80]!r})")
+    if args.max_time is not None and not 0 < args.max_time <= B.MAX_SECONDS:
+        raise UsageError(f"--max-time must be a positive number of seconds, at most {B.MAX_SECONDS:,.0f} (a week; "
+                         f"got {args.max_time:g})")
     if args.baseline_from is not None and not args.baseline_from.strip():
         raise UsageError("--baseline-from needs a run directory (an empty value would silently launch a new "
                          "baseline); leave the option out to measure one")

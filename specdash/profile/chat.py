@@ -42,8 +42,10 @@ or, without it, ``tokenizer_config.json``'s ``add_bos_token``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,26 +108,88 @@ def _token_text(v: Any) -> str | None:
     return None
 
 
-def find_chat_template(directory: Path) -> ChatTemplate | None:
-    """The chat template stored in a tokenizer directory (None when it has none).
+def _inside(path: Path, directory: Path) -> bool:
+    """Whether ``path`` resolves (symlinks followed) inside ``directory`` — or, for a snapshot of the Hugging
+    Face cache (``…/models--owner--name/snapshots/<revision>``, whose files are symlinks to ``../../blobs/``),
+    inside that repository's ``blobs/``."""
+    real, base = path.resolve(), directory.resolve()
+    if real.is_relative_to(base):
+        return True
+    if base.parent.name == "snapshots" and base.parent.parent.name.startswith(("models--", "datasets--")):
+        return real.is_relative_to(base.parent.parent / "blobs")
+    return False
+
+
+def _confined(path: Path, directory: Path) -> Path:
+    """``path`` when it resolves inside ``directory`` (:func:`_inside`), else a ProfileError: what a template
+    renders is sent as every prompt, so a ``chat_template.jinja`` or ``tokenizer_config.json`` that is a
+    symlink to some other file is not read unless the profile names a template file itself."""
+    if not _inside(path, directory):
+        raise ProfileError(
+            f"{path} resolves to {path.resolve()}, outside the model directory {directory} (a symlink): what a "
+            "chat template renders is sent as every prompt, so specdash reads templates only from inside the "
+            "model directory (or its Hugging Face cache blobs). If that file is the template you mean, name it "
+            "explicitly: add \"--chat-template\", \"PATH\" to [server] extra_args (SGLang's own flag, which the "
+            "chat API uses too), or set chat_template = \"none\" in the suite")
+    return path
+
+
+def _read_template_file(path: Path) -> str:
+    from specdash.bounded import CHAT_TEMPLATE_BYTES, InputError, read_text
+
+    try:
+        return read_text(path, limit=CHAT_TEMPLATE_BYTES, what="chat template")
+    except InputError as exc:
+        raise ProfileError(str(exc)) from None
+
+
+def explicit_template(profile: Profile | None) -> Path | None:
+    """The template file the profile names itself — SGLang's ``--chat-template PATH`` in ``[server] extra_args``,
+    when PATH is an existing file (a built-in template name such as ``chatml`` is the server's business) — or
+    None.  An explicitly named file is read wherever it is."""
+    if profile is None:
+        return None
+    args = list(profile.server.extra_args)
+    for i, a in enumerate(args):
+        val = args[i + 1] if a == "--chat-template" and i + 1 < len(args) else (
+            a.split("=", 1)[1] if a.startswith("--chat-template=") else None)
+        if val:
+            p = Path(os.path.expanduser(val))
+            if p.is_file() or (p.exists() and not p.is_dir()):
+                return p
+    return None
+
+
+def find_chat_template(directory: Path, *, explicit: Path | None = None) -> ChatTemplate | None:
+    """The chat template stored in a tokenizer directory (None when it has none), or the file ``explicit``
+    names (the profile's ``--chat-template``; the directory's special tokens still apply).
+
+    Files are read bounded (:mod:`specdash.bounded`: a regular file, ``chat_template.jinja`` at most
+    :data:`~specdash.bounded.CHAT_TEMPLATE_BYTES`, ``tokenizer_config.json`` at most
+    :data:`~specdash.bounded.MODEL_JSON_BYTES` and nested at most :data:`~specdash.bounded.JSON_MAX_DEPTH`
+    levels) and only from inside ``directory`` (:func:`_inside`; a symlink out of it is refused).
 
     Raises:
         ProfileError: ``tokenizer_config.json`` is not JSON, or its ``chat_template`` is of a shape
-            transformers does not store.
+            transformers does not store; a template file is unreadable, too large or outside the directory.
     """
+    from specdash.bounded import MODEL_JSON_BYTES, InputError, read_json
+
     cfg: dict = {}
     cfg_path = directory / "tokenizer_config.json"
-    if cfg_path.is_file():
+    if cfg_path.is_file() or (cfg_path.exists() and not cfg_path.is_dir()):
         try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            cfg = read_json(_confined(cfg_path, directory), limit=MODEL_JSON_BYTES, what="tokenizer config")
+        except InputError as exc:
             raise ProfileError(f"{cfg_path}: not valid JSON ({exc})") from None
         if not isinstance(cfg, dict):
             raise ProfileError(f"{cfg_path}: not a JSON object")
     jinja = directory / "chat_template.jinja"
     template = source = None
-    if jinja.is_file():
-        template, source = jinja.read_text(encoding="utf-8"), str(jinja)
+    if explicit is not None:
+        template, source = _read_template_file(explicit), str(explicit)
+    elif jinja.is_file() or (jinja.exists() and not jinja.is_dir()):
+        template, source = _read_template_file(_confined(jinja, directory)), str(jinja)
     elif cfg.get("chat_template") is not None:
         raw = cfg["chat_template"]
         if isinstance(raw, list):  # named templates [{name, template}]: transformers' default is "default"
@@ -156,6 +220,9 @@ def _adds_bos(directory: Path, cfg: dict, bos: str | None) -> bool:
         try:
             from tokenizers import Tokenizer
 
+            from specdash.bounded import DATASET_BYTES, check_file
+
+            check_file(_confined(tj, directory), limit=DATASET_BYTES, what="tokenizer")  # never a FIFO
             tok = Tokenizer.from_file(str(tj))
             ids, bos_id = tok.encode("").ids, tok.token_to_id(bos)
             return bool(ids) and bos_id is not None and ids[0] == bos_id
@@ -184,7 +251,12 @@ def render(ct: ChatTemplate, messages: list[dict], *, engine: str | None = None)
 
 
 def render_with(ct: ChatTemplate, messages: list[dict], *, engine: str | None = None) -> tuple[str, str]:
-    """:func:`render`, and the engine that rendered (``"transformers"`` / ``"jinja2"``)."""
+    """:func:`render`, and the engine that rendered (``"transformers"`` / ``"jinja2"``).
+
+    The rendered prompt is bounded: jinja2 renders it as a stream that is stopped past
+    :data:`specdash.bounded.RENDERED_PROMPT_CHARS` characters, in a sandbox that also refuses a ``*`` / ``**``
+    whose result would be larger (a template that loops or repeats a string cannot render gigabytes); before
+    transformers renders a prompt (it builds the whole string), the same bounded render runs first."""
     if engine in (None, "transformers"):
         tok = None
         try:
@@ -196,11 +268,23 @@ def render_with(ct: ChatTemplate, messages: list[dict], *, engine: str | None = 
             if engine == "transformers":
                 raise ProfileError(f"transformers cannot load the tokenizer of {ct.directory}: {exc}") from None
         if tok is not None:
+            _bounded_render(ct, messages)  # a template that would render gigabytes stops here
             try:
                 return tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
                                                chat_template=ct.template), "transformers"
             except Exception as exc:
                 raise ProfileError(f"chat template {ct.source}: transformers failed to render: {exc}") from None
+    return _bounded_render(ct, messages), "jinja2"
+
+
+def _bounded_render(ct: ChatTemplate, messages: list[dict]) -> str:
+    """The prompt rendered by jinja2 as a stream, stopped past :data:`specdash.bounded.RENDERED_PROMPT_CHARS`.
+
+    Raises:
+        ProfileError: jinja2 is missing, the template does not compile or fails, or renders too much.
+    """
+    from specdash.bounded import RENDERED_PROMPT_CHARS, size_text
+
     try:
         compiled = _jinja_template(ct.template)
     except ImportError:
@@ -208,11 +292,27 @@ def render_with(ct: ChatTemplate, messages: list[dict], *, engine: str | None = 
                            "installed: pip install jinja2, or set chat_template = \"none\" in the suite") from None
     except Exception as exc:
         raise ProfileError(f"chat template {ct.source}: not a valid Jinja template: {exc}") from None
+    parts, size = [], 0
     try:
-        return compiled.render(messages=messages, tools=None, documents=None, add_generation_prompt=True,
-                               **ct.special), "jinja2"
+        for chunk in compiled.generate(messages=messages, tools=None, documents=None, add_generation_prompt=True,
+                                       **ct.special):
+            size += len(chunk)
+            if size > RENDERED_PROMPT_CHARS:
+                raise _TooMuch
+            parts.append(chunk)
+    except _TooMuch:
+        raise ProfileError(f"chat template {ct.source}: renders more than {size_text(RENDERED_PROMPT_CHARS)} "
+                           "characters for one prompt (does it loop?); stopped rendering. Fix the template, or "
+                           "set chat_template = \"none\" in the suite") from None
     except Exception as exc:
+        if type(exc).__name__ == "SecurityError":
+            raise ProfileError(f"chat template {ct.source}: {exc}; stopped rendering") from None
         raise ProfileError(f"chat template {ct.source}: failed to render: {exc}") from None
+    return "".join(parts)
+
+
+class _TooMuch(Exception):
+    """A rendered prompt past the cap."""
 
 
 _HF_CACHE: dict[str, Any] = {}
@@ -227,13 +327,32 @@ def _hf_tokenizer(ct: ChatTemplate):
     return _HF_CACHE[key]
 
 
+@functools.lru_cache(maxsize=8)
 def _jinja_template(text: str):
-    """The template compiled as transformers compiles one (``_compile_jinja_template``)."""
+    """The template compiled as transformers compiles one (``_compile_jinja_template``), in a sandbox that
+    also refuses a ``*`` / ``**`` whose result would exceed :data:`specdash.bounded.RENDERED_PROMPT_CHARS`
+    (``'x' * 10**10``); compiled once per template text."""
     from datetime import datetime
 
     import jinja2
     import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+    from specdash.bounded import RENDERED_PROMPT_CHARS
+
+    class BoundedEnvironment(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset(["*", "**"])
+
+        def call_binop(self, context, operator, left, right):
+            sized = (str, bytes, list, tuple)
+            if operator == "*":
+                seq, n = (left, right) if isinstance(left, sized) else (right, left)
+                if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > RENDERED_PROMPT_CHARS:
+                    raise SecurityError(f"a repeat of {len(seq):,} × {n:,} items is larger than a prompt can be")
+            if operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and \
+                    right * math.log2(abs(left)) > 4096:
+                raise SecurityError(f"{left} ** {right} is too large a number for a prompt")
+            return super().call_binop(context, operator, left, right)
 
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -244,7 +363,7 @@ def _jinja_template(text: str):
     def strftime_now(fmt):
         return datetime.now().strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = BoundedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -285,7 +404,8 @@ def apply_prompt_format(profile: Profile | None, suite: Suite, *, engine: str | 
         return suite, {"format": CHAT_API, "option": opt,
                        "note": "the server applies the target's chat template (/v1/chat/completions)"}
     directory, why = tokenizer_dir(profile)
-    ct = find_chat_template(directory) if directory is not None else None
+    explicit = explicit_template(profile)
+    ct = find_chat_template(directory, explicit=explicit) if directory is not None else None
     if ct is None:
         if directory is not None:
             why = f"{directory} has no chat template (no chat_template.jinja, no tokenizer_config.json chat_template)"

@@ -19,16 +19,35 @@ from pathlib import Path
 from specdash.profile.schema import Profile, ProfileError, Suite, parse_profile, parse_suite
 
 
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path | str) -> dict:
+    """A TOML file of the user's (a profile, a suite) as a dict: a regular file of at most
+    :data:`specdash.bounded.TOML_BYTES`, UTF-8, nested at most :data:`specdash.bounded.JSON_MAX_DEPTH` levels.
+
+    Raises:
+        ProfileError: unreadable, not a regular file, too large, not UTF-8, not TOML or nested too deep —
+            the message starts with the path.
+    """
+    from specdash.bounded import JSON_MAX_DEPTH, TOML_BYTES, InputError, json_depth_error, read_bytes
+
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        data = read_bytes(path, limit=TOML_BYTES, what="TOML file")
+    except InputError as exc:
+        raise ProfileError(f"{path}: unreadable: {str(exc).removeprefix(f'TOML file {path}: ')}") from None
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:  # tomllib decodes the bytes as UTF-8 first
+    except UnicodeDecodeError as exc:
         raise ProfileError(f"{path}: unreadable: {not_utf8(exc)}") from None
-    except OSError as exc:
-        raise ProfileError(f"{path}: unreadable: cannot read: {exc.strerror or exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ProfileError(f"{path}: not valid TOML: values nested too deeply to read") from None
+    if json_depth_error(doc, JSON_MAX_DEPTH) is not None:
+        raise ProfileError(f"{path}: values nested more than {JSON_MAX_DEPTH} levels deep; a profile or suite "
+                           "nests a few levels at most")
+    return doc
+
+
+_read_toml = read_toml
 
 
 def not_utf8(exc: UnicodeDecodeError) -> str:

@@ -17,7 +17,7 @@ from specdash.profile.schema import Profile, ProfileError
 from specdash.sglang.adaptive import early_launch
 from specdash.sglang.cmdline import flags_to_argv, parse_command_line
 from specdash.sglang.launchspec import LaunchSpec
-from specdash.sglang.secrets import MASK, redact_argv, redact_env
+from specdash.sglang.secrets import MASK, redact_argv, redact_env, redact_url
 from specdash.sglang.speculative import resolve_flags
 from specdash.sglang.versions import DEFAULT_VERSION
 
@@ -130,8 +130,8 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
 def redacted_profile_data(profile: Profile) -> dict:
     """``profile.model_dump()`` with its secrets hidden, for run manifests: ``server.api_key``
     becomes ``***``, secret-looking ``[env]`` values too (:func:`~specdash.sglang.secrets.redact_env`),
-    and the values of secret flags in ``server.extra_args`` / ``speculative.extra_args``
-    (:func:`~specdash.sglang.secrets.redact_argv`)."""
+    the values of secret flags in ``server.extra_args`` / ``speculative.extra_args``
+    (:func:`~specdash.sglang.secrets.redact_argv`), and the userinfo of ``[[gpu_exporters]]`` URLs."""
     data = profile.model_dump()
     if not data.get("nodes"):  # a single-node profile's manifest stays as it was before [[nodes]] existed
         data.pop("nodes", None)
@@ -147,4 +147,6 @@ def redacted_profile_data(profile: Profile) -> dict:
     if data.get("speculative"):
         data["speculative"]["extra_args"] = redact_argv(data["speculative"].get("extra_args") or [])
     data["env"] = redact_env(data.get("env", {}))
+    for e in data.get("gpu_exporters") or []:  # http://user:password@host → http://***@host
+        e["url"] = redact_url(e.get("url") or "")
     return data

@@ -210,3 +210,40 @@ def launch_refusal(prof: Profile) -> str:
 __all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "launches_nodes",
            "node_url",
            "parse_host_port"]
+
+
+#: ssh client options (``-o Key=…`` or a config file) that make ssh run a command on *this* machine
+#: (ssh_config(5): ProxyCommand, LocalCommand with PermitLocalCommand, KnownHostsCommand, Match exec).
+_SSH_RUNS = ("proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand")
+#: srun options that run a program of the user's around each task (srun(1)).
+_SRUN_RUNS = ("--prolog", "--epilog", "--task-prolog", "--task-epilog")
+#: Environment variables that make every program of the server load code named by the profile.
+_ENV_RUNS = ("LD_PRELOAD", "LD_AUDIT", "BASH_ENV")
+
+
+def command_warnings(profile: Profile) -> list[str]:
+    """Lines saying which of the profile's options run commands of their own, beyond SGLang — a profile is
+    code (README "Profiles are code"): ``ssh_options`` with ``ProxyCommand`` / ``LocalCommand`` /
+    ``KnownHostsCommand`` / ``Match exec`` or another config file (``-F``), ``slurm_options`` with a prolog or
+    epilog, ``[env]`` / ``[nodes.env]`` variables that load code into every process (``LD_PRELOAD``,
+    ``LD_AUDIT``, ``BASH_ENV``).  Empty for a profile without them."""
+    out: list[str] = []
+    s = profile.server
+    ssh = [w for w in s.ssh_options if any(k in w.lower().replace(" ", "") for k in _SSH_RUNS)
+           or ("match" in w.lower() and "exec" in w.lower())]
+    if "-F" in s.ssh_options or any(w.startswith("-F") and len(w) > 2 for w in s.ssh_options):
+        ssh.append("-F (another ssh config file, which may hold ProxyCommand …)")
+    if ssh:
+        out.append(f"server.ssh_options run a command on this machine when ssh connects ({'; '.join(ssh)}): ssh "
+                   "executes it with your rights, as it would from ~/.ssh/config; launch only profiles you trust")
+    srun = [w for w in s.slurm_options if w.split("=", 1)[0] in _SRUN_RUNS]
+    if srun:
+        out.append(f"server.slurm_options run programs around each node's task ({'; '.join(srun)}): srun executes "
+                   "them with your rights; launch only profiles you trust")
+    envs = [f"{where}{k}" for where, table in (("[env] ", profile.env), *((f"[nodes.env] (node {n.node_rank}) ",
+                                                                           n.env) for n in profile.nodes))
+            for k in table if k in _ENV_RUNS]
+    if envs:
+        out.append(f"{', '.join(envs)} make every server process load code the profile names: launch only profiles "
+                   "you trust")
+    return out

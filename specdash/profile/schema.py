@@ -29,7 +29,6 @@ Reading files and finding names is :mod:`specdash.profile.files`.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from pathlib import Path
@@ -45,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from specdash import bounded as B
 from specdash.sglang.versions import resolve_version
 
 
@@ -114,6 +114,36 @@ class ServerSection(_Strict):
                                       "it); a node's own `gpus` wins")
 
 
+#: A portable environment variable name (POSIX: letters, digits and ``_``, not starting with a digit) — what
+#: ``export`` in the ssh node script and every shell accept.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def env_table(v: Any, where: str) -> Any:
+    """An ``[env]`` / ``[nodes.env]`` table with its values as strings (``true`` → ``"1"``) and every name a
+    portable variable name (:data:`_ENV_NAME`; not empty, no ``=``, NUL, space, ``;`` …: a process
+    environment is ``NAME=value`` C strings, and a node's variables are ``export``-ed by a shell script
+    over ssh), no NUL in a value.  Not a dict: returned as it is (pydantic says what it should be).
+
+    Raises:
+        ValueError: naming the table, the variable and the fix (shown as the profile's error).
+    """
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, x in v.items():
+        name, value = str(k), (str(int(x)) if isinstance(x, bool) else str(x))
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{where} name {name!r} cannot be an environment variable (empty, or holds '=', a NUL "
+                             "byte, a space or another character a shell cannot export — a name is letters, digits "
+                             "and '_', not starting with a digit): rename it, e.g. NCCL_SOCKET_IFNAME = \"eth0\"")
+        if "\x00" in value:
+            raise ValueError(f"{where} {name}: the value holds a NUL byte, which no environment variable can "
+                             "carry: remove it")
+        out[name] = value
+    return out
+
+
 class NodeSection(_Strict):
     """``[[nodes]]``: one machine of a multi-node server (node 0 first; it alone serves the HTTP API)."""
 
@@ -132,9 +162,8 @@ class NodeSection(_Strict):
     @field_validator("env", mode="before")
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return {str(k): (str(int(x)) if isinstance(x, bool) else str(x)) for k, x in v.items()}
-        return v
+        """As ``[env]``'s (:func:`env_table`): this node's variables go to its shell script over ssh."""
+        return env_table(v, "[nodes.env]")
 
 
 class SpeculativeSection(_Strict):
@@ -200,6 +229,10 @@ class GpuExporterEntry(_Strict):
             raise ValueError(f"an exporter is read over http or https, not {v.split('://', 1)[0]}://")
         if any(c.isspace() for c in v):
             raise ValueError("a URL has no spaces")
+        hostport = v.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+        port = hostport.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in hostport.rsplit("]", 1)[-1] else ""
+        if port and (not port.isdigit() or not 1 <= int(port) <= 65535):
+            raise ValueError(f"port {port!r} is not 1–65535 (dcgm-exporter listens on 9400)")
         return v
 
 
@@ -224,22 +257,8 @@ class Profile(_Strict):
     @field_validator("env", mode="before")
     @classmethod
     def _env_strings(cls, v: Any) -> Any:
-        """Values as strings (``true`` → ``"1"``); names a process environment can hold: no ``=`` and no
-        NUL in a name (POSIX ``environ`` is ``NAME=value`` C strings; Python's ``subprocess`` refuses
-        both), no NUL in a value.  Raises ValueError naming the variable (shown as the profile's error)."""
-        if not isinstance(v, dict):
-            return v
-        out = {}
-        for k, x in v.items():
-            name, value = str(k), (str(int(x)) if isinstance(x, bool) else str(x))
-            if not name or "=" in name or "\x00" in name:
-                raise ValueError(f"[env] name {name!r} cannot be an environment variable (empty, or holds '=' or a "
-                                 "NUL byte): rename it, e.g. NCCL_SOCKET_IFNAME = \"eth0\"")
-            if "\x00" in value:
-                raise ValueError(f"[env] {name}: the value holds a NUL byte, which no environment variable can "
-                                 "carry: remove it")
-            out[name] = value
-        return out
+        """Values as strings (``true`` → ``"1"``), names and values checked (:func:`env_table`)."""
+        return env_table(v, "[env]")
 
     @property
     def path(self) -> Path | None:
@@ -308,8 +327,8 @@ class SuiteSection(_Strict):
 
     name: str
     description: str = ""
-    max_tokens: int = Field(1024, ge=1)
-    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(1024, ge=1, le=B.MAX_TOKENS)
+    temperature: float = Field(0.0, ge=0, le=100, allow_inf_nan=False)
     top_p: float | None = Field(None, gt=0, le=1, description="nucleus sampling (SGLang sampling_params.top_p)")
     top_k: int | None = Field(None, ge=-1, description="top-k sampling, -1 = off (SGLang sampling_params.top_k)")
     sampling_seed: int | None = Field(None, description="per-request sampling seed (SGLang sampling_params."
@@ -317,9 +336,10 @@ class SuiteSection(_Strict):
     extra_request_body: dict[str, Any] = Field(
         default_factory=dict, description="fields merged into every request as SGLang's bench_serving "
         "--extra-request-body merges them; its sampling_params go into /generate's sampling_params")
-    repeats: int = Field(1, ge=1)
-    warmup: int = Field(1, ge=0, description="warm-up requests, excluded from results")
-    concurrency: int = Field(1, ge=1)
+    repeats: int = Field(1, ge=1, le=B.MAX_REPEATS)
+    warmup: int = Field(1, ge=0, le=B.MAX_WARMUP, description="warm-up requests, excluded from results")
+    concurrency: int = Field(1, ge=1, le=B.MAX_CONCURRENCY, description="requests in flight (SGLang's default "
+                             "max_running_requests tops out at 4,096)")
     ignore_eos: bool = True
     api: Literal["generate", "chat"] = "generate"
     chat_template: Literal["auto", "none", "require"] = Field(
@@ -352,7 +372,7 @@ class Prompt(_Strict):
                                            "API or rendered with the chat template")
     category: str | None = None
     id: str | None = None
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=B.MAX_TOKENS)
 
     @model_validator(mode="before")
     @classmethod
@@ -465,10 +485,14 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
         pf = Path(expand_path(suite.suite.prompts_file, where=f"{path}: suite.prompts_file"))
         if not pf.is_absolute() and real is not None:
             pf = real.parent / pf
+        from specdash.bounded import PROMPTS_FILE_BYTES, InputError, loads_json, read_bytes
+
+        try:  # a regular file of at most PROMPTS_FILE_BYTES (a FIFO or /dev/zero is refused unread)
+            raw = read_bytes(pf, limit=PROMPTS_FILE_BYTES, what="prompts_file")
+        except InputError as exc:
+            raise ProfileError(f"{path}: {exc}") from None
         try:
-            lines = pf.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ProfileError(f"{path}: prompts_file {pf}: {exc.strerror}") from None
+            lines = raw.decode("utf-8").splitlines()
         except UnicodeDecodeError as exc:
             bad = exc.object[exc.start:exc.start + 1].hex()
             raise ProfileError(f"{path}: prompts_file {pf}: unreadable: not UTF-8 text (byte 0x{bad} at "
@@ -477,7 +501,7 @@ def parse_suite(data: dict, path: Path | str = "<suite>") -> Suite:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = loads_json(line, what=f"{pf}:{n}")  # nested at most JSON_MAX_DEPTH levels
                 suite.prompts.append(Prompt.model_validate(obj if isinstance(obj, dict) else {"text": obj}))
             except (ValueError, ValidationError) as exc:
                 raise ProfileError(f"{pf}:{n}: not a prompt object {{\"text\": …, \"category\": …}}: {exc}") from None

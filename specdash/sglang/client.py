@@ -136,9 +136,12 @@ class SGLangClient:
         """``GET /health`` → True on 200; False on 503 (starting, shutting down, or the
         health generation timed out — ``http_server.py::health_generate``), any other
         status, or a connection error/timeout.  Never raises for server or network faults."""
+        from specdash.bounded import InputError, fetch
+
         try:
-            r = await self._http.get("/health", timeout=timeout)
-        except httpx.HTTPError:
+            r = await fetch(self._http, "GET", "/health", limit=1 << 20, deadline_s=timeout, what="/health",
+                            timeout=timeout)
+        except (httpx.HTTPError, InputError):
             return False
         return r.status_code == 200
 
@@ -344,14 +347,28 @@ class SGLangClient:
     # -- helpers ------------------------------------------------------------------------
 
     async def _request(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        """One request; control endpoints (everything but a generation) answer within
-        :data:`CONTROL_TIMEOUT_S` or fail — a server that accepts the connection and never answers
-        ``/server_info`` must not hold a run for the 600 s generation read timeout."""
+        """One request; control endpoints (everything but a generation) answer in full within
+        :data:`CONTROL_TIMEOUT_S` seconds *in all* — a total deadline, so a server that accepts the
+        connection and never answers ``/server_info``, or sends it a byte a second, cannot hold a run — and
+        their bodies are read up to :data:`specdash.bounded.METRICS_BYTES` (``/metrics``) or
+        :data:`specdash.bounded.SERVER_JSON_BYTES` (the others) only (:func:`specdash.bounded.fetch`)."""
+        from specdash.bounded import METRICS_BYTES, SERVER_JSON_BYTES, InputError, TooSlow, fetch
+
         control = not (path.startswith("/generate") or path.startswith("/v1/"))
         if control and "timeout" not in kw:
             kw["timeout"] = httpx.Timeout(CONTROL_TIMEOUT_S, connect=self._connect_timeout)
         try:
+            if control:
+                limit = METRICS_BYTES if path.startswith("/metrics") else SERVER_JSON_BYTES
+                return await fetch(self._http, method, path, limit=limit, deadline_s=CONTROL_TIMEOUT_S,
+                                   what=f"{method} {path} from {redact_url(self.base_url)}", **kw)
             return await self._http.request(method, path, **kw)
+        except TooSlow:
+            raise SGLangError(self._redact(
+                f"{method} {path} failed: no answer within {CONTROL_TIMEOUT_S} s (a total deadline) from "
+                f"{redact_url(self.base_url)} (is it an SGLang server, and not overloaded or hung?)")) from None
+        except InputError as e:
+            raise SGLangError(self._redact(f"{e} (is it an SGLang server?)")) from None
         except httpx.TimeoutException as e:
             raise SGLangError(self._redact(
                 f"{method} {path} failed: {type(e).__name__}: no answer within "

@@ -15,7 +15,7 @@ from typing import Any
 
 from specdash.sglang.versions import read_spec_meta
 
-__all__ = ["GenerateResult", "SpecMeta"]
+__all__ = ["GenerateResult", "SpecMeta", "record_problem", "request_counts"]
 
 
 @dataclass(slots=True)
@@ -212,3 +212,72 @@ def request_counts(rec: Any) -> tuple[int | None, int | None]:
     except (TypeError, ValueError):
         return None, None
 
+
+
+#: The largest count or index a record may hold (2**53: what a float64 column keeps exactly).
+_MAX_COUNT = 2**53
+#: The largest |time| in seconds a record may hold (epoch seconds are ~2e9).
+_MAX_SECONDS = 1e12
+_INT_KEYS = ("prompt_tokens", "completion_tokens", "events", "prompt_index", "repeat", "segment", "concurrency")
+_NUM_KEYS = ("started_at", "ts_sent", "ts_done", "t_sent", "t_first", "t_done", "ttft_s", "e2e_s",
+             "server_e2e_s", "tpot_s", "request_rate")
+_STR_KEYS = ("rid", "error", "category")
+_SPEC_INT_KEYS = ("verify_ct", "correct_drafts", "proposed_drafts")
+_SPEC_NUM_KEYS = ("accept_length", "accept_rate")
+
+
+def _bad_int(v) -> bool:
+    return v is not None and (type(v) is not int or not 0 <= v <= _MAX_COUNT)
+
+
+def _bad_num(v) -> bool:
+    if v is None:
+        return False
+    if type(v) is int:
+        return abs(v) > _MAX_SECONDS
+    if type(v) is float:
+        return abs(v) > _MAX_SECONDS  # NaN passes (json.dumps writes it for a missing float)
+    return True
+
+
+def record_problem(rec: Any) -> str | None:
+    """Why ``rec`` is not a ``requests.jsonl`` record specdash could have written (None when it could be):
+    not a JSON object, or a field the statistics, the comparison or the report read with another JSON
+    type — counts and indices whole numbers in 0 … 2**53, times numbers of at most 10**12 s (NaN allowed,
+    as :func:`json.dumps` writes it), ``rid`` / ``error`` / ``category`` strings, ``ok`` a boolean,
+    ``spec`` an object of counts, ``itl_s`` and ``spec.histogram`` lists of numbers.  Missing fields are
+    allowed (read as absent).  Cheap: type checks, the lists through one ``map(type, …)`` each."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    for k in _INT_KEYS:
+        if _bad_int(rec.get(k)):
+            return f"{k} is {type(rec[k]).__name__} {str(rec[k])[:20]!r}, not a count"
+    for k in _NUM_KEYS:
+        v = rec.get(k)
+        if _bad_num(v) and not (k == "request_rate" and v == "inf"):
+            return f"{k} is {type(v).__name__} {str(v)[:20]!r}, not a time or rate"
+    for k in _STR_KEYS:
+        v = rec.get(k)
+        if v is not None and type(v) is not str:
+            return f"{k} is {type(v).__name__}, not a string"
+    if "ok" in rec and type(rec["ok"]) is not bool:
+        return f"ok is {type(rec['ok']).__name__}, not true/false"
+    itl = rec.get("itl_s")
+    if itl is not None and (type(itl) is not list or not set(map(type, itl)) <= {float, int}):
+        return "itl_s is not a list of numbers"
+    spec = rec.get("spec")
+    if spec is not None:
+        if type(spec) is not dict:
+            return f"spec is a JSON {type(spec).__name__}, not an object"
+        for k in _SPEC_INT_KEYS:
+            if _bad_int(spec.get(k)):
+                return f"spec.{k} is not a count"
+        for k in _SPEC_NUM_KEYS:
+            v = spec.get(k)
+            if v is not None and (type(v) not in (int, float) or abs(v) > _MAX_COUNT):
+                return f"spec.{k} is not a number"
+        hist = spec.get("histogram")
+        if hist is not None and (type(hist) is not list or len(hist) > 4096 or not set(map(type, hist)) <= {int}
+                                 or any(not 0 <= x <= _MAX_COUNT for x in hist)):
+            return "spec.histogram is not a list of counts"
+    return None

@@ -129,8 +129,12 @@ def load_dataset_suite(
         ProfileError: the source is missing, unreadable, not cached in offline mode, of the wrong shape,
             needs a library that is not installed, or leaves no prompt; the message names it and the fix.
     """
+    from specdash.bounded import MAX_PROMPTS
+
     if num_prompts is not None and num_prompts < 1:
         raise ProfileError(f"--num-prompts must be at least 1 (got {num_prompts})")
+    if num_prompts is not None and num_prompts > MAX_PROMPTS:
+        raise ProfileError(f"--num-prompts must be at most {MAX_PROMPTS:,} (got {num_prompts:,})")
     for flag, v in (("--min-input-tokens", min_input_tokens), ("--max-input-tokens", max_input_tokens)):
         if v is not None and v < 1:
             raise ProfileError(f"{flag} must be at least 1 (got {v})")

@@ -17,9 +17,16 @@ def read(path: Path) -> tuple[str, list[dict[str, Any]], dict]:
     """``("parquet", rows, {})`` of a Parquet file (only the columns used are read).
 
     Raises:
-        ProfileError: pyarrow is not installed (how to install it), the file is not Parquet, or it
-            has no prompt column (the columns it has are listed).
+        ProfileError: pyarrow is not installed (how to install it), the file is not a regular file of at
+            most :data:`specdash.bounded.DATASET_BYTES`, not Parquet, or it has no prompt column (the columns
+            it has are listed).
     """
+    from specdash.bounded import DATASET_BYTES, InputError, check_file
+
+    try:
+        check_file(path, limit=DATASET_BYTES, what="dataset")
+    except InputError as exc:
+        raise ProfileError(f"{exc}; {HINT}") from None
     try:
         import pyarrow.parquet as pq
     except ImportError:

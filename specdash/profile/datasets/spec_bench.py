@@ -72,14 +72,15 @@ def _download(dest: Path, fetch: str) -> None:
     except httpx.HTTPError as exc:
         raise ProfileError(f"--dataset {NAME}: could not download {URL} ({type(exc).__name__}: {exc}); fetch it "
                            f"yourself with `{fetch}`, or give a local copy: --dataset {NAME}:PATH") from None
-    try:  # a page that is not JSON Lines (a proxy's error page) never lands in the cache
-        jsonl.parse_lines(Path(URL), resp.content.decode("utf-8"))
-    except (ProfileError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"--dataset {NAME}: what {URL} sent is not Spec-Bench's JSON Lines ({exc}); nothing was "
-                           f"cached; fetch it yourself with `{fetch}`, or give a local copy: --dataset {NAME}:PATH") from None
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f"{dest.name}.part{os.getpid()}")
     tmp.write_bytes(resp.content)
+    try:  # a page that is not JSON Lines (a proxy's error page) never lands in the cache
+        jsonl.parse_lines(tmp)
+    except ProfileError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ProfileError(f"--dataset {NAME}: what {URL} sent is not Spec-Bench's JSON Lines ({exc}); nothing was "
+                           f"cached; fetch it yourself with `{fetch}`, or give a local copy: --dataset {NAME}:PATH") from None
     tmp.replace(dest)
 
 

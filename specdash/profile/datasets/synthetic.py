@@ -39,11 +39,17 @@ def _parse_random(source: str) -> tuple[int, int, str | None]:
             raise ProfileError(f"--dataset {source}: {part!r} is not in=N, out=M or tokenizer=PATH "
                                "(e.g. random:in=512,out=128)")
         fields[key.strip()] = value.strip()
-    for key in ("in", "out"):
+    from specdash.bounded import MAX_RANDOM_INPUT_TOKENS, MAX_TOKENS
+
+    for key, hi in (("in", MAX_RANDOM_INPUT_TOKENS), ("out", MAX_TOKENS)):
         if key not in fields:
             raise ProfileError(f"--dataset {source}: {key}= is missing (e.g. random:in=512,out=128)")
-        if not fields[key].isdigit() or int(fields[key]) < 1:
-            raise ProfileError(f"--dataset {source}: {key}={fields[key]} is not a positive whole number of tokens")
+        v = fields[key]
+        if not v.isdigit() or len(v) > 12 or int(v) < 1:
+            raise ProfileError(f"--dataset {source}: {key}={v[:20]} is not a positive whole number of tokens")
+        if int(v) > hi:
+            raise ProfileError(f"--dataset {source}: {key}={int(v):,} is above {hi:,} tokens, the most a "
+                               f"{'random prompt' if key == 'in' else 'request'} of specdash has")
     return int(fields["in"]), int(fields["out"]), fields.get("tokenizer")
 
 
@@ -54,9 +60,14 @@ def random_suite(source: str, *, num_prompts: int | None, seed: int, profile: Pr
     Raises:
         ProfileError: a malformed spec, an unreadable tokenizer, or no text of the asked length.
     """
+    from specdash.bounded import MAX_RANDOM_TOTAL_TOKENS
+
     n_in, n_out, tokenizer = _parse_random(source)
-    counter = token_counter(profile, tokenizer)
     n = num_prompts or DEFAULT_RANDOM_PROMPTS
+    if n * n_in > MAX_RANDOM_TOTAL_TOKENS:  # the texts are made in memory, ~3.6 characters a token
+        raise ProfileError(f"--dataset {source} with {n:,} prompts: {n * n_in:,} input tokens in all, above the "
+                           f"{MAX_RANDOM_TOTAL_TOKENS:,} specdash composes for one run; lower in= or --num-prompts")
+    counter = token_counter(profile, tokenizer)
     rng = random.Random(seed)
     make = _exact_tokens if counter.method == "tokenizer" else _exact_chars
     texts = [make(counter, n_in, rng, source) for _ in range(n)]

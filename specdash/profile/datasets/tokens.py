@@ -102,8 +102,13 @@ def _tokenizers_counter(f: Path, *, required: bool) -> TokenCounter | None:
             return None
         raise ProfileError(f"counting tokens with {f} needs the tokenizers library, which is not installed: "
                            "pip install tokenizers (or pip install 'specdash[datasets]')") from None
+    from specdash.bounded import DATASET_BYTES, InputError, check_file
+
     try:
+        check_file(f, limit=DATASET_BYTES, what="tokenizer")  # never a FIFO or a device
         tok = Tokenizer.from_file(str(f))
+    except InputError as exc:
+        raise ProfileError(str(exc)) from None
     except Exception as exc:  # the library's error for a file it cannot parse
         raise ProfileError(f"{f}: not a tokenizer the tokenizers library can read ({exc})") from None
 

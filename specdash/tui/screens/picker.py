@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,21 +15,25 @@ from textual.widgets.option_list import Option
 
 
 def profile_preview(path: Path) -> Text:
-    """A few lines about a profile file (read with tomllib; invalid files say why)."""
+    """A few lines about a profile file (read with :func:`specdash.profile.files.read_toml`: bounded, any
+    nesting; invalid files say why)."""
+    from specdash.profile import ProfileError
+    from specdash.profile.files import read_toml
+
     t = Text()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:  # e.g. a file that is not UTF-8
-        return Text(f"{path}: cannot read: {exc}", style="red")
+        data = read_toml(path)
+    except ProfileError as exc:  # e.g. a file that is not UTF-8, a FIFO, values nested too deep
+        return Text(f"cannot read: {exc}", style="red")
     t.append(str(data.get("name", path.stem)), style="bold")
     if data.get("description"):
         t.append(f"\n{data['description']}")
-    srv = data.get("server", {}) or {}
+    srv = data.get("server") if isinstance(data.get("server"), dict) else {}
     t.append(f"\n\nlauncher  {srv.get('launcher', 'sglang')}", style="dim")
     t.append(f"\nmodel     {srv.get('model_path', '?')}", style="dim")
     if srv.get("tp_size"):
         t.append(f"\ntp        {srv['tp_size']}", style="dim")
-    sp = data.get("speculative") or {}
+    sp = data.get("speculative") if isinstance(data.get("speculative"), dict) else {}
     if sp.get("algorithm"):
         t.append(f"\n\n{sp['algorithm']} steps {sp.get('num_steps', 'auto')} · topk {sp.get('eagle_topk', 'auto')}"
                  f" · draft tokens {sp.get('num_draft_tokens', 'auto')}", style="cyan")
