@@ -109,6 +109,14 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         cls = super().get_driver_class()
         return SafeLinuxDriver if cls is LinuxDriver else cls
 
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Textual's toast, never parsed as markup whoever asks (``Widget.notify`` passes
+        ``markup=True``): a toast carries outside text — server details and log tails, profile and
+        suite errors, exception messages — and ``[/x]`` in one raised ``MarkupError`` (see
+        :mod:`specdash.tui.format`).  Thread-safe, as Textual's."""
+        super().notify(str(message), title=str(title), severity=severity, timeout=timeout, markup=False)
+
     def request_exit_threadsafe(self) -> None:
         """From any thread or a signal handler: stop everything and exit."""
         loop = self._loop

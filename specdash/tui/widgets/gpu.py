@@ -8,12 +8,11 @@ temperature (°C) in the last column; without any, the panel is exactly the loca
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from specdash.tui.format import DASH, num
+from specdash.tui.format import DASH, PlainTable, num
 from specdash.tui.state import ViewState
 
 
@@ -27,8 +26,8 @@ def bar(frac: float, width: int = 20) -> Text:
     return t
 
 
-def _device_table(last: str = "server processes on it") -> Table:
-    tab = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
+def _device_table(last: str = "server processes on it") -> PlainTable:
+    tab = PlainTable(expand=True, box=None, padding=(0, 1), show_edge=False)
     for col, kw in (("GPU", {"width": 4}), ("name", {"ratio": 2}), ("memory used / total", {"ratio": 2}),
                     ("", {"width": 22}), ("mem %", {"width": 7}), ("util", {"width": 6}),
                     ("", {"width": 12}), (last, {"ratio": 3})):
@@ -36,7 +35,7 @@ def _device_table(last: str = "server processes on it") -> Table:
     return tab
 
 
-def _add_device_row(tab: Table, d, procs: Text) -> None:
+def _add_device_row(tab: PlainTable, d, procs: Text) -> None:
     """One device's row; a reading an exporter did not send shows as a dash."""
     util = d.utilization_pct
     known = d.memory_used_mib is not None and d.memory_total_mib is not None
@@ -109,7 +108,7 @@ def gpu_renderable(view: ViewState):
         parts += [Text(""), *_exporter_section(reading)]
     procs = view.snapshot.procs
     if procs:
-        pt = Table(box=None, padding=(0, 1), show_edge=False, title="server process tree (psutil)",
+        pt = PlainTable(box=None, padding=(0, 1), show_edge=False, title="server process tree (psutil)",
                    title_justify="left", title_style="bold")
         pt.add_column("pid")
         pt.add_column("name")

@@ -4,13 +4,12 @@ preflight findings with fixes, the launch state and the start-up log until ready
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
-from specdash.tui.format import DASH
+from specdash.tui.format import DASH, PlainTable
 from specdash.tui.session import ServerState
 from specdash.tui.state import ViewState
 from specdash.tui.widgets.findings import render_findings
@@ -54,11 +53,11 @@ def argv_text(argv: list[str]) -> Text:
     return t
 
 
-def asked_effective_table(view: ViewState) -> Table:
+def asked_effective_table(view: ViewState) -> PlainTable:
     """asked (profile) vs effective (SGLang's normalisation; read back once running)."""
     li = view.launch
     info = view.snapshot.server_info or {}
-    tab = Table(box=None, padding=(0, 2), show_edge=False, expand=False)
+    tab = PlainTable(box=None, padding=(0, 2), show_edge=False, expand=False)
     tab.add_column("speculative", style="dim")
     tab.add_column("asked")
     tab.add_column("effective (SGLang rules)")
