@@ -241,6 +241,12 @@ class Engine:
         """Start the scheduler task on the running loop."""
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="sim-scheduler")
 
+    def freeze(self) -> None:
+        """The scheduler is gone (see ``SimServer._scheduler_killed``): the loop stops where it is and no
+        pending request ever gets another token or a finish."""
+        if self._task is not None:
+            self._task.cancel()
+
     async def stop(self) -> None:
         """Stop the loop and finish every pending request as aborted."""
         self._stopping = True
