@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -127,9 +128,12 @@ def test_stalled_server_gives_a_partial_run(tmp_path, capsys, monkeypatch):
     real = bench_cmd._options
     monkeypatch.setattr(bench_cmd, "_options", lambda args, progress: replace(real(args, progress), stall_s=2.0))
     t0 = time.monotonic()
-    run_dir, err = _run_and_break(tmp_path, capsys, signal.SIGSTOP)
-    assert time.monotonic() - t0 < 25, "the stall was not noticed promptly (or stopping took its timeout)"
+    run_dir, err = _run_and_break(tmp_path, capsys, signal.SIGSTOP)  # (pytest's timeout is the hang deadline)
+    print(f"stalled run ended after {time.monotonic() - t0:.1f} s", file=sys.stderr)  # a figure, not a bound
     _check_partial(run_dir, "no token progress for 2 s")
+    # the stopped server was continued before its SIGTERM, which it then acted on (else: SIGKILL after the
+    # stop's timeout, and no shutdown line)
+    assert "SIGTERM received" in (run_dir / "server.log").read_text()
     assert "server process is stopped" in err and "--resume" in err
     _resume_completes(run_dir, capsys)
 
