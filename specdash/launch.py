@@ -137,7 +137,8 @@ def build_manifest(
         extra: caller fields merged last (``{"ab": …}``, ``{"source": "tui"}``).
 
     Returns:
-        A JSON-able dict: ``profile``, ``profile_path``, ``profile_data``, ``suite``,
+        A JSON-able dict: ``profile``, ``profile_path``, ``profile_data``, ``variant``
+        (:func:`~specdash.profile.variants.variant_record`), ``suite``,
         ``suite_path``, ``url``, ``attached``, ``simulated``, ``judged_sglang_version``,
         ``version_source``, ``gpus`` (NVML now), the extras; for a launch also ``argv``,
         ``env`` (redacted), ``asked``, ``expected_effective``, ``adjustments``; ``preflight``
@@ -145,6 +146,7 @@ def build_manifest(
     """
     from specdash.collect.gpu import gpu_snapshot
     from specdash.profile import redacted_profile_data
+    from specdash.profile.variants import variant_record
     from specdash.sglang.secrets import redact_url
 
     ver, src = profile.judged_version(cli=sglang_version)
@@ -152,6 +154,9 @@ def build_manifest(
         "profile": profile.name,
         "profile_path": str(profile.path) if profile.path else None,
         "profile_data": redacted_profile_data(profile),
+        # a derived profile (tune's baseline and explorations): the source file and what changed, so that
+        # ``--bench --resume`` makes the same profile again (None: the file's own profile)
+        "variant": variant_record(profile),
         "suite": suite.name if suite is not None else None,
         "suite_path": str(suite.path) if suite is not None and suite.path else None,
         "url": redact_url(url) if url else url,  # never a password from http://user:pass@host

@@ -345,21 +345,32 @@ def test_rejected_and_crashing_launches(tmp_path):
     assert any("RuntimeError: mat1 and mat2 shapes cannot be multiplied" in x for x in sim.lines)
 
 
-def test_sigterm_stops_within_two_seconds():
+def test_sigterm_drains_an_open_stream_and_exits_0():
+    """SIGTERM mid-stream: SGLang's shutdown line, the open stream ends (its abort and ``[DONE]``) and the
+    process exits 0 by itself (no SIGKILL).  How long that takes is a speed figure, printed by
+    ``benchmarks/shutdown_time.py`` (0.27 s median here, 2 shared cores; the simulator's own deadline is 1.6 s),
+    not asserted here: the 15 s wait is a deadline for a hang."""
     sim = SimProcess(EAGLE3 + CHAIN).start()
     body = {"text": "A long story", "sampling_params": {"max_new_tokens": 100000}, "stream": True}
+    got: list[bytes] = []
+    streaming = threading.Event()
 
     def stream():
         try:
             with httpx.stream("POST", sim.url + "/generate", json=body, timeout=30) as r:
-                for _ in r.iter_bytes():
-                    pass
+                for chunk in r.iter_bytes():
+                    got.append(chunk)
+                    streaming.set()
         except httpx.HTTPError:
             pass
 
     t = threading.Thread(target=stream, daemon=True)
     t.start()
-    time.sleep(0.5)
-    rc, took = sim.stop(signal.SIGTERM, timeout=5)
-    assert rc == 0 and took < 2.0
+    assert streaming.wait(30), "no token streamed"
+    sim.proc.send_signal(signal.SIGTERM)
+    rc = sim.proc.wait(15)
+    t.join(15)
+    assert rc == 0 and not t.is_alive()
     assert any("SIGTERM received" in x for x in sim.lines)
+    tail = b"".join(got)[-4000:]
+    assert b"data: [DONE]" in tail and b"server shutting down" in tail, tail[-500:]  # SGLang's abort of open requests

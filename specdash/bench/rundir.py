@@ -550,7 +550,7 @@ class RunDir:
 
 def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max_tokens: int | None = None,
                       concurrency: int | None = None) -> dict | None:
-    """The newest finished run of profile ``name`` under ``out_dir`` (``*/summary.json``) with
+    """The newest finished, complete (not ``partial``) run of profile ``name`` under ``out_dir`` (``*/summary.json``) with
     output tok/s whose suite, max_tokens and concurrency match the ones given (a value not
     given matches anything; one missing from the summary is read from the run's
     ``manifest.json``).  Returns the summary's run dict, or None."""
@@ -563,8 +563,8 @@ def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max
             continue
         manifest: dict | None = None
         for run in data.get("runs", []):
-            if run.get("profile") != name or not run.get("output_tok_s"):
-                continue
+            if run.get("profile") != name or not run.get("output_tok_s") or run.get("partial"):
+                continue  # a partial RUN (the server died or stalled mid-load) is no baseline
             ok = True
             for key, val in want.items():
                 if val is None:

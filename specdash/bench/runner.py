@@ -37,14 +37,7 @@ from specdash.bench.load import (
 )
 from specdash.bench.rundir import RunDir
 from specdash.bench.sweep import RATE_POINT_S
-from specdash.bench.watchdog import (
-    ServerFault,
-    Watch,
-    WatchedClient,
-    describe_exit,
-    proc_state,
-    resume_if_stopped,
-)
+from specdash.bench.watchdog import ServerFault, Watchdog, resume_if_stopped
 from specdash.collect.stream import RunStats
 from specdash.launch import (
     READY_TIMEOUT_S,
@@ -156,9 +149,8 @@ class ProfileRun:
         self.runs: list[dict] = []
         #: The records of each point (concurrency → records), for paired comparisons.
         self.point_records: dict[int, list[dict]] = {}
-        #: why the run ended early (the server exited or stalled mid-run), else None
-        self.fault: ServerFault | None = None
-        self._abandon: asyncio.Event | None = None  # set when a watched load is being abandoned
+        #: the fault watchdog of this run's loads (its ``fault``: why the run ended early)
+        self.watchdog = Watchdog(stall_s=options.stall_s)
         #: the client of the run in progress (an attached server's health is probed through it)
         self.client = None
         #: why the server's ``/metrics`` could not be used (not Prometheus text), else None
@@ -170,6 +162,11 @@ class ProfileRun:
     def server(self):
         """The :class:`~specdash.sglang.process.ServerProcess` this run started (None when attached)."""
         return self.launch.server if self.launch is not None else None
+
+    @property
+    def fault(self) -> ServerFault | None:
+        """Why the run ended early (the server exited, stalled or stopped answering mid-run), else None."""
+        return self.watchdog.fault
 
     def _say(self, msg: str) -> None:
         if self.opt.progress:
@@ -350,6 +347,7 @@ class ProfileRun:
 
         async with SGLangClient(url, api_key=api_key) as client:
             self.client = client
+            self.watchdog.server, self.watchdog.client = self.server, client
             if self.launch is not None:
                 t_ready = await self.launch.wait_ready(client, READY_TIMEOUT_S)
                 self._say(f"[{self.profile.name}] server ready in {t_ready:.1f} s")
@@ -590,42 +588,28 @@ class ProfileRun:
     # -- faults: the server exits or stalls mid-run ---------------------------------------------
     async def _send_watched(self, client, items, *, concurrency: int, max_tokens: int, segment: int,
                             on_record: Callable[[dict], None]) -> None:
-        """:func:`send_suite` under a watchdog: when the launched server exits, or no request finishes
-        and no token streams for ``stall_s`` while requests are in flight, the load is cancelled
-        (records already written stay) and :attr:`fault` says why.  Requests that failed because
-        the server died are not recorded (a resume re-sends them)."""
-        watch = Watch()
-        stop = asyncio.Event()
-        self._abandon = asyncio.Event()
-        task = asyncio.ensure_future(self._send_suite(
-            WatchedClient(client, watch, self), self.suite, items, concurrency=concurrency,
-            max_tokens=max_tokens, segment=segment, on_record=on_record, stop=stop))
-        poll = min(0.2, max(0.02, self.opt.stall_s / 10))
-        next_gpu = 0.0
+        """:func:`send_suite` under the run's :class:`~specdash.bench.watchdog.Watchdog`: when the launched
+        server exits, or no request finishes and no token streams for ``stall_s`` while requests are in
+        flight, the load is cancelled (records already written stay) and :attr:`fault` says why.
+        Requests that failed because the server died are not recorded (a resume re-sends them)."""
+        async def load(watched, stop: asyncio.Event) -> None:
+            await self._send_suite(watched, self.suite, items, concurrency=concurrency, max_tokens=max_tokens,
+                                   segment=segment, on_record=on_record, stop=stop)
+
+        sampler = asyncio.ensure_future(self._sample_gpus_while(client, segment))
         try:
-            while not task.done():
-                if time.monotonic() >= next_gpu:  # one GPU reading a second into gpu.jsonl, the first at once
-                    next_gpu = time.monotonic() + GPU_SAMPLE_S
-                    await self._sample_gpus(client, segment)
-                await asyncio.wait({task}, timeout=poll)
-                if task.done():
-                    break
-                if self.fault is None:
-                    self.fault = self._exit_fault()
-                if self.fault is None and watch.inflight and time.monotonic() - watch.last > self.opt.stall_s:
-                    self.fault = ServerFault(f"no token progress for {self.opt.stall_s:g} s",
-                                             stalled=True, state=proc_state(self.server))
-                if self.fault is not None:
-                    break
+            await self.watchdog.watch_load(load, client)
         finally:
-            self._abandon.set()
-            if not task.done():
-                stop.set()
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        if self.fault is None:
-            task.result()  # an exception of the load itself propagates
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+
+    async def _sample_gpus_while(self, client, segment: int) -> None:
+        """One GPU reading every :data:`GPU_SAMPLE_S` into ``gpu.jsonl`` while the load runs, the first at once
+        (cancelled with the load)."""
+        while True:
+            await self._sample_gpus(client, segment)
+            await asyncio.sleep(GPU_SAMPLE_S)
 
     async def _sample_gpus(self, client, segment: int) -> None:
         """Append one reading of every device to the run directory's ``gpu.jsonl`` (:data:`GPU_FILE`):
@@ -657,46 +641,11 @@ class ProfileRun:
         with contextlib.suppress(OSError), open(self.rundir.path / GPU_FILE, "a", encoding="utf-8") as fh:
             fh.write(lines)
 
-    def _exit_fault(self) -> ServerFault | None:
-        """A fault when the launched server has exited (None while it runs, or when attached)."""
-        code = self.server.returncode if self.server is not None else None
-        if code is None:
-            return None
-        return ServerFault(f"server exited ({describe_exit(code)})", exit_code=code)
 
     async def _note_exit(self, wait_s: float = 1.0, after: str = "a request broke off") -> bool:
-        """After a request failed (not with an HTTP status): wait up to ``wait_s`` for the launched
-        server to be seen exited — for an attached server, whether it still answers ``/health`` — and
-        if it is gone, set :attr:`fault` and return True (the load is then cancelled and the failure
-        is not a result).  ``after``: what failed, for the attached server's fault reason."""
-        if self.server is None:
-            return await self._attached_gone(wait_s, after)
-        deadline = time.monotonic() + wait_s
-        while self.fault is None:
-            self.fault = self._exit_fault()
-            if self.fault is not None or time.monotonic() >= deadline:
-                break
-            await asyncio.sleep(0.02)
-        return self.fault is not None
-
-    async def _attached_gone(self, wait_s: float, after: str) -> bool:
-        """An attached server that no longer answers ``/health`` within ``wait_s`` (connection refused,
-        reset, timeout): :attr:`fault` says so.  One probe per failure; the first fault wins."""
-        if self.fault is not None:
-            return True
-        if self.client is None:
-            return False
-        from specdash.sglang.secrets import redact_url
-
-        try:
-            healthy = await self.client.health(timeout=max(0.5, wait_s))
-        except Exception:  # any failure to answer is "gone" here
-            healthy = False
-        if healthy or self.fault is not None:
-            return self.fault is not None
-        self.fault = ServerFault(f"the attached server at {redact_url(self.client.base_url)} stopped answering "
-                                 f"(/health failed after {after})")
-        return True
+        """:meth:`Watchdog.note_exit <specdash.bench.watchdog.Watchdog.note_exit>`: True (and :attr:`fault`
+        set) when a failed call was the server going away."""
+        return await self.watchdog.note_exit(wait_s, after)
 
     async def _warmup(self, client, max_tokens: int, width: int) -> None:
         """The suite's warm-up before a measured point (excluded from results): ``max(warmup,

@@ -335,7 +335,7 @@ def check_resume(run_dir: Path, args) -> str | None:
     A run directory holds one profile, one suite and one request shape: resuming with
     another would mix them into one summary.
     """
-    from specdash.profile import ProfileError, load_profile
+    from specdash.profile import ProfileError
 
     m, problem = read_run_manifest(run_dir)
     if problem:
@@ -343,7 +343,7 @@ def check_resume(run_dir: Path, args) -> str | None:
     if args.vs or args.baseline:
         return "--resume continues one profile's run; it cannot be combined with --vs or --baseline"
     try:
-        prof = load_profile(args.profile) if args.profile else None
+        prof = bench_profile(args) if args.profile else None
         name = prof.name if prof is not None else "attached"
         suite = bench_suite(args)[0].name
     except ProfileError as exc:
@@ -438,6 +438,10 @@ def resume_defaults(args) -> dict:
         else:
             path = m.get("profile_path")
             args.profile = path if path and Path(path).is_file() else m["profile"]
+            variant = m.get("variant")
+            if isinstance(variant, dict) and isinstance(variant.get("changes"), dict) and path \
+                    and Path(path).is_file():  # a tune's derived profile: the file's, with the run's changes
+                args.profile_variant = variant["changes"]
     ds = m.get("dataset")
     if not args.suite and not getattr(args, "dataset", None) and isinstance(ds, dict) and ds.get("source"):
         args.dataset = ds["source"]  # a --dataset run: the same source, sample and filters
@@ -514,6 +518,24 @@ def _resume_or_bench(args, progress: Progress) -> int:
     return _bench(args, progress)
 
 
+def bench_profile(args):
+    """``--profile`` loaded; for ``--resume`` of a derived profile's run (a tune's baseline or exploration,
+    the manifest's ``variant``) the same profile made again (:func:`~specdash.profile.variants.apply_variant`).
+
+    Raises:
+        ProfileError: the profile cannot be read, or the run's changes no longer apply to it.
+    """
+    from specdash.profile import load_profile
+
+    prof = load_profile(args.profile)
+    changes = getattr(args, "profile_variant", None)
+    if changes:
+        from specdash.profile.variants import apply_variant
+
+        prof = apply_variant(prof, changes)
+    return prof
+
+
 def bench_suite(args):
     """(the suite a bench sends, the dataset's manifest record or None): ``--dataset`` through
     :func:`specdash.profile.datasets.load_dataset_suite` (tokens counted for ``--profile``'s
@@ -571,7 +593,7 @@ def request_fields(suite) -> dict:
 
 
 def _bench_suite(args):
-    from specdash.profile import load_profile, load_suite
+    from specdash.profile import load_suite
 
     source = getattr(args, "dataset", None)
     if not source:
@@ -580,7 +602,7 @@ def _bench_suite(args):
 
     return load_dataset_suite(
         source, num_prompts=getattr(args, "num_prompts", None), seed=getattr(args, "seed", None) or 0,
-        profile=load_profile(args.profile) if args.profile else None,
+        profile=bench_profile(args) if args.profile else None,
         min_input_tokens=getattr(args, "min_input_tokens", None),
         max_input_tokens=getattr(args, "max_input_tokens", None), categories=dataset_categories(args))
 
@@ -757,7 +779,7 @@ def _bench(args, progress: Progress) -> int:
     _check_args(args)
     suite, dataset = bench_suite(args)
     check_run_size(suite, args.repeats)
-    prof_a = load_profile(args.profile) if args.profile else attached_profile()
+    prof_a = bench_profile(args) if args.profile else attached_profile()
     prof_b = load_profile(args.vs) if args.vs else None
     no_baseline = getattr(args, "sweep", None) and args.baseline == "none"
     prof_r = load_profile(args.baseline) if args.baseline and not no_baseline else None

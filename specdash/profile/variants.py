@@ -5,6 +5,11 @@ no-speculation baseline) and how the dashboard's Tweak screen edits the session'
 profile.  :func:`write_preset` is how both save a profile as a new preset: TOML written
 with tomlkit, the source profile's comments kept when its text is given, a first comment
 line saying where the preset came from, and never an overwrite unless asked.
+
+A derived profile exists only in memory, so a run directory records how to make it again:
+:func:`variant_record` (the manifest's ``variant``: the source file and the changed fields) and
+:func:`apply_variant` (what ``--bench --resume`` does with it) — a tune's baseline or exploration
+run that was cut short resumes with the very profile it ran.
 """
 
 from __future__ import annotations
@@ -49,6 +54,66 @@ def profile_variant(profile: Profile, speculative: Mapping[str, Any] | None, *, 
         data["name"] = name
     prof = parse_profile(data, profile.path or f"<{profile.name}>")
     prof._path = profile.path
+    return prof
+
+
+def _changes(was: dict, now: dict) -> dict[str, Any]:
+    """The top-level fields of ``now`` that differ from ``was``; of a table (``[server]``…) only its
+    changed keys, of a table that appeared or went away (``[speculative]`` → none) the whole value."""
+    out: dict[str, Any] = {}
+    for key in sorted({*was, *now}):
+        a, b = was.get(key), now.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out[key] = {k: b.get(k) for k in sorted({*a, *b}) if a.get(k) != b.get(k)}
+        else:
+            out[key] = b
+    return out
+
+
+def variant_record(profile: Profile) -> dict[str, Any] | None:
+    """How to make ``profile`` again from its source file, for a run manifest: ``{"of": the source's name,
+    "of_path": its file, "changes": {field or table: changed values}}``, or None when ``profile`` is the
+    file's own profile (or has no readable file).  Both sides are compared expanded and redacted
+    (:func:`~specdash.profile.flags.redacted_profile_data`), so no secret reaches the record; a change that
+    involves a secret (a redacted value) gives None — such a variant cannot be rebuilt from the file, and a
+    resume then refuses, saying why."""
+    from specdash.profile.files import load_profile
+    from specdash.profile.flags import redacted_profile_data
+    from specdash.profile.schema import ProfileError
+    from specdash.sglang.secrets import MASK
+
+    path = profile.path
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        source = load_profile(str(path)).expanded()
+    except (ProfileError, OSError):
+        return None
+    changes = _changes(redacted_profile_data(source), redacted_profile_data(profile))
+    if not changes:
+        return None
+    if MASK in repr(changes):
+        return None
+    return {"of": source.name, "of_path": str(path), "changes": changes}
+
+
+def apply_variant(source: Profile, changes: Mapping[str, Any]) -> Profile:
+    """``source`` with a :func:`variant_record`'s ``changes`` applied (a table's keys merged into it, a
+    whole value replaced); the result keeps ``source``'s path.
+
+    Raises:
+        ProfileError: the result does not validate (the file changed since the run: the message says how).
+    """
+    data = source.model_dump()
+    for key, val in changes.items():
+        if isinstance(val, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **val}
+        else:
+            data[key] = val
+    prof = parse_profile(data, source.path or f"<{source.name}>")
+    prof._path = source.path
     return prof
 
 

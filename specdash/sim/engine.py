@@ -206,6 +206,8 @@ class Engine:
         self._tick = asyncio.Event()
         self._stopping = False
         self._deadline = 0.0
+        #: time.monotonic() at the end of the last iteration (:meth:`_spend`); None after idling
+        self._last_end: float | None = None
         self._busy: deque[tuple[float, float]] = deque(maxlen=4096)
         self._prefix_cache: dict[str, int] = {}
         spec = cfg.spec
@@ -240,6 +242,12 @@ class Engine:
     def start(self) -> None:
         """Start the scheduler task on the running loop."""
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="sim-scheduler")
+
+    def freeze(self) -> None:
+        """The scheduler is gone (see ``SimServer._scheduler_killed``): the loop stops where it is and no
+        pending request ever gets another token or a finish."""
+        if self._task is not None:
+            self._task.cancel()
 
     async def stop(self) -> None:
         """Stop the loop and finish every pending request as aborted."""
@@ -361,13 +369,18 @@ class Engine:
             return 1.0
         return float(self.rng.lognormal(-0.5 * s * s, s))
 
-    async def _spend(self, model_ms: float) -> None:
-        """Sleep ``model_ms / time_scale`` against the deadline clock; record the busy interval."""
+    async def _spend(self, model_ms: float) -> float:
+        """Sleep ``model_ms / time_scale`` against the deadline clock; record the busy interval.
+
+        Returns the wall seconds the iteration really took, as its tokens' emission times show: from
+        the end of the iteration before (back to back: the scheduler's own work between the two counts,
+        as it does in SGLang's decode-log windows) or, after idling (:meth:`_loop`), from this call, to now.  On a loaded
+        machine this exceeds the plan (``model_ms / time_scale``: sleeps overshoot, the deadline clock
+        restarts after falling 50 ms behind); the truth of what was emitted is this, not the plan."""
         wall = max(0.0, model_ms) / 1000.0 / self.cfg.time_scale
         now = time.monotonic()
         if now - self._deadline > 0.05:  # idle (or far behind): restart the clock
             self._deadline = now
-        start = self._deadline
         self._deadline += wall
         delay = self._deadline - time.monotonic()
         if delay > 0:
@@ -375,9 +388,12 @@ class Engine:
         else:
             await asyncio.sleep(0)
         t_end = time.time()
+        end = time.monotonic()
+        begin = self._last_end if self._last_end is not None else now
+        self._last_end = end
         self._busy.append((t_end - wall, t_end))
         self.truth.busy_s += wall
-        del start
+        return end - begin
 
     def _gpu(self, phases: dict[str, float], *, eager: bool) -> None:
         """Account GPU-busy model ms per SGLang forward category (device timer on only).
@@ -431,6 +447,7 @@ class Engine:
     async def _loop(self) -> None:
         while not self._stopping:
             if not self.running and not self.waiting:
+                self._last_end = None
                 await self._idle()
                 continue
             if self.waiting and len(self.running) < self.cfg.max_running:
@@ -438,6 +455,7 @@ class Engine:
             elif self.running:
                 await self._decode()
             else:
+                self._last_end = None
                 await self._idle()
                 continue
             tick, self._tick = self._tick, asyncio.Event()
@@ -510,7 +528,7 @@ class Engine:
         spec = self._tier_shape()
         eager = b > self.cfg.graph_max_bs
         ms = self.sc.round_ms(b, spec, eager=eager) * self._jitter()
-        await self._spend(ms)
+        actual_s = await self._spend(ms)
         self._gpu({k: v * (self.sc.target.eager_factor if eager else 1.0)
                    for k, v in self.sc.device_ms(b, spec).items()}, eager=eager)
         now = time.time()
@@ -566,7 +584,8 @@ class Engine:
                 self._emit(r, 1 + a, now)
             if user_rounds:
                 self.tier_truth.add(spec.steps, spec.num_draft_tokens, rounds=user_rounds, accepted=user_acc,
-                                    tokens=user_tokens, busy_s=ms / 1000.0 / self.cfg.time_scale)
+                                    tokens=user_tokens, busy_s=actual_s,
+                                    planned_s=ms / 1000.0 / self.cfg.time_scale)
             if ctl is not None:  # on_verify_complete: the slot's EMA may move the tier
                 for ev in ctl.after_verify([int(a) for a in acc.tolist()], len(running)):
                     self.log.scheduler(ev.line)

@@ -625,6 +625,18 @@ class SimServer:
         timer.daemon = True
         timer.start()
 
+    def _scheduler_killed(self) -> None:
+        """SIGUSR1: the simulator's stand-in for a SIGKILL of SGLang's scheduler subprocess (the simulator
+        is one process).  SGLang's main process only logs it from its ``SIGCHLD`` handler
+        (``srt/entrypoints/engine.py`` ``_set_envs_and_config``: ``Child process unexpectedly failed with
+        exitcode=%s. pid=%s``, ``exitcode`` being ``os.waitpid``'s raw status, 9 for SIGKILL) and keeps
+        its HTTP server up; nothing decodes any more, so streams hang and ``/health`` answers 503 after
+        its 20 s wait."""
+        if self.engine is None or self.stopping:
+            return
+        self.log.line(f"Child process unexpectedly failed with exitcode=9. pid={os.getpid() + 1}", level="warning")
+        self.engine.freeze()
+
     def _bind(self) -> socket.socket:
         host = str(self.args.get("host") or "127.0.0.1")
         port = int(self.args.get("port") or 30000)
@@ -652,6 +664,8 @@ class SimServer:
         for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._on_signal, name)
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            loop.add_signal_handler(signal.SIGUSR1, self._scheduler_killed)
         self._startup_task = asyncio.ensure_future(self._start())
         try:
             await self._startup_task

@@ -152,8 +152,9 @@ class AdaptiveSetup:
 
 @dataclass
 class TierCounts:
-    """One tier's counts (user requests only; ``busy_s`` is wall time of the decode rounds that
-    served at least one user request)."""
+    """One tier's counts (user requests only; ``busy_s`` is the wall time the decode rounds that served
+    at least one user request really took — what their tokens' emission times show — and ``planned_s``
+    the scenario's plan for them; the two part on a loaded machine)."""
 
     steps: int
     draft_tokens: int
@@ -162,6 +163,7 @@ class TierCounts:
     accepted_drafts: int = 0
     output_tokens: int = 0
     busy_s: float = 0.0
+    planned_s: float = 0.0
 
 
 @dataclass
@@ -170,7 +172,8 @@ class TierTruth:
 
     tiers: dict[int, TierCounts] = field(default_factory=dict)
 
-    def add(self, steps: int, draft_tokens: int, *, rounds: int, accepted: int, tokens: int, busy_s: float) -> None:
+    def add(self, steps: int, draft_tokens: int, *, rounds: int, accepted: int, tokens: int, busy_s: float,
+            planned_s: float = 0.0) -> None:
         """Count one decode batch run at ``steps``."""
         t = self.tiers.get(steps)
         if t is None:
@@ -180,13 +183,15 @@ class TierTruth:
         t.accepted_drafts += accepted
         t.output_tokens += tokens
         t.busy_s += busy_s
+        t.planned_s += planned_s
 
     def to_json(self) -> list[dict[str, Any]]:
         """One entry per tier that ran, by steps: ``speculative_num_steps``,
         ``speculative_num_draft_tokens``, ``batches``, ``verify_rounds`` (request-rounds),
         ``accepted_drafts``, ``output_tokens``, ``accept_length`` (tokens per request-round,
         bonus included; 1.0 for steps 0), ``accept_rate`` (accepted / (rounds × steps); None at
-        steps 0), ``busy_s``, ``output_tok_s`` (output tokens / decode time in the tier) and
+        steps 0), ``busy_s`` (the rounds' real wall time), ``planned_s`` (the scenario's plan for them),
+        ``output_tok_s`` (output tokens / real decode time in the tier) and
         ``share`` (its fraction of all request-rounds)."""
         total = sum(t.verify_rounds for t in self.tiers.values()) or 0
         out = []
@@ -203,6 +208,7 @@ class TierTruth:
                 "accept_rate": (t.accepted_drafts / (t.verify_rounds * t.steps)) if (t.verify_rounds and t.steps)
                 else None,
                 "busy_s": t.busy_s,
+                "planned_s": t.planned_s,
                 "output_tok_s": t.output_tokens / t.busy_s if t.busy_s > 0 else None,
                 "share": t.verify_rounds / total if total else None,
             })

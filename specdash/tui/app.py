@@ -83,7 +83,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
             listener=SessionMessages(self), intervals=self.config.intervals, gpu_source=self.config.gpu_source,
             gpu_exporters=self.config.gpu_exporters,
             ready_timeout_s=self.config.ready_timeout_s, sglang_version=self.config.sglang_version,
-            baseline_tok_s=self.config.baseline_tok_s,
+            baseline_tok_s=self.config.baseline_tok_s, stall_s=self.config.stall_s,
         )
         if self.config.concurrency:
             self.session.load.concurrency = self.config.concurrency
@@ -114,6 +114,14 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
 
         cls = super().get_driver_class()
         return SafeLinuxDriver if cls is LinuxDriver else cls
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Textual's toast, never parsed as markup whoever asks (``Widget.notify`` passes
+        ``markup=True``): a toast carries outside text — server details and log tails, profile and
+        suite errors, exception messages — and ``[/x]`` in one raised ``MarkupError`` (see
+        :mod:`specdash.tui.format`).  Thread-safe, as Textual's."""
+        super().notify(str(message), title=str(title), severity=severity, timeout=timeout, markup=False)
 
     def request_exit_threadsafe(self) -> None:
         """From any thread or a signal handler: stop everything and exit."""
@@ -358,6 +366,9 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
                 self.load_worker(loop=True)
         elif msg.state == ServerState.FAILED:
             self.notify(msg.detail, title="server", severity="error", timeout=10)
+        elif msg.state in (ServerState.EXITED, ServerState.STALLED) and self.session.fault is not None:
+            # the watchdog's cause with the server's last log lines (the Launch panel keeps them)
+            self.notify(msg.detail, title=f"server {msg.state.value}", severity="error", timeout=20)
         self.redraw()
 
     def on_verification_changed(self, msg: VerificationChanged) -> None:
@@ -392,7 +403,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
         st = msg.status
         if st.error:
             self.notify(st.error, title="load", severity="error")
-        elif not st.running and st.done:
+        elif not st.running and st.done and self.session.fault is None:  # a fault has its own toast
             self.notify(f"load finished: {st.done} requests ({st.failed} failed), suite {st.suite}", timeout=3)
 
     def on_tune_changed(self, msg: TuneChanged) -> None:
@@ -616,8 +627,13 @@ def run_tui(args: argparse.Namespace) -> int:
     try:
         with contextlib.suppress(Exception):
             install_signal_handlers()
-        guard.install()  # after install_signal_handlers: SIGTERM goes through the guard
-        rc = app.run()
+        guard.install()  # after install_signal_handlers: SIGTERM and SIGINT go through the guard
+        try:
+            rc = app.run()
+        except KeyboardInterrupt:  # an interrupt that reached Python's default handler (before the guard)
+            rc = 130
+            if guard.reason is None:
+                guard.reason, guard.exit_code = "SIGINT", 130
     finally:
         stop_servers()
         if guard.reason is not None:

@@ -29,7 +29,9 @@ class AppConfig:
     start nothing (snapshot tests); ``preset_dir``: where presets are saved (default: the
     user's profile directory); ``gpu_exporters``: other nodes' GPU exporters
     (:class:`~specdash.collect.exporter.ExporterTarget`, from ``--gpu-exporter NODE=URL``); ``baseline``: profile name whose newest run under ``out_dir``
-    gives the baseline line; ``baseline_tok_s``: give it directly.
+    gives the baseline line; ``baseline_tok_s``: give it directly; ``stall_s``: seconds without token
+    progress under load after which the server counts as stalled (default
+    :data:`~specdash.tui.session.STALL_S`).
     """
 
     profile: str | None = None
@@ -55,6 +57,7 @@ class AppConfig:
     ready_timeout_s: float | None = None
     gpu_source: str = "auto"
     gpu_exporters: tuple = ()
+    stall_s: float | None = None
 
     @classmethod
     def from_args(cls, args: Any) -> AppConfig:

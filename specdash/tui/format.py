@@ -1,8 +1,19 @@
-"""Number and text formatting shared by the panels (no Textual import)."""
+"""Number and text formatting shared by the panels (no Textual import).
+
+Outside text is never markup.  Rich parses a plain ``str`` given to a table cell, and Textual
+parses one given to ``Static`` / ``Label`` / ``Option`` / ``Select`` / ``notify`` — so an exporter's GPU
+name, a profile name, a server log line or an exception message holding ``[/x]`` raised
+``MarkupError`` and took the dashboard down, and ``[link=…]`` or ``[bold`` changed what was shown.
+The panels therefore hand outside strings over as :class:`rich.text.Text` (:func:`plain`), build
+their tables with :class:`PlainTable`, and the app's ``notify`` never parses markup.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from rich.table import Table
+from rich.text import Text
 
 DASH = "—"
 
@@ -60,3 +71,22 @@ def effective_line(d: dict | None) -> str:
         return "no speculation"
     return (f"{algo} steps {d.get('speculative_num_steps', DASH)} · topk {d.get('speculative_eagle_topk', DASH)}"
             f" · draft tokens {d.get('speculative_num_draft_tokens', DASH)}")
+
+
+def plain(value: Any, style: str = "") -> Any:
+    """``value`` shown verbatim: a ``str`` (or any non-renderable) becomes a :class:`Text` that
+    Rich and Textual never parse as markup; a Rich renderable passes through unchanged."""
+    if isinstance(value, str):
+        return Text(value, style=style)
+    if hasattr(value, "__rich_console__") or hasattr(value, "__rich__"):
+        return value
+    return Text(str(value), style=style)
+
+
+class PlainTable(Table):
+    """A :class:`rich.table.Table` whose ``str`` cells are shown verbatim (never parsed as markup:
+    Rich's own ``add_row`` renders a ``str`` cell through ``Console.render_str`` with markup on)."""
+
+    def add_row(self, *renderables: Any, **kw: Any) -> None:
+        """:meth:`Table.add_row` with each ``str`` cell wrapped by :func:`plain` (None stays an empty cell)."""
+        super().add_row(*(None if r is None else plain(r) for r in renderables), **kw)

@@ -7,6 +7,17 @@ manifest → ``wait_ready`` → stop), and the load driver is the runner's ``sen
 code path for ``--bench`` and the TUI); every finished request is appended to the run
 directory's ``requests.jsonl`` as it arrives.
 
+Faults are the bench's: every load runs under a :class:`~specdash.bench.watchdog.Watchdog`
+(:mod:`specdash.bench.watchdog`), and the redraw clock's :meth:`Session.check_alive` asks the same
+watchdog between loads.  A launched server that exits (crash, OOM, SIGKILL) or whose scheduler dies
+(SGLang logs it and keeps its HTTP server up), a load that makes no
+token progress for :data:`STALL_S` (a hung or SIGSTOPped server), a server process found stopped, or
+an attached server that stops answering ``/health``: the load is stopped at once (requests that failed
+only because the server went away are not recorded), the state becomes EXITED / STALLED / FAILED with
+the cause and the server's last log lines, the run directory's ``summary.json`` gets the load's RUN
+marked ``"partial": true`` with its ``partial_reason`` (the bench's shape), and a server that exited or
+lost a process has what is left of its process tree killed.
+
 The UI talks to it through a :class:`SessionListener` (plain method calls on the event
 loop's thread); the Textual app turns those into typed messages.  Nothing here draws.
 """
@@ -21,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from specdash.bench.rundir import RunDir
+from specdash.bench.watchdog import ServerFault, Watchdog, log_tail_lines, proc_state, resume_if_stopped
 from specdash.collect.live import LiveCollector, PollIntervals
 from specdash.launch import READY_TIMEOUT_S, ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite, build_launch
@@ -42,6 +54,15 @@ if TYPE_CHECKING:
 CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
 #: Rounds queued per ``send_suite`` call while looping (no drain at every suite pass).
 LOOP_CHUNK = 20
+#: Seconds without a streamed token or a finished request, while the dashboard's load has requests in
+#: flight, after which the server counts as stalled (the bench waits 60 s; a dashboard must say it within
+#: seconds — a healthy SGLang server streams a token per request every few ms to a few hundred ms, and a
+#: prefill that takes this long is itself worth a look).
+STALL_S = 15.0
+#: How often (s) the redraw clock looks at the server process's state (psutil: ``stopped`` = SIGSTOP).
+PROC_STATE_EVERY_S = 1.0
+#: The fault of a server process found stopped on the redraw clock (a load's stall says it its own way).
+STOPPED_REASON = "the server process is stopped (SIGSTOP or SIGTSTP?)"
 
 
 class ServerState(StrEnum):
@@ -50,6 +71,8 @@ class ServerState(StrEnum):
     IDLE = "idle"
     STARTING = "starting"
     READY = "ready"
+    #: alive but making no progress: no token for :data:`STALL_S` under load, or its process is stopped
+    STALLED = "stalled"
     STOPPING = "stopping"
     FAILED = "failed"
     EXITED = "exited"
@@ -139,6 +162,7 @@ class Session(PresetsMixin):
         gpu_exporters: other nodes' GPU exporters (``--gpu-exporter``); the profile's
             ``[[gpu_exporters]]`` are added for its nodes not named here.
         ready_timeout_s: how long a launched server may take to become ready.
+        stall_s: seconds without token progress under load after which the server counts as stalled.
     """
 
     def __init__(
@@ -156,6 +180,7 @@ class Session(PresetsMixin):
         ready_timeout_s: float | None = None,
         sglang_version: str | None = None,
         baseline_tok_s: float | None = None,
+        stall_s: float | None = None,
     ) -> None:
         self.profile = profile
         self.source_text: str | None = None
@@ -190,6 +215,13 @@ class Session(PresetsMixin):
         self._collapse: CollapseWatch | None = None
         self._verify_task: asyncio.Task | None = None
         self.baseline_tok_s = baseline_tok_s
+        self.stall_s = float(stall_s or STALL_S)
+        #: the watchdog of the current server (launched or attached); its ``fault`` says why it is gone
+        self.watchdog: Watchdog | None = None
+        #: the RUNs of the loads written to the current run directory's ``summary.json``
+        self._runs: list[dict] = []
+        self._proc_checked = 0.0
+        self._fault_shown: ServerFault | None = None
         #: (settings or None, run summary, concurrency) per measured launch, for the advisor.
         self.measurements: dict[int, tuple[Settings | None, dict, int]] = {}
         self._launch_no = 0
@@ -254,8 +286,14 @@ class Session(PresetsMixin):
 
     @property
     def server_running(self) -> bool:
-        """True while a server that specdash started is alive (starting or ready)."""
-        return self.server is not None and self.state in (ServerState.STARTING, ServerState.READY)
+        """True while a server that specdash started is alive (starting, ready or stalled)."""
+        return self.server is not None and self.state in (ServerState.STARTING, ServerState.READY,
+                                                          ServerState.STALLED)
+
+    @property
+    def fault(self) -> ServerFault | None:
+        """Why the current server is gone or stuck (the watchdog's fault), else None."""
+        return self.watchdog.fault if self.watchdog is not None else None
 
     @property
     def connected(self) -> bool:
@@ -263,19 +301,72 @@ class Session(PresetsMixin):
         return self.client is not None and self.state in (ServerState.READY, ServerState.ATTACHED)
 
     def check_alive(self) -> bool:
-        """Notice a launched server that exited on its own (crash, OOM, kill): the state
-        becomes EXITED with its exit code; the load stops.  Cheap (``Popen.poll``); the
-        UI calls it on its redraw clock.  Returns False when it just exited."""
-        srv = self.server
-        if srv is None or self.state != ServerState.READY:
+        """Between and during loads, on the UI's redraw clock: a launched server that exited on its own
+        (crash, OOM, kill) or whose process is stopped (SIGSTOP / SIGTSTP: it keeps its sockets, so
+        polls just time out), and a load that made no token progress for :attr:`stall_s` — the
+        watchdog's checks, cheap (``Popen.poll``, a clock; the process state at most every
+        :data:`PROC_STATE_EVERY_S`).  A fault is handled as a load's is (:meth:`_on_fault`); a stopped
+        process that is continued (SIGCONT) before any load noticed makes the state READY again.
+        Returns False when a fault was just found."""
+        import time
+
+        dog = self.watchdog
+        if self.server is None or dog is None or self.state not in (ServerState.READY, ServerState.STALLED):
             return True
-        code = srv.returncode
-        if code is None:
+        if dog.fault is None and dog.check() is not None:
+            self._on_fault(dog.fault)
+            return False
+        now = time.monotonic()
+        if now - self._proc_checked < PROC_STATE_EVERY_S:
             return True
-        self._set_state(ServerState.EXITED, f"the server exited on its own with code {code} (see the Log panel)")
+        self._proc_checked = now
+        state = proc_state(self.server)
+        if dog.fault is None and state == "stopped":
+            dog.fault = ServerFault(STOPPED_REASON, stalled=True)
+            self._on_fault(dog.fault)
+            return False
+        if dog.fault is not None and dog.fault.reason == STOPPED_REASON and state not in (
+                None, "stopped") and self.server.returncode is None:
+            dog.fault = None  # continued (SIGCONT) before a load saw it stuck: nothing was lost
+            self._set_state(ServerState.READY, f"the server process was continued ({state}): ready again")
+        return True
+
+    def _on_fault(self, fault: ServerFault) -> None:
+        """The server exited, stalled, is stopped or stopped answering: stop the load now, show the
+        cause with the last log lines (state EXITED / STALLED / FAILED); then (a task) finish the run
+        directory as partial and, for a server that exited, kill what is left of its process tree.
+        Idempotent: a fault already shown (the redraw clock and the load's watchdog both saw it) is not
+        shown twice."""
+        if fault is self._fault_shown:
+            return
+        self._fault_shown = fault
         if self._load_stop is not None:
             self._load_stop.set()
-        return False
+        if fault.dead:
+            state = ServerState.EXITED
+        elif fault.stalled:
+            state = ServerState.STALLED
+        else:
+            state = ServerState.FAILED
+        done = self.load.done if (self.load.running or self.load.done) else 0
+        what = (f"; the load was stopped after {done} finished request(s)" if self.load.running else "")
+        where = f"; partial results in {self.rundir.path}/summary.json" if self.rundir is not None and (
+            self.load.running or self._runs) else ""
+        fix = {ServerState.EXITED: " — r launches it again",
+               ServerState.STALLED: " — s stops it (SIGCONT first), r restarts it"}.get(state, "")
+        lines = [f"{fault.headline()}{what}{where}{fix}", *log_tail_lines(self.server)]
+        self._set_state(state, "\n".join(lines))
+        if fault.dead and not self.load.running:
+            self._reap_soon()
+
+    def _reap_soon(self) -> None:
+        """Kill what is left of an exited server's process tree (its scheduler / detokenizer children)
+        without waiting on the event loop (a task)."""
+        launch = self._launch
+        if launch is None:
+            return
+        with contextlib.suppress(RuntimeError):  # no running loop: the next stop does it
+            asyncio.get_running_loop().create_task(launch.astop())
 
     def exporter_targets(self) -> tuple:
         """The GPU exporters to read: the command line's, then the profile's other nodes."""
@@ -290,6 +381,7 @@ class Session(PresetsMixin):
         from specdash.sglang.client import SGLangClient
 
         self.client = SGLangClient(self.url, api_key=self.api_key)
+        self.watchdog = Watchdog(None, self.client, stall_s=self.stall_s)
         self.collector = LiveCollector(self.client, intervals=self.intervals, gpu_source=self.gpu_source,
                                        gpu_exporters=self.exporter_targets())
         await self.collector.start()
@@ -337,6 +429,7 @@ class Session(PresetsMixin):
                 self._set_state(ServerState.IDLE, "preflight found errors: fix them, or launch anyway")
                 raise
             self.rundir = RunDir.create(self.out_dir, self.profile.name, checkpoint=False)
+            self._runs = []
             launch = ServerLaunch.prepare(self.profile, self.rundir, sglang_version=self.sglang_version,
                                           preflight=report, extra_manifest={"source": "tui"})
             info = _launch_info(launch.spec)
@@ -350,6 +443,7 @@ class Session(PresetsMixin):
             self._set_state(ServerState.STARTING, f"starting {launch.profile.name} on {launch.base_url}"
                             + (f" — {launch.secret_note}" if launch.secret_note else ""))
             self.client = SGLangClient(launch.base_url, api_key=launch.api_key)
+            self.watchdog = Watchdog(self.server, self.client, stall_s=self.stall_s)
             self.collector = LiveCollector(self.client, server=self.server, intervals=self.intervals,
                                            gpu_source=self.gpu_source, gpu_exporters=self.exporter_targets())
             await self.collector.start()
@@ -411,6 +505,7 @@ class Session(PresetsMixin):
         server = launch.server if launch is not None else None
         if server is not None:
             self._set_state(ServerState.STOPPING, "stopping the server (SIGTERM, then SIGKILL of the tree)")
+            resume_if_stopped(server)  # a SIGSTOPped server acts on SIGTERM only once continued
             await launch.astop()
         client, self.client = self.client, None
         if client is not None:
@@ -432,6 +527,7 @@ class Session(PresetsMixin):
         launch = self._launch
         if launch is not None:
             with contextlib.suppress(Exception):
+                resume_if_stopped(launch.server)
                 launch.stop()
 
     # -- load -----------------------------------------------------------------------------------
@@ -497,16 +593,25 @@ class Session(PresetsMixin):
         if self.collector is not None:
             self.collector.new_run(label)
         repeats = suite.suite.repeats
-        offset = 0
-        try:
+        offset = [0]
+        stop = self._load_stop
+
+        async def load(client, _stop: asyncio.Event) -> None:
             while True:
                 rounds = LOOP_CHUNK if st.loop else 1
-                items = work_items(suite, repeats * rounds, offset)
-                offset += repeats * rounds
-                await send_suite(self.client, suite, items, concurrency=st.concurrency, max_tokens=max_tokens,
-                                 on_record=self._on_record, stop=self._load_stop, keep=False)
-                if not st.loop or self._load_stop.is_set():
+                items = work_items(suite, repeats * rounds, offset[0])
+                offset[0] += repeats * rounds
+                await send_suite(client, suite, items, concurrency=st.concurrency, max_tokens=max_tokens,
+                                 on_record=self._on_record, stop=stop, keep=False)
+                if not st.loop or stop.is_set():
                     break
+
+        dog = self.watchdog or Watchdog(self.server, self.client, stall_s=self.stall_s)
+        self.watchdog = dog
+        fault = dog.fault
+        try:
+            if fault is None:
+                fault = await dog.watch_load(load, self.client, on_fault=self._on_fault)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -514,7 +619,31 @@ class Session(PresetsMixin):
         finally:
             st.running = False
             self._remember_measurement()
+            self._finish_run(suite.name, max_tokens, fault)
+            if fault is not None and fault.dead:
+                self._reap_soon()
             self.listener.load_state(st)
+
+    def _finish_run(self, suite: str, max_tokens: int, fault: ServerFault | None) -> None:
+        """The load's RUN into the run directory's ``summary.json`` (after the earlier loads of this
+        launch): the collector's run-scoped figures, ``profile``, ``suite``, ``concurrency``,
+        ``max_tokens``, ``source`` = ``"tui"``, and ``partial`` / ``partial_reason`` as the bench writes
+        them (the cause when the watchdog ended the load).  Nothing is written for a load without a
+        finished request; a write error is the load's error, never a crash."""
+        if self.rundir is None or self.collector is None:
+            return
+        run = dict(self.collector.run_summary())
+        if not run.get("requests") and not run.get("failed_requests"):
+            return
+        run.update(profile=self.profile.name if self.profile is not None else "attached", suite=suite,
+                   concurrency=self.load.concurrency, max_tokens=max_tokens, source="tui",
+                   simulated=bool(self.collector.snapshot().simulated),
+                   partial=fault is not None, partial_reason=fault.reason if fault is not None else None)
+        self._runs.append(run)
+        try:
+            self.rundir.write_summary(self._runs)
+        except OSError as exc:
+            self.load.error = f"summary.json could not be written: {exc}"
 
     async def _open_attached_rundir(self) -> None:
         """The run directory of an attached session's load, with the same manifest as the
@@ -523,6 +652,7 @@ class Session(PresetsMixin):
 
         prof = self.profile or attached_profile()
         self.rundir = RunDir.create(self.out_dir, prof.name, checkpoint=False)
+        self._runs = []
         manifest = build_manifest(prof, url=self.url or "", sglang_version=self.sglang_version,
                                   extra={"source": "tui"})
         with contextlib.suppress(Exception):  # a server that does not say costs the fields only

@@ -9,9 +9,13 @@ ignored SIGTERM.  Here:
   terminal lost (further output is dropped), a full queue drops the frame, ``stop`` joins
   with a bound;
 * :class:`SafeLinuxDriver` uses it;
-* :class:`ExitGuard` installs Python-level SIGHUP / SIGTERM handlers (they run even while
-  the loop's thread is blocked), asks the app to stop its servers and exit, and after a
-  bounded grace period stops the servers itself and ends the process with ``os._exit``.
+* :class:`ExitGuard` installs Python-level SIGHUP / SIGTERM / SIGINT handlers (they run even
+  while the loop's thread is blocked), asks the app to stop its servers and exit, and after a
+  bounded grace period stops the servers itself and ends the process with ``os._exit``.  SIGINT
+  (``kill -INT``; Ctrl-C in the terminal is a key to Textual, not a signal) used to reach
+  :func:`specdash.sglang.process.install_signal_handlers`' handler, which raises
+  ``KeyboardInterrupt`` in whatever the event loop was doing: a raw traceback.  Now it is a clean
+  exit with status 130 (128 + SIGINT), as a shell reports an interrupted command.
 """
 
 from __future__ import annotations
@@ -136,7 +140,8 @@ def _lost(why: str) -> None:
 
 
 class ExitGuard:
-    """SIGHUP / SIGTERM / terminal loss → graceful exit, forced after ``grace_s``.
+    """SIGHUP / SIGTERM / SIGINT / terminal loss → graceful exit (status 128 + the signal), forced
+    after ``grace_s``.
 
     Args:
         request_exit: thread-safe "stop everything and exit" (schedules onto the app's loop).
@@ -156,7 +161,7 @@ class ExitGuard:
 
     def install(self) -> None:
         """Install the handlers (main thread only) and hook the safe driver."""
-        for sig in (signal.SIGHUP, signal.SIGTERM):
+        for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(ValueError, OSError):
                 self._previous[sig] = signal.getsignal(sig)
                 signal.signal(sig, self._on_signal)

@@ -1,9 +1,13 @@
-"""Small modal dialogs: yes/no confirmation, a one-line text prompt, a list picker."""
+"""Small modal dialogs: yes/no confirmation, a one-line text prompt, a list picker.
+
+Questions, hints, labels and choices carry outside text (profile and suite names, paths, leftover
+servers' argv): each is shown as :class:`~rich.text.Text`, never parsed as markup."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -28,10 +32,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Static(self.question, classes="dialog-question")
+            yield Static(Text(self.question), classes="dialog-question")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(self.yes_label, id="yes", variant="error" if self.danger else "primary")
-                yield Button(self.no_label, id="no")
+                yield Button(Text(self.yes_label), id="yes", variant="error" if self.danger else "primary")
+                yield Button(Text(self.no_label), id="no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         """Dismiss with the pressed button's answer."""
@@ -55,10 +59,10 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(self.question, classes="dialog-question")
+            yield Label(Text(self.question), classes="dialog-question")
             yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
             if self.hint:
-                yield Static(self.hint, classes="dialog-hint")
+                yield Static(Text(self.hint), classes="dialog-hint")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", id="ok", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -92,8 +96,8 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-box"):
-            yield Label(self.title_text, classes="dialog-question")
-            yield OptionList(*[Option(label, id=cid) for cid, label in self.choices], id="choice-list")
+            yield Label(Text(self.title_text), classes="dialog-question")
+            yield OptionList(*[Option(Text(label), id=cid) for cid, label in self.choices], id="choice-list")
 
     def on_mount(self) -> None:
         """Highlight the current choice."""

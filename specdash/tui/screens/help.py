@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -12,13 +11,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from specdash.tui.format import ACCEPT_DEFINITIONS
+from specdash.tui.format import ACCEPT_DEFINITIONS, PlainTable
 from specdash.tui.keys import KEYS, key_display
 
 
-def help_table() -> Table:
+def help_table() -> PlainTable:
     """Keys grouped as in the registry."""
-    tab = Table(box=None, padding=(0, 2), show_edge=False, expand=True)
+    tab = PlainTable(box=None, padding=(0, 2), show_edge=False, expand=True)
     tab.add_column("key", style="bold cyan", width=14)
     tab.add_column("id", style="dim", width=18)
     tab.add_column("what it does", ratio=1)

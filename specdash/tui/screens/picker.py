@@ -80,7 +80,7 @@ class ProfilePicker(ModalScreen[str | None]):
             ol.highlighted = idx
             self._preview(self.profiles[idx][1])
         else:
-            self.query_one("#picker-preview", Static).update("no profiles found")
+            self.query_one("#picker-preview", Static).update(Text("no profiles found"))
 
     def _preview(self, path: Path) -> None:
         self.query_one("#picker-preview", Static).update(profile_preview(path))

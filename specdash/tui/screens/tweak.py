@@ -72,18 +72,18 @@ class TweakScreen(ModalScreen[TweakResult | None]):
     def compose(self) -> ComposeResult:
         sp = self.spec
         algo = sp.get("algorithm") or "none"
-        options = [(a, a) for a in ALGORITHMS] + [("none (no speculation)", "none")]
+        options = [(Text(a), a) for a in ALGORITHMS] + [(Text("none (no speculation)"), "none")]
         if algo not in ALGORITHMS and algo != "none":
-            options.insert(0, (algo, algo))
+            options.insert(0, (Text(algo), algo))  # the profile's own value, shown verbatim
         with Vertical(classes="dialog-box tweak-box"):
-            yield Label(self.title_text or "Tweak the speculative settings", classes="dialog-question")
+            yield Label(Text(self.title_text or "Tweak the speculative settings"), classes="dialog-question")
             with Grid(id="tweak-grid"):
                 yield Label("algorithm")
                 yield Select(options, value=algo, allow_blank=False, id="algorithm")
                 yield Label("draft model path")
                 yield Input(sp.get("draft_model_path") or "", id="draft_model_path")
                 for key, label in INT_FIELDS:
-                    yield Label(label)
+                    yield Label(Text(label))
                     v = sp.get(key)
                     yield Input("" if v is None else str(v), placeholder="auto (SGLang chooses)", id=key,
                                 restrict=r"[0-9]*")

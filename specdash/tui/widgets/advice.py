@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from specdash.tui.format import DASH, effective_line, num
+from specdash.tui.format import DASH, PlainTable, effective_line, num
 from specdash.tui.session import ServerState
 from specdash.tui.state import ViewState
 from specdash.tui.widgets.launch import STATE_STYLE
@@ -78,7 +77,7 @@ def advice_renderable(view: ViewState):
     parts.append(Text(f"{cur} · measured {num(adv.current_tok_s, 1, ' tok/s')} · baseline "
                       f"{num(adv.baseline_tok_s, 1, ' tok/s')} · predictions at concurrency {adv.batch}",
                       style="dim"))
-    tab = Table(box=None, padding=(0, 1), show_edge=False, expand=True)
+    tab = PlainTable(box=None, padding=(0, 1), show_edge=False, expand=True)
     tab.add_column("#", width=3)
     tab.add_column("steps / topk / draft tokens", ratio=2)
     tab.add_column("predicted tok/s [95 %]", ratio=2)

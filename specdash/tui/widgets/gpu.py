@@ -11,12 +11,11 @@ table row, as nvitop's compact mode does."""
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
-from specdash.tui.format import DASH, num
+from specdash.tui.format import DASH, PlainTable, num
 from specdash.tui.state import ViewState
 from specdash.tui.widgets.charts import Series, TimeChart
 
@@ -33,8 +32,8 @@ def bar(frac: float, width: int = 20) -> Text:
     return t
 
 
-def _device_table(last: str = "server processes on it") -> Table:
-    tab = Table(expand=True, box=None, padding=(0, 1), show_edge=False)
+def _device_table(last: str = "server processes on it") -> PlainTable:
+    tab = PlainTable(expand=True, box=None, padding=(0, 1), show_edge=False)
     for col, kw in (("GPU", {"width": 4}), ("name", {"ratio": 2}), ("memory used / total", {"ratio": 2}),
                     ("", {"width": 22}), ("mem %", {"width": 7}), ("util", {"width": 6}),
                     ("", {"width": 12}), (last, {"ratio": 3})):
@@ -42,7 +41,7 @@ def _device_table(last: str = "server processes on it") -> Table:
     return tab
 
 
-def _add_device_row(tab: Table, d, procs: Text) -> None:
+def _add_device_row(tab: PlainTable, d, procs: Text) -> None:
     """One device's row; a reading an exporter did not send shows as a dash."""
     util = d.utilization_pct
     known = d.memory_used_mib is not None and d.memory_total_mib is not None
@@ -147,7 +146,7 @@ def gpu_renderable(view: ViewState, compact: bool = False):
                                  f"{sum(p.cpu_pct for p in procs):.0f} % CPU, "
                                  f"{sum(p.rss_mib for p in procs):,.0f} MiB RSS", style="dim")]
     elif procs:
-        pt = Table(box=None, padding=(0, 1), show_edge=False, title="server process tree (psutil)",
+        pt = PlainTable(box=None, padding=(0, 1), show_edge=False, title="server process tree (psutil)",
                    title_justify="left", title_style="bold")
         pt.add_column("pid")
         pt.add_column("name")

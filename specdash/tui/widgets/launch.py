@@ -4,21 +4,20 @@ preflight findings with fixes, the launch state and the start-up log until ready
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Static
 
-from specdash.tui.format import DASH
+from specdash.tui.format import DASH, PlainTable
 from specdash.tui.session import ServerState
 from specdash.tui.state import ViewState
 from specdash.tui.widgets.findings import render_findings
 
 STATE_STYLE = {
     ServerState.IDLE: "dim", ServerState.STARTING: "bold yellow", ServerState.READY: "bold green",
-    ServerState.STOPPING: "yellow", ServerState.FAILED: "bold red", ServerState.EXITED: "red",
-    ServerState.ATTACHED: "bold green",
+    ServerState.STOPPING: "yellow", ServerState.FAILED: "bold red", ServerState.EXITED: "bold red",
+    ServerState.STALLED: "bold red", ServerState.ATTACHED: "bold green",
 }
 SPEC_FIELDS = (
     ("speculative_algorithm", "algorithm"),
@@ -54,11 +53,11 @@ def argv_text(argv: list[str]) -> Text:
     return t
 
 
-def asked_effective_table(view: ViewState) -> Table:
+def asked_effective_table(view: ViewState) -> PlainTable:
     """asked (profile) vs effective (SGLang's normalisation; read back once running)."""
     li = view.launch
     info = view.snapshot.server_info or {}
-    tab = Table(box=None, padding=(0, 2), show_edge=False, expand=False)
+    tab = PlainTable(box=None, padding=(0, 2), show_edge=False, expand=False)
     tab.add_column("speculative", style="dim")
     tab.add_column("asked")
     tab.add_column("effective (SGLang rules)")
@@ -108,7 +107,7 @@ class LaunchPanel(Horizontal):
         t = Text()
         st = view.server_state
         t.append(f"● {st.value.upper()} ", style=STATE_STYLE.get(st, ""))
-        t.append(view.state_detail or "")
+        t.append((view.state_detail or "").split("\n", 1)[0])  # a fault's log tail is in the Start-up box
         t.append("\n")
         if view.mode == "attach":
             t.append(f"attached to {view.url} — specdash did not start this server, so it is never stopped "
@@ -174,8 +173,11 @@ class LaunchPanel(Horizontal):
             status.append(f"ready in {li.time_to_ready_s:.1f} s", style="bold green")
         elif view.server_state == ServerState.STARTING and li is not None and li.started_at is not None:
             status.append(f"starting… {max(0.0, view.now - li.started_at):.0f} s", style="yellow")
-        elif view.server_state == ServerState.FAILED:
-            status.append(view.state_detail, style="bold red")
+        elif view.server_state in (ServerState.FAILED, ServerState.EXITED, ServerState.STALLED):
+            head, _, tail = (view.state_detail or "").partition("\n")  # the cause, then the server's last lines
+            status.append(head, style="bold red")
+            if tail:
+                status.append("\n" + tail, style="red")
         else:
             status.append("not launched" if view.mode != "attach" else "attached", style="dim")
         body = Text("\n".join(lines[-14:]) if lines else "", style="dim", overflow="ellipsis", no_wrap=True)

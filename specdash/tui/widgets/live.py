@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import statistics
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from specdash.tui.format import ACCEPT_DEFINITIONS, DASH, dist, num, pct
+from specdash.tui.format import ACCEPT_DEFINITIONS, DASH, PlainTable, dist, num, pct
 from specdash.tui.state import ViewState
 from specdash.tui.widgets.charts import HistogramChart, Series, TimeChart
 
@@ -128,14 +127,14 @@ def positions_text(view: ViewState) -> Text | None:
     return t
 
 
-def compact_numbers(view: ViewState) -> Table:
+def compact_numbers(view: ViewState) -> PlainTable:
     """The headline numbers for a narrow or short terminal: label / value pairs, three to a line (nvitop's
     compact layout), every value a few characters."""
     n = live_numbers(view)
     base = view.baseline_tok_s
     run_tok = view.snapshot.run.get("output_tok_s")
     speed = f" ×{run_tok / base:.2f}" if base and run_tok else ""
-    grid = Table.grid(expand=True, padding=(0, 1))
+    grid = PlainTable.grid(expand=True, padding=(0, 1))
     for w in (9, 10, 11, 14, 11, 13):  # fits 73 columns (an 80-column terminal's panel); wider, they grow
         grid.add_column(min_width=w, no_wrap=True, overflow="ellipsis")
     acc = "bold red" if view.collapsed else "bold cyan"
@@ -171,7 +170,7 @@ class StatTiles(Static):
         label = view.baseline_label
         speed = f"×{run_tok / base:.2f} vs baseline {base:.0f} {label}".strip() if base and run_tok else (
             f"baseline {base:.0f} tok/s {label}".strip() if base else (label or "no baseline run known"))
-        grid = Table.grid(expand=True, padding=(0, 2))
+        grid = PlainTable.grid(expand=True, padding=(0, 2))
         for _ in range(6):
             grid.add_column(ratio=1)
         m = view.snapshot.latest_metrics
@@ -203,7 +202,7 @@ class LivePanel(Vertical):
         yield StatTiles(id="live-stats")
         yield Static("", id="live-positions")
         yield Static("", id="live-tier")
-        yield Static(ACCEPT_DEFINITIONS, id="live-definitions")
+        yield Static(Text(ACCEPT_DEFINITIONS), id="live-definitions")
         with Horizontal(classes="chart-row"):
             yield TimeChart("Output tok/s", "tok/s", id="chart-throughput")
             yield TimeChart("Accept length (incl. bonus)", "tokens/round", id="chart-accept", ymin=None)
