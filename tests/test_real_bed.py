@@ -1,0 +1,71 @@
+"""The real-draft test bed's committed results, held to what the code computes from them.
+
+Inputs are the GPU machine's own outputs under ``benchmarks/results/real-2026-12-02/`` (real SGLang 0.5.14,
+SmolLM2-135M-Instruct + the EAGLE3 draft trained for it with SpecForge 0.2.0): the draft's ``config.json``,
+its tensor listing and vocabulary map, the target's config and tensor listing, every launch's
+``summary.json``.  Nothing here needs a GPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RES = ROOT / "benchmarks" / "results" / "real-2026-12-02"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "real" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_grid_rows_are_the_runs_and_positions_follow_the_histogram():
+    collect = _load("collect")
+    rows = collect.rows(RES)
+    assert json.loads((RES / "grid.json").read_text()) == json.loads(json.dumps(rows))
+    chain6 = next(r for r in rows if (r["steps"], r["topk"], r["draft_tokens"]) == (6, 1, 7))
+    # pooled histogram [981, 556, 336, 236, 179, 173, 430] over 2891 verify rounds
+    assert [p["reached"] for p in chain6["accept_by_position"]] == [2891, 1910, 1354, 1018, 782, 603]
+    assert [p["rate"] for p in chain6["accept_by_position"]] == [0.6607, 0.7089, 0.7518, 0.7682, 0.7711, 0.7131]
+    base = next(r for r in rows if r["algorithm"] is None)
+    assert base["speedup_vs_baseline"] == 1.0 and base["accept_by_position"] is None
+    assert {r["target"] for r in rows} == {"smol"}
+
+
+def test_calibrated_scenario_reproduces_every_measured_accept_length():
+    """The scenario real-smol's acceptance (alpha, decay, prompt_sigma, tree_gain) against the six launches."""
+    from specdash.sim.scenario import load_scenario
+
+    cal = _load("calibrate")
+    sc = load_scenario("real-smol").acceptance
+    measured = [r for r in json.loads((RES / "grid.json").read_text()) if r["algorithm"] == "EAGLE3"]
+    assert len(measured) == 6 and any(r["topk"] > 1 for r in measured)
+    for r in measured:
+        _, tau = cal.model_hist(sc.alpha, sc.decay, sc.prompt_sigma, sc.tree_gain, r["steps"], r["topk"],
+                                r["draft_tokens"])
+        assert tau == pytest.approx(r["accept_length"], abs=0.08), r
+    # the refit from the run directories gives the scenario's numbers back
+    fit = cal.fit(cal.read_runs(RES / "runs"))
+    assert fit["alpha"] == pytest.approx(sc.alpha, abs=0.005)
+    assert fit["prompt_sigma"] == pytest.approx(sc.prompt_sigma, abs=0.005)
+    assert fit["target_step_ms"] == pytest.approx(load_scenario("real-smol").target.step_ms, abs=0.01)
+
+
+def test_doctor_on_the_real_trainers_output(tmp_path):
+    """Healthy draft: no error; each fault made from it: flagged before launch."""
+    doc = _load("doctor_faults")
+    res = {r["case"]: r for r in doc.run(RES / "draft", RES / "target", tmp_path)}
+    assert res["healthy"]["errors"] == [] and res["healthy"]["exit"] == 0
+    assert "AUX_LAYERS" in res["aux_out_of_range"]["errors"]
+    assert "AUX_LAYERS" in res["aux_top_level"]["warnings"]
+    assert "VOCAB_MAP" in res["d2t_dropped"]["errors"]
+    assert "VOCAB_MAP" in res["d2t_absolute"]["errors"]
+    assert "ALGO_MISMATCH" in res["eagle_not_eagle3"]["errors"]
+    assert "SPEC_ARGS" in res["steps1_draft16"]["warnings"]
+    assert res["tied_head"]["errors"] or res["tied_head"]["warnings"]
