@@ -14,7 +14,7 @@ misfit at the measured settings.  Candidates: steps 1..10, topk {1, 2, 4, 8, 16}
 would run them as asked (:func:`_effective`: ``normalize_speculative`` from
 ``specdash.sglang.speculative`` plus the tree-capacity limit) and not dominated
 (:func:`~specdash.advisor.measurement.candidate_grid`) — about 900 settings.  Prediction is
-vectorised over candidates and draws (:meth:`_Model.predict_many`), and the greedy sibling
+vectorised over candidates and draws (:meth:`_Model.predict_many`), and the sibling
 allocation runs once per (steps, topk) for every draft-token count
 (:func:`~specdash.advisor.acceptance.tree_branchings`), so one advice takes ~0.2 s on two cores.
 
@@ -52,7 +52,7 @@ from specdash.advisor.measurement import Measurement, Settings, _spec, candidate
 
 N_DRAWS = 400
 _CHUNK = 128  # settings per vectorised prediction block (128 × 400 draws × depth floats)
-_FAMILY_TOP = 64  # draft tokens one greedy pass covers per (steps, topk) (more on demand)
+_FAMILY_TOP = 64  # draft tokens one allocation pass covers per (steps, topk) (more on demand)
 #: Floor on the standard error of a measured chain accept length in :func:`chain_tau_bounds` (the
 #: run-to-run spread of τ at one setting on the seeds' and testbed runs is ≤ 0.01-0.02).
 CHAIN_TAU_SE = 0.02
@@ -278,7 +278,7 @@ class _Model:
 
     def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
         """Siblings per depth of ``s`` on the accepted path (:func:`tree_branching`); at the fitted
-        α from one greedy pass per (steps, topk), cached (:func:`tree_branchings`)."""
+        α from one allocation pass per (steps, topk), cached (:func:`tree_branchings`)."""
         if alpha is not None and alpha != self.acc.alpha:
             depth = min(s.steps, s.draft_tokens - 1)
             return tree_branching(position_probs(alpha, self.acc.d, depth), s, self.acc.beta)

@@ -209,7 +209,9 @@ class Measurement:
     ``round_ms`` may stand in when tok/s is missing; ``phases``: the device timer's GPU time by
     phase over the same window (:class:`PhaseTimes`), direct observations for the cost fit;
     ``source``: ``"launch"`` (a launch of its own) or ``"tier"`` (one adaptive tier of a launch);
-    ``launch``: an id shared by the tiers of one launch (None: a launch of its own).
+    ``launch``: an id shared by the tiers of one launch (None: a launch of its own);
+    ``output_tok_s_se``: the standard error of ``output_tok_s`` (tok/s; None: unknown) — a tier's from
+    its windows' spread, a launch's from its verify rounds' (:func:`acceptance_rel_se`).
     """
 
     settings: Settings | None
@@ -224,6 +226,7 @@ class Measurement:
     phases: PhaseTimes | None = None
     source: str = "launch"
     launch: int | None = None
+    output_tok_s_se: float | None = None
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any], *, concurrency: int = 1, phases: PhaseTimes | None = None) -> Measurement:
@@ -237,9 +240,12 @@ class Measurement:
             settings = Settings(int(eff["speculative_num_steps"]), int(eff.get("speculative_eagle_topk") or 1),
                                 int(eff.get("speculative_num_draft_tokens") or 0))
         tpot = run.get("tpot_ms") or {}
-        return cls(settings, run.get("output_tok_s"), concurrency, run.get("accept_length"),
+        tok = run.get("output_tok_s")
+        rel = acceptance_rel_se(run.get("accept_histogram")) if settings is not None else None
+        return cls(settings, tok, concurrency, run.get("accept_length"),
                    run.get("accept_histogram"), tpot.get("mean") if isinstance(tpot, Mapping) else None,
-                   label=run.get("profile"), phases=phases)
+                   label=run.get("profile"), phases=phases,
+                   output_tok_s_se=float(tok) * rel if (rel is not None and tok) else None)
 
     @classmethod
     def tiers_from_run(cls, run: Mapping[str, Any], *, concurrency: int = 1, launch: int = 0) -> list[Measurement]:
@@ -289,6 +295,21 @@ class Measurement:
         t, _ = self.round_time_ms()
         tau = self.tau() if self.settings is not None else 1.0
         return 1000.0 * max(1, self.concurrency) * tau / t if t and tau else None
+
+
+def acceptance_rel_se(hist: Sequence[int] | None) -> float | None:
+    """Relative standard error of the accept length from a verify-round histogram (index k = rounds
+    that accepted k drafts): √(Var[k] / n) ÷ τ with τ = 1 + E[k] — the sampling noise of a measured
+    tok/s at a fixed round time (rounds taken as independent: temperature 0 on a real server makes
+    neighbouring rounds of one text correlate, so this is a floor there); None below two rounds."""
+    if not hist:
+        return None
+    n = float(sum(hist))
+    if n <= 1:
+        return None
+    mean = sum(k * c for k, c in enumerate(hist)) / n
+    var = sum((k - mean) ** 2 * c for k, c in enumerate(hist)) / (n - 1)
+    return (var / n) ** 0.5 / (1.0 + mean)
 
 
 def round_ms_from_decode_log(gen_throughput: float, accept_len: float, running_req: int) -> float:

@@ -122,6 +122,27 @@ def deepening_chain(measurements: Sequence[Measurement], adv: Advice) -> Setting
     return _effective(want, 1, want + 1) or chain(want)
 
 
+#: Stop when no unmeasured setting's expected improvement over the best measured (:func:`expected_gain`)
+#: reaches this share of it: one more launch is then expected to buy less than the noise of one
+#: measurement (issue 26: the relaunch tune found its pick by its fourth launch and spent four more).
+MIN_EI = 0.004
+
+
+def expected_gain(p: Prediction, best: float) -> float:
+    """E[max(0, X − best)] (tok/s) for a prediction taken as log-normal: median ``p.tok_s``, σ from its 95 %
+    interval in log space ((ln hi − ln lo) / 3.92) — the expected improvement of launching it."""
+    from scipy.stats import norm
+
+    if best <= 0 or p.tok_s <= 0:
+        return 0.0
+    mu = math.log(p.tok_s)
+    sigma = (math.log(p.hi) - math.log(p.lo)) / 3.92 if p.hi > p.lo > 0 else 0.0
+    if sigma <= 1e-9:
+        return max(0.0, p.tok_s - best)
+    d2 = (mu - math.log(best)) / sigma
+    return float(math.exp(mu + 0.5 * sigma * sigma) * norm.cdf(d2 + sigma) - best * norm.cdf(d2))
+
+
 #: Residual correction: length scales in (steps, log2 topk, log2 draft nodes) and the relative
 #: noise of one measured tok/s (:func:`residual_correction`).
 RESIDUAL_SCALES = (2.0, 1.0, 0.6)
@@ -135,7 +156,8 @@ def _coords(settings: Sequence[Settings]) -> np.ndarray:
 
 
 def residual_correction(predicted: dict[Settings, float], measured: dict[Settings, float],
-                        targets: Sequence[Settings], *, with_spread: bool = False):
+                        targets: Sequence[Settings], *, with_spread: bool = False,
+                        noise: dict[Settings, float] | None = None):
     """Posterior mean of the model's log error, log(measured / predicted), at ``targets``.
 
     The parametric model (:mod:`.acceptance`, :mod:`.cost`) is smooth but not exact — above all
@@ -162,7 +184,10 @@ def residual_correction(predicted: dict[Settings, float], measured: dict[Setting
     def kern(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return amp2 * np.exp(-0.5 * ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
 
-    kxx = kern(x, x) + RESIDUAL_NOISE ** 2 * np.eye(len(pts))
+    # each point's own relative standard error where it was measured with one (a tier's windows, a launch's
+    # rounds), never below the run-to-run floor
+    nz = np.array([max(RESIDUAL_NOISE, float((noise or {}).get(s) or 0.0)) for s in pts])
+    kxx = kern(x, x) + np.diag(nz ** 2)
     ktx = kern(t, x)
     mean = ktx @ np.linalg.solve(kxx, r)
     if not with_spread:
@@ -208,7 +233,10 @@ class TunePlanner:
     measurement and the interval shrinks, so the search does not spend launches next door); never
     re-measure; stop when ``budget`` launches are spent or when even the upper end of the best
     candidate's interval does not beat the best measured tok/s (as :meth:`best` scores it) by more than ``min_gain``
-    (relative; default 1 %, about the run-to-run noise): nothing left is worth a launch.
+    (relative; default 1 %, about the run-to-run noise), or when no candidate's expected improvement
+    (:func:`expected_gain`) reaches ``min_ei`` of it (default :data:`MIN_EI`): nothing left is worth a launch.
+    Measured tok/s are compared at one concurrency (``concurrency``, default the first speculative
+    measurement's); measurements at other loads still inform the fits.
     :meth:`best` returns the recommendation (a measured setting).  :meth:`chain_tiers` names the
     chain step counts worth measuring together as adaptive tiers of one launch.
 
@@ -217,7 +245,8 @@ class TunePlanner:
     """
 
     def __init__(self, start: Settings, budget: int = 8, *, baseline: float | Measurement | None = None,
-                 candidates: Sequence[Settings] | None = None, min_gain: float = 0.01, seed: int = 0):
+                 candidates: Sequence[Settings] | None = None, min_gain: float = 0.01, seed: int = 0,
+                 concurrency: int | None = None, min_ei: float = MIN_EI):
         eff = _effective(start.steps, start.topk, start.draft_tokens)
         self.start = eff or start
         self.budget = int(budget)
@@ -225,17 +254,44 @@ class TunePlanner:
         self.candidates = list(candidates) if candidates is not None else candidate_grid()
         self.min_gain = min_gain
         self.seed = seed
+        self.concurrency = None if concurrency is None else max(1, int(concurrency))
+        self.min_ei = float(min_ei)
         self.reason = ""
         self.last_advice: Advice | None = None
 
-    @staticmethod
-    def _measured(measurements: Sequence[Measurement]) -> dict[Settings, float]:
+    def _measured(self, measurements: Sequence[Measurement]) -> dict[Settings, float]:
+        """Measured tok/s by setting at the tune's concurrency (the first speculative measurement's
+        unless ``concurrency`` was given): a tier measured at another load (the adaptive schedule's
+        high point) is never compared with the suite's (issue 26: a concurrency-16 tier read as 'best
+        by measurement' beside concurrency-1 settings); geometric mean of repeated settings."""
+        conc = self._conc(measurements)
         out: dict[Settings, list[float]] = {}
         for m in _spec(measurements):
+            if conc is not None and max(1, int(m.concurrency)) != conc:
+                continue
             tok = m.tok_s()
             if tok:
                 out.setdefault(m.settings, []).append(tok)
         return {s: float(np.exp(np.mean(np.log(v)))) for s, v in out.items()}
+
+    def _noise(self, measurements: Sequence[Measurement]) -> dict[Settings, float]:
+        """Relative standard error of each setting's measured tok/s at the tune's concurrency (pooled over
+        repeats: 1/√(Σ 1/se²)); settings measured without one are left out."""
+        conc = self._conc(measurements)
+        acc: dict[Settings, float] = {}
+        for m in _spec(measurements):
+            if conc is not None and max(1, int(m.concurrency)) != conc:
+                continue
+            if m.output_tok_s_se and m.output_tok_s:
+                rel = float(m.output_tok_s_se) / float(m.output_tok_s)
+                acc[m.settings] = acc.get(m.settings, 0.0) + 1.0 / max(rel, 1e-6) ** 2
+        return {s: v ** -0.5 for s, v in acc.items()}
+
+    def _conc(self, measurements: Sequence[Measurement]) -> int | None:
+        if self.concurrency is not None:
+            return self.concurrency
+        spec = _spec(measurements)
+        return max(1, int(spec[0].concurrency)) if spec else None
 
     @staticmethod
     def launches(measurements: Sequence[Measurement]) -> int:
@@ -262,7 +318,8 @@ class TunePlanner:
         open_preds = [p for p in adv.predictions if p.settings not in measured]
         pred = {p.settings: p.tok_s for p in adv.predictions}
         corr, spread_left = residual_correction(pred, self._measured(_at_batch(measurements, adv.batch)),
-                                           [p.settings for p in open_preds], with_spread=True)
+                                                [p.settings for p in open_preds], with_spread=True,
+                                                noise=self._noise(measurements))
         widths = spread_left.tolist() if spread else [1.0] * len(open_preds)
         open_preds = [_shifted(p, c, f) for p, c, f in zip(open_preds, corr.tolist(), widths, strict=True)]
         open_preds.sort(key=lambda p: -p.tok_s)
@@ -286,7 +343,7 @@ class TunePlanner:
         pred = {p.settings: p.tok_s for p in adv.predictions}
         at_b = self._measured(_at_batch(measurements, adv.batch))
         pts = [s for s in measured if s in pred]
-        corr = residual_correction(pred, at_b, pts)
+        corr = residual_correction(pred, at_b, pts, noise=self._noise(measurements))
         out = dict(measured)
         band = math.exp(2.0 * RESIDUAL_NOISE)
         for s, c in zip(pts, corr.tolist(), strict=True):
@@ -327,6 +384,13 @@ class TunePlanner:
         if max(p.hi for p in open_preds) < best_meas * (1.0 + self.min_gain):
             self.reason = (f"no unmeasured setting can beat the best measured {best_meas:.1f} tok/s by more than "
                            f"{self.min_gain:.0%} (upper interval ends)")
+            return None
+        gains = [expected_gain(p, best_meas) for p in open_preds]
+        top = max(range(len(open_preds)), key=gains.__getitem__)
+        if gains[top] < self.min_ei * best_meas:
+            self.reason = (f"no unmeasured setting is expected to gain more than {self.min_ei:.1%} over the best measured "
+                           f"{best_meas:.1f} tok/s (largest expected improvement {gains[top] / best_meas:.2%}, "
+                           f"{open_preds[top].settings.label()})")
             return None
         remaining = self.budget - launched
         kappa = 0.0 if (launched == 1 or remaining == 1) else 0.5

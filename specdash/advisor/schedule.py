@@ -269,6 +269,7 @@ def adaptive_schedule(
     min_gain: float = 0.01,
     drift: float = 0.1,
     seed: int = 0,
+    static: Settings | None = None,
 ) -> AdaptiveSchedule:
     """The best chain steps per batch size, as SGLang adaptive slots (module docstring).
 
@@ -279,7 +280,9 @@ def adaptive_schedule(
     the static choice and the gain (default equal); ``drift``: how far the first-position
     acceptance α may move between workloads (prompts, categories) — the candidates also cover the
     best steps at α̂ ± drift (an assumption, default 0.1; the posterior alone only says how well
-    the mean is known).  Raises ValueError without a usable
+    the mean is known); ``static``: the static setting to compare against (a tune's pick, chosen at
+    one concurrency; default: the candidate with the best geometric mean over the batch sizes).
+    Raises ValueError without a usable
     speculative measurement or batch size.
     """
     sizes = sorted({int(b) for b in batch_sizes if int(b) >= 1})
@@ -296,6 +299,8 @@ def adaptive_schedule(
 
     # point predictions: τ does not depend on the batch, so cache it per setting
     statics = list(candidates) if candidates is not None else candidate_grid()
+    if static is not None and static not in statics:
+        statics.append(static)
     taus = {s: model._point(s, 1)[1] for s in statics}
     chain_tau = {k: model._point(chain(k), 1)[1] for k in steps_list}
 
@@ -311,7 +316,8 @@ def adaptive_schedule(
             off_cap[b] = 1000.0 * b / (1000.0 * b / bl + dstep)
             tier_tok[b][0] = min(tier_tok[b][0], off_cap[b])
     static_tok = {s: np.array([tok(s, taus[s], b) for b in sizes]) for s in statics}
-    static = max(statics, key=lambda s: float(wts @ np.log(static_tok[s])))
+    if static is None:
+        static = max(statics, key=lambda s: float(wts @ np.log(static_tok[s])))
 
     best_steps = {b: max(steps_list, key=lambda k, b=b: (tier_tok[b][k], -k)) for b in sizes}
 

@@ -71,6 +71,9 @@ class RunAdaptive:
     device_time_s: dict[str, float] | None = None
     ranks: list[dict[str, Any]] | None = None
     tracker: TierTracker | None = field(default=None, repr=False)
+    #: ``[first, end)`` line indices of ``server.log`` (as ``ServerProcess.log_lines`` splits it) the
+    #: run's window covers; None without a log
+    log_window: tuple[int, int] | None = None
 
     @property
     def proposed_per_round(self) -> float | None:
@@ -83,7 +86,8 @@ class RunAdaptive:
         return sum(s * d for s, d in shares) / total if total > 0 else None
 
     def fields(self) -> dict[str, Any]:
-        """``tiers``, ``adaptive``, ``device_time_s``, ``ranks``, ``decode_iterations`` for the RUN."""
+        """``tiers``, ``adaptive``, ``device_time_s``, ``ranks``, ``decode_iterations``, ``log_window`` for the RUN
+        (``log_window``: the run's ``[first, end)`` lines of ``server.log``; a sweep point's own stretch)."""
         return {
             "tiers": [t.to_json() for t in self.tiers] if self.enabled and self.tiers is not None
             else ([] if self.enabled else None),
@@ -92,6 +96,7 @@ class RunAdaptive:
             "device_time_s": self.device_time_s,
             "ranks": self.ranks,
             "decode_iterations": self.decode_iterations,
+            "log_window": list(self.log_window) if self.log_window is not None else None,
         }
 
 
@@ -213,6 +218,7 @@ def run_fields(*, flags: Mapping[str, Any], server_info: Mapping[str, Any] | Non
         for ln in lines[start:]:
             tr.feed(ln)
         out.tracker = tr
+        out.log_window = (start, len(lines))
         out.decode_iterations = tr.decode_lines * tr.interval
         out.switches = tr.switches
         if out.enabled:

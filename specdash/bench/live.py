@@ -26,7 +26,16 @@ A live launch (:meth:`LivePlan.measure_pair`):
 4. each tier becomes a :class:`~specdash.advisor.Measurement` (``source="tier"``, the launch's
    id in ``launch``): its decode tok/s and accept length over the kept windows; with the device
    timer, the launch's per-phase GPU time (the RUN's ``device_time_s`` over the run's window) as
-   one pooled observation (:func:`tier_phases`).
+   one pooled observation (:func:`tier_phases`); its verify-round histogram split from the one SGLang
+   pools over the launch's requests (:func:`~specdash.collect.tiers.split_pair_histogram`), so the
+   acceptance fit sees a tier per position as it sees a launch; and the standard error of its tok/s
+   from its windows' spread (:func:`window_se`, the report's ``interval``).  The decode lines are read
+   over the run's own window (its RUN's ``log_window``: no warm-up; a sweep point's stretch only), and
+   the suite runs :data:`LIVE_ROUNDS` times, so each tier gets about a launch's verify rounds.
+
+Where the error of a tier was (issue 26, measured on the simulator against its analytic figures): the
+round rate per tier read 0.99–1.01 of the expectation, as a launch's; the accept length 0.96–1.03 — the
+sampling noise of half a launch's rounds.  The rounds, the histogram and the interval address that.
 
 Static launches of a live tune (the baseline, relaunched trees) get ``--decode-log-interval 1``
 too and are measured the same way (:meth:`LivePlan.measure_static`), so every measurement the
@@ -52,7 +61,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +79,12 @@ LIVE_UPDATE_INTERVAL = 8
 def live_unavailable(profile, start, version: str) -> str | None:
     """Why ``--live`` cannot measure tiers for this start and release (None: it can).
 
-    Tree starts (topk > 1): SGLang's adaptive mode runs chains only (``adaptive_unsupported_reason``
-    refuses topk ≠ 1), so trees need a launch each.  Releases that cannot alternate two tiers
-    (before 0.5.14, :func:`~specdash.sglang.adaptive.interleave_config` raises).  Launch flags
-    that turn adaptive off (attention DP, multi-layer EAGLE, two-batch overlap, PD-mux).
+    A tree start (topk > 1) does not switch the live path off: SGLang's adaptive mode runs chains
+    only (``adaptive_unsupported_reason`` refuses topk ≠ 1), so the chain tiers are measured live
+    and the trees — the start among them — by launches of their own, and the pick is made across
+    both.  Releases that cannot alternate two tiers (before 0.5.14,
+    :func:`~specdash.sglang.adaptive.interleave_config` raises) and launch flags that turn adaptive
+    off (attention DP, multi-layer EAGLE, two-batch overlap, PD-mux) fall back to relaunches.
     """
     from specdash.profile import server_flags
     from specdash.sglang.adaptive import (
@@ -83,9 +94,6 @@ def live_unavailable(profile, start, version: str) -> str | None:
         unsupported_reason,
     )
 
-    if start.topk != 1:
-        return (f"the starting settings are a tree (topk {start.topk}); SGLang's adaptive controller switches the "
-                "steps of chains only (topk 1), so every setting is measured by a launch of its own")
     try:
         interleave_config(1, 3, version)
     except AdaptiveConfigError as exc:
@@ -226,6 +234,8 @@ class PairResult:
     accept_length: dict[int, float | None] = field(default_factory=dict)
     timer: bool = False
     notes: list[str] = field(default_factory=list)
+    tok_s_se: dict[int, float | None] = field(default_factory=dict)
+    also: PairResult | None = None
 
     def summary(self) -> str:
         sp = self.speedup
@@ -250,6 +260,8 @@ class PairResult:
             "tok_s": {str(k): v for k, v in self.tok_s.items()},
             "accept_length": {str(k): v for k, v in self.accept_length.items()},
             "device_timer": self.timer, "notes": self.notes,
+            "tok_s_se": {str(k): v for k, v in self.tok_s_se.items()},
+            "also": self.also.to_json() if self.also is not None else None,
         }
 
 
@@ -288,7 +300,9 @@ class LivePlan:
         """
         from specdash.advisor import tier_measurable
 
-        chains = {m.settings.steps for m in measurements if m.settings is not None and tier_measurable(m.settings)}
+        conc = planner._conc(measurements)
+        chains = {m.settings.steps for m in measurements if m.settings is not None and tier_measurable(m.settings)
+                  and (conc is None or max(1, int(m.concurrency)) == conc)}
         if not chains:
             tiers = planner.chain_tiers(measurements, max_tiers=3)
             s = start.steps
@@ -313,18 +327,53 @@ class LivePlan:
                        f"measured chain (steps {inc}), paired at the same load")
         return tuple(sorted((tiers[0], inc)))
 
+    def partner(self, steps: int, planner, measurements) -> int:
+        """The chain step count to interleave with ``steps`` (the planner's next chain) in a live launch:
+        the next unmeasured chain the planner ranks worth a look (:meth:`TunePlanner.chain_tiers`), else
+        the best measured chain (a paired comparison against the incumbent at the same load), else one
+        step further from the start; ``reason`` says which."""
+        from specdash.advisor import tier_measurable
+
+        conc = planner._conc(measurements)
+        measured = {m.settings.steps for m in measurements if m.settings is not None and tier_measurable(m.settings)
+                    and (conc is None or max(1, int(m.concurrency)) == conc)}
+        for t in planner.chain_tiers(measurements, max_tiers=3):
+            if t != steps and t not in measured:
+                self.reason = f"steps {t}: the next unmeasured chain worth a look"
+                return t
+        best = planner.best(measurements)
+        if tier_measurable(best) and best.steps != steps:
+            self.reason = f"steps {best.steps}: the best measured chain, paired at the same load"
+            return best.steps
+        other = steps + 1 if steps < 8 else steps - 1
+        self.reason = f"steps {other}: the neighbour"
+        return other
+
     # -- measuring --------------------------------------------------------------------------------
-    def _tracker(self, lines: Sequence[str], steps: int | None, draft: int | None):
+    def _tracker(self, run: dict, steps: int | None, draft: int | None):
+        """The decode lines of ``run``'s own window of ``server.log`` (its RUN's ``log_window``: a
+        sweep point's stretch, no warm-up), attributed; the lines before it only move the tier."""
         from specdash.collect.tiers import TierTracker
 
-        return TierTracker(steps, draft, decode_log_interval=1).feed_lines(lines)
+        lines = _read_lines(run)
+        tr = TierTracker(steps, draft, decode_log_interval=1)
+        win = run.get("log_window")
+        if isinstance(win, list) and len(win) == 2:
+            lo, hi = max(0, int(win[0])), min(len(lines), int(win[1]))
+            for ln in lines[:lo]:
+                tr.skip(ln)
+            return tr.feed_lines(lines[lo:hi])
+        return tr.feed_lines(lines)
 
     def measure_static(self, run: dict, *, launch: int):
         """A static launch of a live tune as a :class:`~specdash.advisor.Measurement` (``source``
-        ``"launch"``): decode tok/s and τ from its decode lines at the suite's load; the run's
-        accept histogram and device-timer phases (:meth:`~specdash.advisor.PhaseTimes.from_run`).
-        Falls back to the run's client figures when the log has no usable line."""
+        ``"launch"``): decode tok/s and τ from its decode lines at the suite's load (the run's own
+        window); the run's accept histogram and device-timer phases
+        (:meth:`~specdash.advisor.PhaseTimes.from_run`); ``output_tok_s_se`` from the histogram's
+        round-to-round spread (:func:`acceptance_rel_se`).  Falls back to the run's client figures
+        when the log has no usable line."""
         from specdash.advisor import Measurement
+        from specdash.advisor.measurement import acceptance_rel_se
         from specdash.collect.tiers import tier_stats
 
         conc = int(run.get("concurrency") or 1)
@@ -332,25 +381,29 @@ class LivePlan:
         m.launch = launch
         steps = m.settings.steps if m.settings else 0
         draft = m.settings.draft_tokens if m.settings else 1
-        tr = self._tracker(_read_lines(run), steps, draft)
+        tr = self._tracker(run, steps, draft)
         wins = [w for w in tr.windows() if _load_window(w, conc)]
         st = tier_stats(wins, discard_after_switch=False)
         if st and st[0].output_tok_s:
             m.output_tok_s = float(st[0].output_tok_s)
             if m.settings is not None and st[0].accept_length:
                 m.accept_length = float(st[0].accept_length)
+        rel = acceptance_rel_se(run.get("accept_histogram")) if m.settings is not None else None
+        if rel is not None and m.output_tok_s:
+            m.output_tok_s_se = float(m.output_tok_s) * rel
         return m
 
     async def measure_pair(self, log, suite, opts, a: int, b: int, *, role: str = "live",
-                           prepare=None) -> PairResult:
+                           prepare=None, also_at: int | None = None) -> PairResult:
         """Launch tiers ``a`` and ``b`` interleaved (module docstring); returns the :class:`PairResult`.
 
         ``role``: ``"live"`` (a chain launch of the tune, counted in :attr:`launches`) or
         ``"sweep"`` (the adaptive schedule's measurement at another concurrency); ``prepare``: applied
-        to the launch's profile before it starts (the tune's cheaper exploration start-up)."""
-        from specdash.advisor import Measurement, chain
-        from specdash.bench.stats import paired_speedup
-        from specdash.collect.tiers import paired_windows, tier_stats
+        to the launch's profile before it starts (the tune's cheaper exploration start-up).  The suite
+        runs :data:`LIVE_ROUNDS` times its repeats, so each tier gets about the verify rounds a launch
+        of its own would.  ``also_at``: a second concurrency measured in the same launch (a sweep
+        point after the suite's; :attr:`PairResult.also` holds its tiers) — how the costs grow with
+        the batch without a launch of its own."""
         from specdash.sglang.adaptive import interleave_config
 
         a, b = sorted((int(a), int(b)))
@@ -364,43 +417,90 @@ class LivePlan:
         prof = self.pair_profile(a, b, path)
         if prepare is not None:
             prof = prepare(prof)
-        run, _, entry = await log.run(prof, suite, opts, role, tiers=[a, b], config=str(path))
+        conc = int(opts.concurrency or suite.suite.concurrency or 1)
+        reps = int(opts.repeats or suite.suite.repeats or 1) * LIVE_ROUNDS
+        o = replace(opts, repeats=reps)
+        if also_at is not None and int(also_at) != conc:
+            runs, _, entry = await log.sweep(prof, suite, o, [conc, int(also_at)], role, tiers=[a, b],
+                                             config=str(path))
+        else:
+            run, _, entry = await log.run(prof, suite, o, role, tiers=[a, b], config=str(path))
+            runs = [run]
         if role == "live":
             self.launches += 1
         if self.batch_sizes is None:
-            self.batch_sizes = _captured_bs(run)
+            self.batch_sizes = _captured_bs(runs[0])
+        res = self._pair_result(runs[0], entry.id, a, b, path, prof.name)
+        if len(runs) > 1:
+            res.also = self._pair_result(runs[1], entry.id, a, b, path, prof.name)
+        return res
+
+    def _pair_result(self, run: dict, launch: int, a: int, b: int, path: Path, label: str) -> PairResult:
+        """The two tiers of one run (one concurrency) of a pair launch, measured."""
+        from specdash.advisor import Measurement, chain
+        from specdash.bench.stats import paired_speedup
+        from specdash.collect.tiers import paired_windows, split_pair_histogram, tier_stats
+
         conc = int(run.get("concurrency") or 1)
-        lines = _read_lines(run)
-        tr = self._tracker(lines, b, b + 1)
+        tr = self._tracker(run, b, b + 1)
         every = tr.windows()
         at_load = [w for w in every if _load_window(w, conc)]
-        res = PairResult(entry.id, a, b, str(path), run.get("run_dir"), conc, switches=tr.switches,
+        res = PairResult(launch, a, b, str(path), run.get("run_dir"), conc, switches=tr.switches,
                          discarded=sum(1 for w in at_load if w.after_switch),
                          off_load=len(every) - len(at_load))
         stats = {s.speculative_num_steps: s for s in tier_stats(at_load)}
+        kept = [w for w in at_load if not w.after_switch]
         for s in (a, b):
             st = stats.get(s)
             res.windows[s] = st.windows if st else 0
             res.tok_s[s] = st.output_tok_s if st else None
             res.accept_length[s] = st.accept_length if st else None
+            res.tok_s_se[s] = window_se([w for w in kept if w.steps == s])
         if tr.switches == 0:
             res.notes.append("no 'Switch adaptive runtime state' line: the server did not alternate the tiers "
                              f"(adaptive off or refused?); only steps {b} ran")
         good = [s for s in (a, b) if res.tok_s[s] and res.accept_length[s]]
+        rounds = {s: sum(w.request_rounds for w in kept if w.steps == s) for s in (a, b)}
+        split = None
+        if run.get("accept_histogram") and rounds[a] > 0 and rounds[b] > 0:
+            split = split_pair_histogram(run["accept_histogram"], a, b, rounds[a] / (rounds[a] + rounds[b]))
         pooled = tier_phases(run, every, (a, b), float(conc))
         res.timer = pooled is not None
         if pooled is None and len(good) == 2:
             res.notes.append("no device-timer counters (sglang:forward_execution_seconds_total): round times only")
         for i, s in enumerate(good):  # the pooled timer observation rides on the first tier only
-            res.measurements.append(Measurement(chain(s), float(res.tok_s[s]), conc, float(res.accept_length[s]),
-                                                label=prof.name, phases=pooled if i == 0 else None, source="tier",
-                                                launch=entry.id))
+            m = Measurement(chain(s), float(res.tok_s[s]), conc, float(res.accept_length[s]), label=label,
+                            phases=pooled if i == 0 else None, source="tier", launch=launch,
+                            accept_histogram=(split[0] if s == a else split[1]) if split else None)
+            m.output_tok_s_se = res.tok_s_se.get(s)
+            res.measurements.append(m)
         pw = paired_windows(at_load, a, b)
         res.pairs = len(pw)
         res.speedup = paired_speedup([x.tok_s for x, _ in pw], [y.tok_s for _, y in pw])
         if not pw:
             res.notes.append("no paired windows (each side needs a timed window at the suite's load)")
         return res
+
+
+#: A live launch runs the suite this many times its repeats: its two tiers share the verify rounds, so
+#: each gets about what a launch of its own measures (a tier's accept length is then as exact as a
+#: launch's; issue 26 measured tiers at half a launch's rounds reading 0.96–1.03 of the analytic value,
+#: the round rate 0.99–1.01: the spread was the accept length's sampling noise).
+LIVE_ROUNDS = 2
+
+
+def window_se(windows) -> float | None:
+    """Standard error (tok/s) of the ratio estimator Σ tokens ÷ Σ seconds over timed windows (the
+    delta method: √(n/(n−1) · Σ (tokens_i − R · s_i)²) ÷ Σ s_i); None below 3 windows."""
+    ws = [w for w in windows if w.timed_s > 0]
+    if len(ws) < 3:
+        return None
+    t = sum(w.timed_tokens for w in ws)
+    sec = sum(w.timed_s for w in ws)
+    r = t / sec
+    n = len(ws)
+    ss = sum((w.timed_tokens - r * w.timed_s) ** 2 for w in ws)
+    return (n / (n - 1) * ss) ** 0.5 / sec
 
 
 def _captured_bs(run: dict) -> list[int] | None:

@@ -39,6 +39,7 @@ from specdash.bench.rundir import RunDir
 from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import ServerFault, Watchdog, resume_if_stopped
 from specdash.collect.stream import RunStats
+from specdash.collect.tiers import TierStats
 from specdash.launch import (
     READY_TIMEOUT_S,
     ServerLaunch,
@@ -808,15 +809,15 @@ def client_load(summary: dict, cpu_fraction: float | None) -> dict:
                              "or drive the load from another process") if why else None}
 
 
-def _position_depth(effective: dict, tiers: Sequence[dict] | None) -> dict:
+def _position_depth(effective: dict, tiers: Sequence[TierStats] | None) -> dict:
     """``steps`` / ``draft_tokens`` for ``accept_by_position`` (:func:`specdash.sglang.positions.accept_fields`):
     the effective settings read back from the server; under adaptive speculation whose tiers ran at
     different step counts, the shallowest tier's (a chain): the pooled histogram cannot tell a round of
     an S-step tier that accepted all S drafts (it never reached S + 1) from one that was rejected at
     S + 1, so only the positions every tier drafted are exact."""
     steps, draft = effective.get("speculative_num_steps"), effective.get("speculative_num_draft_tokens")
-    ran = sorted({int(t["speculative_num_steps"]) for t in tiers or ()
-                  if t.get("speculative_num_steps") and (t.get("verify_rounds") or 0) > 0})
+    ran = sorted({int(t.speculative_num_steps) for t in tiers or ()
+                  if t.speculative_num_steps and (t.verify_rounds or 0) > 0})
     if len(ran) > 1:
         return {"steps": ran[0], "draft_tokens": ran[0] + 1}
     ok = [isinstance(v, int) and not isinstance(v, bool) for v in (steps, draft)]

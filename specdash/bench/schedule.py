@@ -15,14 +15,17 @@ the target release's format (:func:`specdash.sglang.adaptive.render_config`):
 * before 0.5.14 a steps-0 candidate (no drafting) does not exist: it becomes steps 1;
 * before 0.5.11 there is no adaptive speculation at all.
 
-The config is then verified before it is recommended: at each concurrency of the sweep (by
-default the suite's and a high one), the paired A/B (:func:`specdash.bench.ab.run_ab`, the
-same prompts and repeats on both sides, bootstrap interval) of the adaptive launch against the
-tune's best static setting.  It is recommended only when it is faster at one concurrency at
-least and slower at none; otherwise the report says plainly that the static setting wins (or
-ties: the adaptive mode's extra CUDA graphs and switches then buy nothing) and the preset stays
-static.  A recommended config is saved beside the tuned preset, whose ``[speculative]
-extra_args`` point at it (``--speculative-adaptive --speculative-adaptive-config <path>``).
+The config is verified only when the model predicts it beats the tune's pick (the best static
+setting, chosen at the suite's concurrency) by :data:`VERIFY_MARGIN` or more at one of the sweep's
+concurrencies (by default the suite's and a high one); otherwise no launch is spent and the static
+setting is the recommendation ("predicted").  The verification is two launches — the static pick and
+the adaptive launch, each running every concurrency of the sweep in one launch (``--sweep
+concurrency=…``) — paired by prompt and repeat within each concurrency (bootstrap interval).  The
+recommendation is stated per load range (:func:`load_ranges`: the static pick below N streams, the
+adaptive schedule from there, or one static setting when it is as fast everywhere), with the one
+setting a deployment whose load spans the ranges should launch.  When that is the adaptive schedule,
+its config is saved beside the tuned preset, whose ``[speculative] extra_args`` point at it
+(``--speculative-adaptive --speculative-adaptive-config <path>``).
 """
 
 from __future__ import annotations
@@ -178,7 +181,10 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     ``live``: the tune's :class:`~specdash.bench.live.LivePlan` — with it, each sweep concurrency
     not measured yet first gets one live launch of two chain tiers there (the model's best chain
     at that load and the best static chain), so how the costs grow with the batch is measured,
-    not taken from priors.  Returns (that dict, the measurements those launches added)."""
+    not taken from priors (a live tune measures its high concurrency inside its first chain launch,
+    so this is rarely needed).  The dict also has ``predicted`` (per sweep concurrency: the schedule's
+    and the pick's predicted tok/s and their ratio ``gain``) and ``load_ranges`` (:func:`load_ranges`).
+    Returns (that dict, the measurements those launches added)."""
     from specdash.advisor import adaptive_schedule
     from specdash.bench.live import _captured_bs
     from specdash.bench.tune import variant
@@ -229,7 +235,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
         out["notes"].append("the server did not report its captured CUDA-graph batch sizes: planned at the sweep's "
                             "concurrencies only")
     try:
-        sched = adaptive_schedule(measurements, sizes, baseline=baseline)
+        sched = adaptive_schedule(measurements, sizes, baseline=baseline, static=best)
     except ValueError as exc:
         out["verdict"] = f"no adaptive schedule: {exc}"
         return out, added
@@ -241,6 +247,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     if cfg is None:
         out["not_expressible"] = why
         out["verdict"] = f"no adaptive config: {why} — keep the static setting {best.label()}"
+        out["load_ranges"] = [{"from": sweep[0], "to": None, "launch": "static", "settings": best.to_json()}]
         say(f"tune: adaptive schedule: {out['verdict']}")
         return out, added
     out["format"] = "keyed" if has_feature("adaptive_keyed_config", version) else "flat"
@@ -249,45 +256,117 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     out["config"], out["config_path"] = cfg, str(path)
     steps = launch_steps(slots, best, sweep[0])
     out["launch_steps"] = steps
-    say(f"tune: adaptive schedule for SGLang {version} ({out['format']}, slots {sorted(slots)}) written to {path}; "
-        f"verifying it against {best.label()} at concurrency {', '.join(map(str, sweep))}")
-    static = variant(profile, best.steps, best.topk, best.draft_tokens, suffix="static")
-    adapt = adaptive_profile(profile, steps, path, name=f"{profile.name}-adaptive", version=version)
     pred = {p.batch_size: p for p in sched.batches}
+    predicted = []
     for c in sweep:
-        o = replace(opts, concurrency=c, repeats=_repeats(len(suite.prompts), opts.repeats or suite.suite.repeats, c))
-        _, cmp = await log.ab(static, adapt, None, suite, o, rounds=1, role="verify")
-        ov = cmp.get("overall") or {}
         near = min(pred, key=lambda b: (abs(b - c), b)) if pred else None
         p = pred.get(near) if near is not None else None
+        predicted.append({"concurrency": c, "batch_size": near,
+                          "schedule_tok_s": p.schedule_tok_s if p else None,
+                          "static_tok_s": p.static_tok_s if p else None,
+                          "gain": (p.schedule_tok_s / p.static_tok_s) if p and p.static_tok_s else None})
+    out["predicted"] = predicted
+    worth = [r["concurrency"] for r in predicted if r["gain"] is not None and r["gain"] >= 1.0 + VERIFY_MARGIN]
+    figs_pred = "; ".join(f"c{r['concurrency']}: ×{r['gain']:.3f}" for r in predicted if r["gain"] is not None)
+    if not worth:
+        out["verdict"] = (f"not verified: the model predicts the adaptive schedule beats {best.label()} by less than "
+                          f"{VERIFY_MARGIN:.0%} at every load ({figs_pred}) — launch the static setting; "
+                          "no launch was spent on the A/B")
+        out["load_ranges"] = [{"from": sweep[0], "to": None, "launch": "static", "settings": best.to_json(),
+                               "basis": "predicted"}]
+        say(f"tune: adaptive schedule: {out['verdict']}")
+        return out, added
+    say(f"tune: adaptive schedule for SGLang {version} ({out['format']}, slots {sorted(slots)}) written to {path}; "
+        f"predicted ×{max(r['gain'] for r in predicted if r['gain']):.2f} over {best.label()} at concurrency "
+        f"{', '.join(map(str, worth))}: verifying it at concurrency {', '.join(map(str, sweep))} (one launch a side, "
+        "every concurrency in it)")
+    static = variant(profile, best.steps, best.topk, best.draft_tokens, suffix="static")
+    adapt = adaptive_profile(profile, steps, path, name=f"{profile.name}-adaptive", version=version)
+    o = replace(opts, repeats=opts.repeats or suite.suite.repeats)
+    _, st_recs, _ = await log.sweep(static, suite, o, sweep, "verify")
+    _, ad_recs, _ = await log.sweep(adapt, suite, o, sweep, "verify")
+    from specdash.bench.compare import build_comparison
+    from specdash.bench.report import write_comparison
+    from specdash.bench.rundir import RunDir
+
+    for c, pr in zip(sweep, predicted, strict=True):
+        cmp = build_comparison(st_recs.get(c, []), ad_recs.get(c, []), a_name=static.name, b_name=adapt.name)
+        cdir = RunDir.create(opts.out_dir, f"compare-c{c}")
+        write_comparison(cdir.path, cmp)
+        ov = cmp.get("overall") or {}
         row = {"concurrency": c, "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
                "pairs": cmp.get("pairs"), "static_tok_s": (ov.get("a") or {}).get("tok_s"),
-               "adaptive_tok_s": (ov.get("b") or {}).get("tok_s"), "compare_dir": cmp.get("compare_dir"),
-               "predicted_gain": (p.schedule_tok_s / p.static_tok_s) if p and p.static_tok_s else None}
+               "adaptive_tok_s": (ov.get("b") or {}).get("tok_s"), "compare_dir": str(cdir.path),
+               "predicted_gain": pr["gain"]}
         out["verification"].append(row)
         say(f"tune: adaptive vs static at concurrency {c}: ×{row['speedup'] or 0:.3f} "
             f"[{_f(row['ci95'], 0)}, {_f(row['ci95'], 1)}] ({row['verdict']})")
-    faster = [r["concurrency"] for r in out["verification"] if r["verdict"] == "faster"]
-    slower = [r["concurrency"] for r in out["verification"] if r["verdict"] == "slower"]
-    figs = "; ".join(f"c{r['concurrency']}: ×{(r['speedup'] or 0):.3f} [{_f(r['ci95'], 0)}, {_f(r['ci95'], 1)}] "
-                     f"{r['verdict']}" for r in out["verification"])
-    if faster and not slower:
-        out["recommended"] = True
-        out["verdict"] = (f"the adaptive schedule beats the best static setting ({best.label()}) at concurrency "
-                          f"{', '.join(map(str, faster))} and is slower nowhere ({figs}): recommended")
-    elif slower:
-        out["verdict"] = (f"a static setting wins: {best.label()} is faster than the adaptive schedule at concurrency "
-                          f"{', '.join(map(str, slower))} ({figs}) — the schedule is not recommended; launch without "
-                          "--speculative-adaptive")
-    else:
-        out["verdict"] = (f"a static setting ties: the adaptive schedule is no faster than {best.label()} at any "
-                          f"verified concurrency ({figs}) — the schedule is not recommended (its extra CUDA graphs "
-                          "and switches buy nothing); launch without --speculative-adaptive")
+    out["load_ranges"], out["verdict"], out["recommended"] = load_ranges(out["verification"], best)
     if sched.static_wins and out["recommended"]:
         out["notes"].append(f"the model expected a static setting to win ({sched.verdict}); the paired A/B says "
                             "otherwise, and the measurement decides")
     say(f"tune: {out['verdict']}")
     return out, added
+
+
+#: The predicted gain of the adaptive schedule over the tune's pick, at some load, below which its A/B is
+#: not launched: about the interval of one measured setting (two launches are dear on a real server).
+VERIFY_MARGIN = 0.03
+
+
+def load_ranges(rows: Sequence[dict[str, Any]], best) -> tuple[list[dict[str, Any]], str, bool]:
+    """The recommendation per load range from the schedule's A/B rows (one per concurrency, ascending):
+    ``(ranges, verdict, adaptive_recommended)``.
+
+    Each verified concurrency goes to the side its paired A/B favours (``faster``: adaptive,
+    ``slower``: static, no significant difference: static — the adaptive mode's extra CUDA graphs and
+    switches buy nothing there); neighbouring concurrencies with the same side form a range, which starts
+    at its first concurrency (the switch lies between two verified points: the verdict names both).  For a
+    deployment whose load spans the ranges, the verdict names the one setting to launch: the side whose
+    worst loss at any verified concurrency (1 − the other side's speedup there) is smaller.  Recommended:
+    the adaptive schedule is that setting.
+    """
+    ranges: list[dict[str, Any]] = []
+    for r in rows:
+        side = "adaptive" if r.get("verdict") == "faster" else "static"
+        if ranges and ranges[-1]["launch"] == side:
+            ranges[-1]["to"] = r["concurrency"]
+            continue
+        ranges.append({"from": r["concurrency"], "to": r["concurrency"], "launch": side,
+                       "settings": best.to_json() if side == "static" else None, "basis": "verified"})
+    if ranges:
+        ranges[-1]["to"] = None
+    figs = "; ".join(f"c{r['concurrency']}: adaptive ×{(r['speedup'] or 0):.3f} [{_f(r['ci95'], 0)}, "
+                     f"{_f(r['ci95'], 1)}] {r['verdict']}" for r in rows)
+    sides = {x["launch"] for x in ranges}
+    if sides == {"static"}:
+        return ranges, (f"one static setting: {best.label()} is as fast as the adaptive schedule or faster at every "
+                        f"verified load ({figs}) — launch it without --speculative-adaptive"), False
+    if sides == {"adaptive"}:
+        return ranges, (f"the adaptive schedule: faster than {best.label()} at every verified load ({figs}) — launch "
+                        "it"), True
+    loss = {"static": 0.0, "adaptive": 0.0}
+    for r in rows:
+        sp = r.get("speedup") or 1.0
+        if r.get("verdict") == "faster":
+            loss["static"] = max(loss["static"], 1.0 - 1.0 / sp)
+        elif r.get("verdict") == "slower":
+            loss["adaptive"] = max(loss["adaptive"], 1.0 - sp)
+    parts = []
+    for i, x in enumerate(ranges):
+        nxt = ranges[i + 1]["from"] if i + 1 < len(ranges) else None
+        what = best.label() + " (static)" if x["launch"] == "static" else "the adaptive schedule"
+        if nxt is None:
+            parts.append(f"{what} from {x['from']} streams on")
+        else:
+            prev_to = x["to"] if x["to"] is not None else x["from"]
+            parts.append(f"{what} up to {prev_to} streams (the switch lies between {prev_to} and {nxt})")
+    pick = min(loss, key=lambda k: (loss[k], k != "static"))
+    verdict = ("by load: " + "; ".join(parts) + f" ({figs}). For a load that spans both: launch "
+               + ("the adaptive schedule" if pick == "adaptive" else f"{best.label()} without --speculative-adaptive")
+               + f" — its worst loss at a verified load is {loss[pick]:.0%}, the other's "
+               + f"{loss['adaptive' if pick == 'static' else 'static']:.0%}")
+    return ranges, verdict, pick == "adaptive"
 
 
 def _f(ci, i: int) -> str:

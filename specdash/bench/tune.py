@@ -75,9 +75,10 @@ class LaunchEntry:
     """One server launch of a tune (the report's ``launch_log``).
 
     ``role``: ``"baseline"`` (no speculation), ``"explore"`` (one setting, a launch of its
-    own), ``"live"`` (two chain tiers of one adaptive launch), ``"ab"`` (the final A/B),
+    own), ``"live"`` (two chain tiers of one adaptive launch, at the suite's concurrency and, for the
+    adaptive schedule, a high one), ``"ab"`` (the final A/B's side that no exploration launch measured),
     ``"sweep"`` (two chain tiers at another concurrency, for the adaptive schedule), ``"verify"``
-    (the adaptive schedule's A/B); ``time_to_ready_s``: process start →
+    (the adaptive schedule's A/B: one launch a side, every concurrency in it); ``time_to_ready_s``: process start →
     ``/health`` 200 (from the run's manifest); ``wall_s``: the launch's whole run (start,
     warm-up, suite, stop; None for A/B sides, which :func:`run_ab` runs back to back);
     ``fast_start``: the start-up flags :mod:`specdash.bench.explore` added (None: launched as
@@ -96,6 +97,8 @@ class LaunchEntry:
     suite_s: float | None = None
     wall_s: float | None = None
     fast_start: list[str] | None = None
+    #: every concurrency the launch ran (a sweep launch: the live pair's high point, the schedule's A/B)
+    concurrencies: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -135,6 +138,18 @@ class LaunchLog:
         t0 = time.monotonic()
         run, records = await run_one(prof, suite, opts)
         return run, records, self.add(run, role, tiers=tiers, config=config, wall_s=time.monotonic() - t0)
+
+    async def sweep(self, prof, suite, opts, points: Sequence[int], role: str, *, tiers: Sequence[int] | None = None,
+                    config: str | None = None):
+        """:func:`~specdash.bench.runner.run_sweep` over concurrencies ``points`` in one launch, logged;
+        returns (the RUN of each point, point → its records, entry)."""
+        from specdash.bench.runner import run_sweep
+
+        t0 = time.monotonic()
+        runs, recs = await run_sweep(prof, suite, opts, list(points))
+        e = self.add(runs[0], role, tiers=tiers, config=config, wall_s=time.monotonic() - t0)
+        e.concurrencies = [int(r.get("concurrency") or 0) for r in runs]
+        return runs, recs, e
 
     async def ab(self, prof_a, prof_b, prof_r, suite, opts, *, rounds: int = 1, role: str = "ab"):
         """:func:`~specdash.bench.ab.run_ab`, each of its launches logged; returns (RUNs, comparison)."""
@@ -374,11 +389,91 @@ def _row_json(r: _Row, fit=None) -> dict[str, Any]:
     return out
 
 
+def _read_records(run_dir: str | None) -> list[dict] | None:
+    """The request records of a run directory (``requests.jsonl``), or None when unreadable."""
+    if not run_dir:
+        return None
+    try:
+        text = (Path(run_dir) / "requests.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    out = []
+    for ln in text.splitlines():
+        try:
+            rec = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _interval(m) -> list[float] | None:
+    """A measurement's 95 % interval on its tok/s (± 1.96 standard errors; None without one)."""
+    if m.output_tok_s_se is None or not m.output_tok_s:
+        return None
+    h = 1.96 * float(m.output_tok_s_se)
+    return [float(m.output_tok_s) - h, float(m.output_tok_s) + h]
+
+
+def _final_comparison(records_of: dict, start, best, profile, opts, say) -> dict | None:
+    """The final A/B from the exploration's own launches (:func:`tune`'s ``final_ab``): the best over the
+    start with the baseline, paired by prompt and repeat; the best over the baseline when the start has no
+    launch of its own (measured as an adaptive tier).  Written as a ``compare`` directory."""
+    from specdash.bench.compare import build_comparison
+    from specdash.bench.report import write_comparison
+
+    b_recs, s_recs, r_recs = records_of.get(best), records_of.get(start), records_of.get(None)
+    if not b_recs:
+        return None
+    b_name = variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best").name
+    if s_recs:
+        say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline, from their exploration "
+            "launches (no launch of its own)")
+        cmp = build_comparison(s_recs, b_recs, a_name=profile.name, b_name=b_name, baseline_records=r_recs or None,
+                               baseline_name=f"{profile.name}-baseline" if r_recs else None)
+    elif r_recs:
+        say(f"tune: best {best.label()}; final A/B against the baseline (the start was measured as an adaptive tier "
+            "only, no launch of its own)")
+        cmp = build_comparison(r_recs, b_recs, a_name=f"{profile.name}-baseline", b_name=b_name)
+    else:
+        return None
+    cdir = RunDir.create(Path(opts.out_dir), "compare")
+    write_comparison(cdir.path, cmp)
+    cmp["compare_dir"] = str(cdir.path)
+    cmp["from_exploration"] = True
+    return cmp
+
+
+def _by_purpose(log: LaunchLog) -> dict[str, int]:
+    """Launches per role, in the order roles first appear (the report's ``launches_by_purpose``)."""
+    out: dict[str, int] = {}
+    for e in log.entries:
+        out[e.role] = out.get(e.role, 0) + 1
+    return out
+
+
+def _recommendation(best, sched: dict | None, pays: bool | None, concurrency: int) -> dict[str, Any]:
+    """What to launch, per load range (the report's ``recommendation``): ``{"ranges": [{"from", "to",
+    "launch": "static" | "adaptive" | "none", "settings", "basis"}], "text"}`` — the static pick at the
+    tune's concurrency and up, unless the adaptive schedule's verification (or prediction) says
+    otherwise for higher loads (:func:`specdash.bench.schedule.load_ranges`)."""
+    if pays is False:
+        return {"ranges": [{"from": concurrency, "to": None, "launch": "none", "settings": None,
+                            "basis": "measured"}],
+                "text": "serve without speculation: it does not pay with this draft (see the advice)"}
+    if sched and sched.get("load_ranges"):
+        return {"ranges": sched["load_ranges"], "text": sched.get("verdict") or ""}
+    return {"ranges": [{"from": concurrency, "to": None, "launch": "static", "settings": best.to_json(),
+                        "basis": "measured"}],
+            "text": f"{best.label()} (measured at concurrency {concurrency}; other loads were not measured)"}
+
+
 async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
                opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
                sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True,
                max_time_s: float | None = None, baseline_run: dict | None = None,
-               baseline_notes: Sequence[str] = (), fast_explore: bool = False) -> dict:
+               baseline_notes: Sequence[str] = (), fast_explore: bool = False, fresh_ab: bool = False) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -395,9 +490,13 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         sweep: concurrencies the adaptive schedule is verified at (default: the suite's and
             a high one, :func:`specdash.bench.schedule.default_sweep`).
         schedule: generate and verify an adaptive schedule (default: with ``live``).
-        final_ab: run the final paired A/B of the best against the start (and the baseline); without
-            it the best is reported from the exploration's own measurements (``comparison`` None,
-            ``final_ab`` False in the report): two or three launches fewer where launches are dear.
+        final_ab: the final paired A/B of the best against the start and the baseline (``comparison``):
+            from the request records of their exploration launches, paired by prompt and repeat — no
+            launch of its own, except one for a best measured only as an adaptive tier; the start, when it
+            was measured only as a tier, is left out (best against the baseline).  Without it the best is
+            reported from the exploration's own measurements (``comparison`` None, ``final_ab`` False).
+        fresh_ab: the final A/B in fresh launches instead (start, best and baseline, three launches: no
+            selection effect from the exploration's own figures; ``specdash tune --fresh-ab``).
         max_time_s: wall-clock budget (s) of the whole tune: no launch starts (exploration, live,
             final A/B, schedule) that would end past it, judged by the longest launch so far; the
             stop reason says so.  The first two launches (baseline, start) always run.
@@ -436,11 +535,12 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         say(f"tune: baseline from {baseline_run.get('run_dir')} ({baseline_run.get('output_tok_s'):.1f} tok/s, "
             "measured earlier; no baseline launch)")
         base_run, base_launch, later = baseline_run, None, opts
+        base_recs = _read_records(baseline_run.get("run_dir"))
         for n in baseline_notes:
             say(f"tune: note: {n}")
     else:
         say(f"tune: launch #{len(log.entries) + 1}: baseline run of {profile.name} without speculation")
-        base_run, _, base_entry = await log.run(base_prof, suite, opts, "baseline")
+        base_run, base_recs, base_entry = await log.run(base_prof, suite, opts, "baseline")
         base_launch, later = base_entry.id, replace(opts, preflight=False)
     stop_note = None
     version = _server_version(base_run.get("sglang_version")) or start_eff.version
@@ -460,35 +560,56 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     candidates, cand_note = tune_candidates(profile)
     if cand_note:
         say(f"tune: {cand_note}")
-    planner = TunePlanner(start, budget=budget, baseline=baseline, candidates=candidates)
+    planner = TunePlanner(start, budget=budget, baseline=baseline, candidates=candidates,
+                          concurrency=int(getattr(opts, "concurrency", None) or suite.suite.concurrency or 1))
     explorer = _Explorer(fast_explore, version, later, suite)
     rows: list[_Row] = [_Row(baseline, base_run.get("run_dir"))]
     measurements: list[Measurement] = [baseline]
     profiles: dict = {}
     pairs: list[dict] = []
+    #: the request records of every static launch at the suite's concurrency, by setting: the final A/B
+    #: pairs them (no launch of its own for a side already measured)
+    records_of: dict = {None: base_recs}
+    scheduling = schedule if schedule is not None else live
+    high = None
+    if live_plan is not None and scheduling:
+        from specdash.bench.schedule import default_sweep
+
+        high = max(sweep) if sweep else default_sweep(explorer.concurrency)[-1]
 
     if live_plan is not None:
         chain_cap = max(0, min(int(chain_budget), budget))
-        while live_plan.launches < chain_cap:
-            if live_plan.launches and (stop_note := _time_left(t_start, max_time_s, log)):
-                say(f"tune: live: stop — {stop_note}")
-                break
-            pair = live_plan.next_pair(planner, measurements, start)
-            if pair is None:
-                say(f"tune: live: {live_plan.reason}")
-                break
-            a, b = pair
-            say(f"tune: launch #{len(log.entries) + 1} (live {live_plan.launches + 1}/{chain_cap}): chain tiers "
-                f"steps {a} and {b} in one "
-                f"adaptive launch — {live_plan.reason}")
-            res = await live_plan.measure_pair(log, suite, later, a, b, prepare=explorer.prepare)
-            explorer.learn(log.entries[res.launch])
-            pairs.append(res.to_json())
-            for m in res.measurements:
-                measurements.append(m)
-                rows.append(_Row(m, res.run_dir, {"windows": res.windows.get(m.settings.steps)}))
-            say(f"tune: live: {res.summary()}")
+    else:
+        chain_cap = 0
 
+    async def live_launch(a: int, b: int, why: str) -> None:
+        say(f"tune: launch #{len(log.entries) + 1} (live {live_plan.launches + 1}/{chain_cap}): chain tiers "
+            f"steps {a} and {b} in one adaptive launch — {why}")
+        also = high if (high is not None and live_plan.launches == 0) else None
+        res = await live_plan.measure_pair(log, suite, later, a, b, prepare=explorer.prepare, also_at=also)
+        explorer.learn(log.entries[res.launch])
+        pairs.append(res.to_json())
+        for m in res.measurements:
+            measurements.append(m)
+            rows.append(_Row(m, res.run_dir, {"windows": res.windows.get(m.settings.steps),
+                                              "interval": _interval(m)}))
+        say(f"tune: live: {res.summary()}")
+        if res.also is not None:  # the same launch at the schedule's high concurrency
+            for m in res.also.measurements:
+                measurements.append(m)
+                rows.append(_Row(m, res.run_dir, {"windows": res.also.windows.get(m.settings.steps),
+                                                  "interval": _interval(m), "for": "adaptive schedule"}))
+            say(f"tune: live (same launch, concurrency {res.also.concurrency}): {res.also.summary()}")
+
+    if chain_cap:  # the first live launch: the start's steps and the far end of SGLang's default slot
+        pair = live_plan.next_pair(planner, measurements, start)
+        if pair is not None:
+            await live_launch(*pair, live_plan.reason)
+
+    from specdash.advisor import tier_measurable
+
+    # one loop for the rest: the planner names the next setting; a chain goes to a live launch (paired with
+    # the next chain worth a look) while live launches are left, anything else to a launch of its own
     while stop_note is None:
         nxt = planner.next_settings(measurements)
         if nxt is None:
@@ -497,13 +618,19 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         if nxt != planner.start and (stop_note := _time_left(t_start, max_time_s, log)):
             say(f"tune: stop — {stop_note} (next would have been {nxt.label()})")
             break
+        if live_plan is not None and tier_measurable(nxt) and live_plan.launches < chain_cap:
+            partner = live_plan.partner(nxt.steps, planner, measurements)
+            await live_launch(min(nxt.steps, partner), max(nxt.steps, partner),
+                              f"{planner.reason}; paired with steps {partner} ({live_plan.reason})")
+            continue
         say(f"tune: launch #{len(log.entries) + 1} (exploration {planner.launches(measurements) + 1}/{budget}): "
             f"{nxt.label()} — {planner.reason}")
         prof = variant(profile, nxt.steps, nxt.topk, nxt.draft_tokens)
         if live_plan is not None:
             prof = decode_logged(prof)
         prof_launched = explorer.prepare(prof)
-        run, _, entry = await log.run(prof_launched, suite, later, "explore")
+        run, recs, entry = await log.run(prof_launched, suite, later, "explore")
+        records_of[nxt] = recs
         explorer.learn(entry)
         if live_plan is not None:
             m = live_plan.measure_static(run, launch=entry.id)
@@ -511,22 +638,34 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             m = Measurement.from_run(run, concurrency=run.get("concurrency", 1))
             m.launch = entry.id
         measurements.append(m)
-        rows.append(_Row(m, run.get("run_dir")))
+        rows.append(_Row(m, run.get("run_dir"), {"interval": _interval(m)}))
         profiles[nxt] = prof
     best = planner.best(measurements)
     advice = planner.advice(measurements)
     winner = profiles.get(best) or (profile if best == planner.start else
                                     variant(profile, best.steps, best.topk, best.draft_tokens))
     cmp = None
-    ab_note = _time_left(t_start, max_time_s, log, 3) if final_ab and best != planner.start else None
+    ab_note = _time_left(t_start, max_time_s, log, 3 if fresh_ab else 1) if final_ab and best != planner.start else None
     if not final_ab:
         say(f"tune: best {best.label()} (no final A/B: asked for)")
     elif ab_note:
         say(f"tune: best {best.label()} (no final A/B: {ab_note})")
-    elif best != planner.start:
-        say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline")
+    elif best != planner.start and fresh_ab:
+        say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline (fresh launches)")
         _, cmp = await log.ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
                               baseline_of(profile), suite, later, rounds=1)
+    elif best != planner.start:
+        if records_of.get(best) is None:  # measured as a tier only: the winner gets a launch of its own
+            say(f"tune: launch #{len(log.entries) + 1}: the best, {best.label()}, by a launch of its own (it was "
+                "measured as an adaptive tier) for the final A/B")
+            prof_b = variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best")
+            if live_plan is not None:
+                prof_b = decode_logged(prof_b)
+            run_b, records_of[best], entry_b = await log.run(prof_b, suite, later, "ab")
+            m_b = live_plan.measure_static(run_b, launch=entry_b.id) if live_plan is not None else \
+                Measurement.from_run(run_b, concurrency=run_b.get("concurrency", 1))
+            rows.append(_Row(m_b, run_b.get("run_dir"), {"interval": _interval(m_b), "for": "final A/B"}))
+        cmp = _final_comparison(records_of, planner.start, best, profile, later, say)
     if preset_dir is None:
         from specdash.profile import user_profile_dir
 
@@ -539,9 +678,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     if live_plan is not None and explorer.full_capture and (
             not live_plan.batch_sizes or max(live_plan.batch_sizes) < max(explorer.full_capture)):
         live_plan.batch_sizes = list(explorer.full_capture)  # the live launches captured a cut list
-    if (schedule if schedule is not None else live) and (sched_note := _time_left(t_start, max_time_s, log, 2)):
+    if scheduling and (sched_note := _time_left(t_start, max_time_s, log, 2)):
         say(f"tune: adaptive config skipped — {sched_note}")
-    elif schedule if schedule is not None else live:
+    elif scheduling:
         from specdash.bench.schedule import schedule_and_verify
 
         sched_report, added = await schedule_and_verify(
@@ -577,6 +716,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             "why_two_tiers": live_plan.WHY_TWO if live_plan else None,
         },
         "launches": len(log.entries),
+        "launches_by_purpose": _by_purpose(log),
         "exploration_launches": explore_n,
         "launch_log": log.to_json(),
         "stop_reason": stop_note or planner.reason,
@@ -597,6 +737,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "comparison": cmp,
         "final_ab": cmp is not None,
         "adaptive_schedule": sched_report,
+        "recommendation": _recommendation(best, sched_report, advice.pays, explorer.concurrency),
         "preset": str(preset) if preset else None,
         "preset_not_saved": not_saved,
         "tune_dir": str(tdir.path),
@@ -660,14 +801,27 @@ def render_live(report: dict) -> str:
     roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
     out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
                f"of {report['budget']}")
-    out.append("  source  launch  conc  steps/topk/draft  tok/s      τ     (launch: #N of the progress lines)")
-    for r in report.get("measured") or []:
-        st = r.get("settings")
-        lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
-                                               f"{st['speculative_num_draft_tokens']}")
-        out.append(f"  {r['source']:<6}  {'#' + str(r['launch'] + 1) if r['launch'] is not None else '—':>6}  "
-                   f"{r.get('concurrency') or '—':>4}  {lab:<16}  "
-                   f"{_s(r['output_tok_s']):>9}  {_s(r['accept_length'], 2):>5}")
+    rows = report.get("measured") or []
+    concs = sorted({int(r.get("concurrency") or 1) for r in rows if r.get("settings")})
+    main = int(((report.get("fast_explore") or {}).get("concurrency")) or (concs[0] if concs else 1))
+    for c in sorted(concs, key=lambda x: (x != main, x)):  # one table per concurrency, the tune's first
+        what = "the tune's concurrency" if c == main else "for the adaptive schedule, not compared with the above"
+        out.append(f"  concurrency {c} ({what}):")
+        out.append("    source  launch  steps/topk/draft  tok/s      95 % interval        τ     (launch: #N of the "
+                   "progress lines)")
+        for r in rows:
+            if int(r.get("concurrency") or 1) != c and r.get("settings"):
+                continue
+            if not r.get("settings") and c != main:
+                continue
+            st = r.get("settings")
+            lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
+                                                   f"{st['speculative_num_draft_tokens']}")
+            iv = r.get("interval")
+            ivs = f"[{iv[0]:.1f}, {iv[1]:.1f}]" if iv else "—"
+            out.append(f"    {r['source']:<6}  {'#' + str(r['launch'] + 1) if r['launch'] is not None else '—':>6}  "
+                       f"{lab:<16}  {_s(r['output_tok_s']):>9}  {ivs:<19}  {_s(r['accept_length'], 2):>5}"
+                       + (f"  ({r['for']})" if r.get("for") and c == main else ""))
     pos = [r for r in report.get("measured") or [] if r.get("settings") and r.get("expected_accept_by_position")]
     if pos:
         out.append("  acceptance by draft position (accepted ÷ reached; measured from the verify-round histogram, "
@@ -685,6 +839,20 @@ def render_live(report: dict) -> str:
         out.append(f"  live launch {k}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
                    f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
                    f"{p['discarded_after_switch']} decode lines after switches discarded")
+    sched = report.get("adaptive_schedule") or {}
+    if sched.get("verification") or sched.get("predicted"):
+        out.append("  adaptive schedule against the pick, by concurrency (apart from the tables above):")
+        for r in sched.get("verification") or []:
+            ci = r.get("ci95") or [None, None]
+            out.append(f"    c{r['concurrency']}: adaptive {_s(r.get('adaptive_tok_s'))} vs static {_s(r.get('static_tok_s'))} "
+                       f"tok/s, ×{_s(r.get('speedup'), 3)} [{_s(ci[0], 3)}, {_s(ci[1], 3)}] ({r.get('verdict')}; "
+                       f"predicted ×{_s(r.get('predicted_gain'), 3)})")
+        if not sched.get("verification"):
+            for r in sched.get("predicted") or []:
+                out.append(f"    c{r['concurrency']}: predicted ×{_s(r.get('gain'), 3)} (not verified)")
+    rec = report.get("recommendation") or {}
+    if rec.get("text"):
+        out.append(f"  recommendation: {rec['text']}")
     out.extend(_render_fast_start(report))
     t = report.get("time") or {}
     out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"

@@ -73,6 +73,7 @@ __all__ = [
     "TierWindow",
     "merge_tier_stats",
     "paired_windows",
+    "split_pair_histogram",
     "tier_stats",
 ]
 
@@ -443,3 +444,27 @@ def paired_windows(windows: Sequence[TierWindow], a: int, b: int, *, discard_aft
             out.append((pending, w))
             pending = None
     return out
+
+
+def split_pair_histogram(hist: Sequence[int], a: int, b: int, share_a: float) -> tuple[list[int], list[int]] | None:
+    """The verify-round histograms of two chain tiers a < b from the one histogram SGLang pools over them.
+
+    One adaptive launch's requests report one correct-drafts histogram (``spec_correct_drafts_histogram``,
+    index k = rounds that accepted k drafts) over the rounds of both tiers.  A chain's P(k accepted) for
+    k < a does not depend on its steps (positions 1..a are drafted alike), so those buckets split by the
+    tiers' shares of the rounds (``share_a``: tier a's, from the decode lines); tier a's rounds that
+    accepted all a drafts are the rest of its rounds, n_a · (1 − Σ_{k<a} h[k] / N); bucket a minus those,
+    and every bucket above a, are tier b's.  Returns (h_a, h_b) rounded to counts (h_a of length a + 1,
+    h_b of b + 1), or None when the histogram cannot be split (no rounds, a < 1, a ≥ b, buckets past b,
+    a share outside (0, 1)).
+    """
+    h = [max(0, int(c)) for c in hist]
+    n = sum(h)
+    if n <= 0 or a < 1 or a >= b or len(h) > b + 1 or not 0.0 < share_a < 1.0:
+        return None
+    h += [0] * (b + 1 - len(h))
+    n_a = share_a * n
+    below = [h[k] / n for k in range(a)]
+    ha = [n_a * p for p in below] + [max(0.0, n_a * (1.0 - sum(below)))]
+    hb = [(n - n_a) * p for p in below] + [max(0.0, h[a] - ha[a])] + [float(c) for c in h[a + 1:]]
+    return [round(x) for x in ha], [round(x) for x in hb]

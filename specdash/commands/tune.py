@@ -37,8 +37,12 @@ def _parser() -> argparse.ArgumentParser:
                         "one, max(16, 4 × it))")
     p.add_argument("--no-schedule", action="store_true", help="--live: skip the adaptive config")
     p.add_argument("--no-final-ab", action="store_true",
-                   help="skip the final A/B of the best against the start and the baseline (report the best from "
-                        "the exploration's measurements; two or three launches fewer)")
+                   help="skip the final A/B of the best against the start and the baseline (by default it pairs the "
+                        "requests of their exploration launches: no launch of its own, except one for a best "
+                        "measured only as an adaptive tier)")
+    p.add_argument("--fresh-ab", action="store_true",
+                   help="run the final A/B in fresh launches (start, best, baseline: three launches), free of the "
+                        "exploration's selection effect")
     p.add_argument("--full-start", action="store_true",
                    help="start the exploration launches as the final ones (default: without SGLang's warm-up "
                         "request and with decode CUDA graphs only up to the tune's concurrency — "
@@ -136,7 +140,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
                                   chain_budget=args.chain_launches, sweep=sweep,
                                   schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab,
                                   max_time_s=args.max_time, baseline_run=base_run, baseline_notes=base_notes,
-                                  fast_explore=not args.full_start))
+                                  fast_explore=not args.full_start, fresh_ab=args.fresh_ab))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)
@@ -150,6 +154,9 @@ def _tune(args: argparse.Namespace, progress) -> int:
     label = (f"steps {b.get('speculative_num_steps')} / topk {b.get('speculative_eagle_topk')} / draft tokens "
              f"{b.get('speculative_num_draft_tokens')}") if b else "—"
     print(f"tune: best {label} ({report['stop_reason']})")
+    rec = report.get("recommendation") or {}
+    if rec.get("text"):
+        print(f"tune: recommendation: {rec['text']}")
     if report["comparison"]:
         from specdash.commands.bench import render_comparison
 
