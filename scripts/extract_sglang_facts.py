@@ -38,7 +38,8 @@ What is read (the doctor and the simulator consult nothing else for these facts)
 ``draft_archs``
     the target architectures ``ModelConfig._config_draft_model`` (``sglang/srt/configs/model_config.py``)
     rewrites to a draft class when the target's own directory is loaded as the draft (bundled MTP /
-    NextN layers), and ``draft_default_src``: where the draft's model path falls back to the target's
+    NextN layers), ``draft_path_defaults``: the targets whose missing draft path the speculative hook sets
+    to the target's (``_handle_eagle_family``), and ``draft_default_src``: where the draft's model path falls back to the target's
     (``ModelConfig.from_server_args``: ``model_path=model_path or …model_path``).
 ``checks``
     refusals of the argument checks that specdash's own resolver mirrors, each with SGLang's message:
@@ -665,6 +666,26 @@ def extract_draft_archs(wheel: Wheel) -> tuple[dict[str, dict], str | None]:
     return dict(sorted(out.items())), fallback
 
 
+def extract_draft_path_defaults(wheel: Wheel) -> dict[str, str]:
+    """Target architectures for which the speculative hook sets a missing ``--speculative-draft-model-path``
+    to ``--model-path`` (``_handle_eagle_family``: ``if model_arch in [...]: … draft path = model_path``)."""
+    out: dict[str, str] = {}
+    for p in [q for q in ("sglang/srt/server_args.py", "sglang/srt/arg_groups/speculative_hook.py") if q in wheel.files]:
+        tree = wheel.tree(p)
+        for node in ast.walk(tree) if tree else []:
+            if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                    and isinstance(node.test.ops[0], ast.In) and "arch" in ast.unparse(node.test.left)):
+                continue
+            body = "\n".join(ast.unparse(b) for b in node.body)
+            if not re.search(r"speculative_draft_model_path\s*=\s*\S*model_path", body):
+                continue
+            ok, archs = _literal(node.test.comparators[0])
+            if ok:
+                for a in archs:
+                    out.setdefault(a, _src(p, node))
+    return dict(sorted(out.items()))
+
+
 # --- checks the resolver mirrors ---------------------------------------------------------------------
 def _functions(wheel: Wheel, paths: list[str]):
     for p in paths:
@@ -791,6 +812,7 @@ def extract(wheel_path: str | Path) -> dict:
         "models": extract_models(wheel),
         "draft_archs": draft_archs,
         "draft_default_src": fallback,
+        "draft_path_defaults": extract_draft_path_defaults(wheel),
         "checks": extract_checks(wheel),
         "adaptive": extract_adaptive(wheel),
         "eagle3_loader": extract_eagle3_loader(wheel),
@@ -805,7 +827,7 @@ def dumps(facts: dict) -> str:
     for i, k in enumerate(keys):
         v = facts[k]
         end = "," if i < len(keys) - 1 else ""
-        if k in ("flags", "models", "draft_archs") and isinstance(v, dict) and v:
+        if k in ("flags", "models", "draft_archs", "draft_path_defaults") and isinstance(v, dict) and v:
             lines.append(f"  {json.dumps(k)}: {{")
             items = list(v.items())
             for j, (name, entry) in enumerate(items):

@@ -346,7 +346,7 @@ def test_dtype(tmp_path):
 def test_draft_path_rules(tmp_path):
     rep = doctor(tmp_path / "a", draft=None)
     assert find(rep, "DRAFT_PATH", "error")[0].evidence["case"] == "sglang#36528"
-    rep = doctor(tmp_path / "b", draft=None, algorithm="EAGLE", target_kw={"arch": "DeepseekV3ForCausalLM"})
+    rep = doctor(tmp_path / "b", draft=None, algorithm="EAGLE", target_kw={"arch": "DeepseekV3ForCausalLM", "mtp_layers": 1})
     assert find(rep, "DRAFT_PATH", "info") and not find(rep, "DRAFT_PATH", "error")
     rep = doctor(tmp_path / "c", draft=tmp_path / "nowhere")
     assert any("does not exist" in f.message for f in find(rep, "DRAFT_PATH", "error"))

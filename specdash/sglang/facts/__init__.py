@@ -194,6 +194,21 @@ class ReleaseFacts:
                 return a, d["draft"], d["src"]
         return None
 
+    def drafts_from_target(self, architectures: list[str]) -> tuple[str, str | None, str] | None:
+        """``(target arch, draft arch or None, src)`` when SGLang, given no draft path, drafts from the
+        target's own checkpoint for this architecture: the speculative hook sets the draft path to the
+        model path (``draft_path_defaults``), or the draft's model path falls back to the target's and
+        ``_config_draft_model`` rewrites the architecture to an MTP / NextN class (``draft_archs``).
+        None: SGLang loads the target class itself as the draft (it has no draft layers)."""
+        dc = self.draft_class(architectures)
+        if dc is not None:
+            return dc
+        for a in architectures or []:
+            src = self.data.get("draft_path_defaults", {}).get(a)
+            if src:
+                return a, None, src
+        return None
+
     @property
     def draft_default_src(self) -> str | None:
         """Where the draft's model path falls back to the target's when none is given."""
