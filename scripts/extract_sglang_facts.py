@@ -605,7 +605,7 @@ def extract_models(wheel: Wheel) -> dict[str, dict]:
         return found
 
     out: dict[str, dict] = {}
-    for mod, name, node in entries:
+    for mod, name, _node in entries:
         if (mod, name) not in classes:
             continue
         cnode, _ = classes[(mod, name)]

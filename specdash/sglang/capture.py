@@ -165,8 +165,8 @@ def capture_plan(target_architectures: list[str], num_layers: int, ids: list[int
 __all__ = [
     "TargetDraft",
     "bundles_mtp",
-    "capture_source",
     "capture_plan",
+    "capture_source",
     "default_aux_ids",
     "eagle3_arch_release",
     "implements_capture",

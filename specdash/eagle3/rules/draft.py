@@ -7,7 +7,6 @@ from specdash.eagle3.rules.context import RuleContext
 from specdash.sglang.capture import eagle3_arch_release, sglang_eagle3_archs, sglang_eagle3_srcs, target_draft
 from specdash.sglang.speculative import EAGLE_FAMILY
 
-
 #: Config keys that count the MTP / NextN layers a checkpoint carries (top level or ``text_config``):
 #: DeepSeek / GLM / MiMo ``num_nextn_predict_layers``, Qwen3.5 ``mtp_num_hidden_layers``, others ``num_mtp_layers``.
 MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "mtp_num_layers")

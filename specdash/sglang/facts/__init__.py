@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
 from specdash.sglang.versions import SGLangVersion, parse_version
 
 FACTS_DIR = Path(__file__).resolve().parent
