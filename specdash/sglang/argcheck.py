@@ -80,20 +80,22 @@ class ArgCheck:
         return asdict(self)
 
 
-def installed_sglang(python: str, timeout: float = 20.0) -> str | None:
-    """The ``sglang`` version installed for ``python`` (its distribution metadata; nothing imported), or None."""
+def installed_sglang(python: str, timeout: float = 20.0, env: dict[str, str] | None = None) -> str | None:
+    """The ``sglang`` version installed for ``python`` (its distribution metadata; nothing imported), or None.
+    ``env``: the launch's environment additions (a ``PYTHONPATH`` there counts)."""
     code = ("import importlib.metadata as m\ntry:\n print(m.version('sglang'))\nexcept m.PackageNotFoundError:\n"
             " print('')")
     try:
         out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout,
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, env=dict(os.environ) | dict(env or {}))
     except (OSError, subprocess.TimeoutExpired):
         return None
     v = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else ""
     return v or None
 
 
-def sglang_python(preferred: str | None) -> tuple[str | None, str | None, list[str]]:
+def sglang_python(preferred: str | None, env: dict[str, str] | None = None) -> tuple[str | None, str | None,
+                                                                                   list[str]]:
     """``(python, sglang version, tried)``: the first of ``preferred`` (a node's or ``[server] python``),
     ``python3`` on ``PATH``, this interpreter whose ``sglang`` is installed; ``(None, None, tried)`` when none."""
     tried: list[str] = []
@@ -109,7 +111,7 @@ def sglang_python(preferred: str | None) -> tuple[str | None, str | None, list[s
         if real in seen:
             continue
         seen.add(real)
-        v = installed_sglang(path)
+        v = installed_sglang(path, env=env)
         tried.append(f"{path} ({'sglang ' + v if v else 'no sglang'})")
         if v:
             return path, v, tried
@@ -117,7 +119,7 @@ def sglang_python(preferred: str | None) -> tuple[str | None, str | None, list[s
 
 
 def run_argcheck(python: str, argv: list[str], env: dict[str, str] | None = None, *,
-                 gpu_memory_mib: float | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 gpu_memory_mib: float | None = None, timeout: float | None = None,
                  stubs: tuple[str, ...] = STUBS, fields: tuple[str, ...] = FIELDS) -> ArgCheck:
     """Run SGLang's own parsing and validation of ``argv`` (server flags, no program) in ``python``.
 
@@ -127,11 +129,14 @@ def run_argcheck(python: str, argv: list[str], env: dict[str, str] | None = None
         env: the launch's environment additions (the profile's ``[env]``), put over this process's.
         gpu_memory_mib: memory of one GPU (answers SGLang's ``get_device_memory_capacity`` so no CUDA context
             is created); None: 80 GB assumed when no GPU is visible, else SGLang's own query.
-        timeout: seconds before the child's process group is killed (``status = "timeout"``).
+        timeout: seconds before the child's process group is killed (``status = "timeout"``); None:
+            ``$SPECDASH_ARGCHECK_TIMEOUT``, else :data:`DEFAULT_TIMEOUT_S`.
 
     Returns:
         An :class:`ArgCheck`; never raises for a refusal, a missing interpreter or a hang.
     """
+    if timeout is None:
+        timeout = float(os.environ.get("SPECDASH_ARGCHECK_TIMEOUT", DEFAULT_TIMEOUT_S))
     e = dict(os.environ) | dict(env or {})
     e.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     e.setdefault("TOKENIZERS_PARALLELISM", "false")

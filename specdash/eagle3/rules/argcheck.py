@@ -51,7 +51,8 @@ def rule_argcheck(ctx: RuleContext) -> None:
         return
     node = prof.node(0) if getattr(prof, "nodes", None) else None
     preferred = (node.python if node is not None else None) or prof.server.python
-    python, installed, tried = sglang_python(preferred)
+    env = dict(ctx.env) | (dict(node.env) if node is not None else {})
+    python, installed, tried = sglang_python(preferred, env)
     if python is None:
         ctx.add("ARGCHECK", "info",
                 f"SGLang is not importable here ({'; '.join(tried)}): its own argument checks were not run",
@@ -64,7 +65,6 @@ def rule_argcheck(ctx: RuleContext) -> None:
     if ctx.gpus:
         vals = [g.get("memory_total_mib") for g in ctx.gpus if g.get("memory_total_mib")]
         mib = float(min(vals)) if vals else None
-    env = dict(ctx.env) | (dict(node.env) if node is not None else {})
     argv = flags_to_argv(ctx.flags)
     chk = run_argcheck(python, argv, env, gpu_memory_mib=mib)
     ver = chk.sglang_version or installed
