@@ -168,7 +168,7 @@ def run_doctor(profile, *, sglang_version: str | None = None, server_version: st
         launch, version=version, env=env, target_architectures=ctx.target_archs or None,
         draft_vocab_size=ctx.draft.draft_vocab_size if ctx.draft else None,
         target_vocab_size=ctx.target_vocab,
-        draft_architectures=ctx.draft.model.architectures if ctx.draft else None,
+        draft_architectures=ctx.draft.model.config.get("architectures") if ctx.draft else None,
     )
     for rule in RULES + ((rule_argcheck,) if argcheck else ()):
         try:

@@ -89,6 +89,16 @@ def next_release(version: str | SGLangVersion) -> SGLangVersion | None:
     return next((r for r in stored_releases() if v < r), None)
 
 
+def _names(architectures) -> list[str]:
+    """The architecture names of a config's ``architectures`` (anything else in a malformed config skipped)."""
+    if isinstance(architectures, str):
+        return [architectures]
+    try:
+        return [a for a in architectures or [] if isinstance(a, str)]
+    except TypeError:
+        return []
+
+
 @dataclass(frozen=True)
 class ReleaseFacts:
     """The facts of one stored release (``data``: the file's JSON) as judged for ``asked``.
@@ -150,7 +160,7 @@ class ReleaseFacts:
         """``{algorithm, src, arch}`` when a draft of these architectures promotes ``algorithm`` (as typed,
         upper case: ``NEXTN`` / ``EAGLE``) to another one (Gemma-4 assistant → ``FROZEN_KV_MTP``)."""
         promos = self.data.get("algorithms", {}).get("promotions", {})
-        for arch in draft_architectures or []:
+        for arch in _names(draft_architectures):
             p = promos.get(arch)
             if p and algorithm.upper() in p.get("from", []):
                 return dict(p, arch=arch)
@@ -159,7 +169,7 @@ class ReleaseFacts:
     def refusal_for_draft(self, draft_architectures: list[str], algorithm: str) -> dict | None:
         """``{message, src, arch}`` when SGLang refuses ``algorithm`` for a draft of these architectures."""
         refused = self.data.get("algorithms", {}).get("refused", {})
-        for arch in draft_architectures or []:
+        for arch in _names(draft_architectures):
             r = refused.get(arch, {}).get(algorithm.upper())
             if r:
                 return dict(r, arch=arch)
@@ -177,7 +187,7 @@ class ReleaseFacts:
         by the class or a base it inherits); False when the class is registered without it (SGLang raises
         ``ValueError`` at start-up); None when no architecture is registered in this release.
         """
-        known = [(a, self.model(a)) for a in architectures or []]
+        known = [(a, self.model(a)) for a in _names(architectures)]
         for a, m in known:
             if m and m.get("eagle3_capture"):
                 return True, a, m["eagle3_capture"]
@@ -189,7 +199,7 @@ class ReleaseFacts:
     def draft_class(self, architectures: list[str]) -> tuple[str, str, str] | None:
         """``(target arch, draft arch, src)`` when SGLang drafts from the target's own directory with an
         MTP / NextN class for this architecture (``ModelConfig._config_draft_model``), else None."""
-        for a in architectures or []:
+        for a in _names(architectures):
             d = self.data.get("draft_archs", {}).get(a)
             if d:
                 return a, d["draft"], d["src"]
@@ -204,7 +214,7 @@ class ReleaseFacts:
         dc = self.draft_class(architectures)
         if dc is not None:
             return dc
-        for a in architectures or []:
+        for a in _names(architectures):
             src = self.data.get("draft_path_defaults", {}).get(a)
             if src:
                 return a, None, src
