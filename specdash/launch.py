@@ -59,15 +59,62 @@ class RunDirLike(Protocol):
 
 
 # -- preflight ----------------------------------------------------------------------------------
-def run_preflight(profile: Profile, *, sglang_version: str | None = None) -> DoctorReport:
-    """The doctor's findings for ``profile`` (judged against ``sglang_version`` when given).
+def run_preflight(profile: Profile, *, sglang_version: str | None = None, gpus: list[dict] | None = None,
+                  concurrency: int | None = None, argcheck: bool = True) -> DoctorReport:
+    """The doctor's findings for ``profile`` — the one entry of ``specdash doctor`` and of every launch's
+    preflight (bench, tune, dashboard), so both judge the same inputs.
+
+    Builds them here: the GPUs (``gpus`` when the caller knows them — ``--gpu-memory-mib`` —, else a
+    simulator profile's scenario GPUs, else NVML's devices), the simulator scenario check (SIM_SCENARIO), and
+    SGLang's own argument checks of the exact argv where the profile's Python has SGLang (ARGCHECK; off with
+    ``argcheck=False`` or ``$SPECDASH_ARGCHECK=0``).
 
     Raises:
         ProfileError: the profile cannot be expanded; ValueError: an unparsable version.
     """
     from specdash.eagle3.doctor import run_doctor
 
-    return run_doctor(profile, sglang_version=sglang_version, gpus=sim_gpus(profile))
+    if gpus is None:
+        gpus = sim_gpus(profile) if profile.server.launcher == "sim" else nvml_gpus()
+    report = run_doctor(profile, sglang_version=sglang_version, gpus=gpus, concurrency=concurrency,
+                        argcheck=argcheck)
+    scenario = sim_scenario_finding(profile)
+    if scenario is not None:
+        report.findings.insert(0, scenario)
+    return report
+
+
+def nvml_gpus() -> list[dict] | None:
+    """This host's GPUs through NVML (``[{"name", "memory_total_mib"}, …]``), None without a driver."""
+    try:
+        from specdash.collect.gpu import read_gpus
+
+        found = read_gpus(processes=False)
+    except Exception:  # no driver, no pynvml: the memory checks say "unknown"
+        return None
+    return [{"name": g.name, "memory_total_mib": g.memory_total_mib} for g in found] or None
+
+
+def sim_scenario_finding(profile: Profile):
+    """An error finding (``SIM_SCENARIO``) when a simulator profile's ``[sim] scenario`` is neither a
+    bundled scenario nor a readable scenario file (the simulator would refuse to start); else None."""
+    if profile.server.launcher != "sim":
+        return None
+    from specdash.eagle3.findings import Finding
+    from specdash.sim.scenario import ScenarioError, load_scenario, scenario_names
+
+    ref = profile.sim.scenario_ref(profile)
+    try:
+        load_scenario(ref)
+    except (ScenarioError, OSError, ValueError) as exc:
+        known = scenario_names()
+        return Finding(
+            "SIM_SCENARIO", "error",
+            f"[sim] scenario {profile.sim.scenario!r} cannot be used: {exc}",
+            why="The simulator loads the scenario at start-up and exits when it is unknown or unreadable.",
+            fix=f"set [sim] scenario to one of {', '.join(known)}, or to the path of a scenario TOML file",
+            evidence={"scenario": profile.sim.scenario, "known": known})
+    return None
 
 
 def sim_gpus(profile: Profile) -> list[dict] | None:

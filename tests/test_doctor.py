@@ -346,7 +346,7 @@ def test_dtype(tmp_path):
 def test_draft_path_rules(tmp_path):
     rep = doctor(tmp_path / "a", draft=None)
     assert find(rep, "DRAFT_PATH", "error")[0].evidence["case"] == "sglang#36528"
-    rep = doctor(tmp_path / "b", draft=None, algorithm="EAGLE", target_kw={"arch": "DeepseekV3ForCausalLM"})
+    rep = doctor(tmp_path / "b", draft=None, algorithm="EAGLE", target_kw={"arch": "DeepseekV3ForCausalLM", "mtp_layers": 1})
     assert find(rep, "DRAFT_PATH", "info") and not find(rep, "DRAFT_PATH", "error")
     rep = doctor(tmp_path / "c", draft=tmp_path / "nowhere")
     assert any("does not exist" in f.message for f in find(rep, "DRAFT_PATH", "error"))
@@ -375,7 +375,9 @@ def test_unreadable_directories_become_findings(tmp_path):
 
 def test_known_flags_files():
     assert flags_version_for("0.5.9") is None and known_flags("0.5.9") is None
-    assert flags_version_for("0.5.15") == "0.5.14"
+    # every release from 0.5.10 is stored (0.5.15 and 0.5.22 included); a build between two uses the one below
+    assert flags_version_for("0.5.15") == "0.5.15" and flags_version_for("0.5.22") == "0.5.22"
+    assert flags_version_for("0.5.15.post2") == "0.5.15.post1" and flags_version_for("0.5.16rc1") == "0.5.15.post1"
     assert "--cuda-graph-max-bs" in known_flags("0.5.10")
     assert "--cuda-graph-max-bs" in known_flags("0.5.19") and "--cuda-graph-max-bs" not in known_flags("0.5.20")
     assert "--cuda-graph-max-bs-decode" in known_flags("0.5.14") and "--cuda-graph-max-bs-decode" not in known_flags(
@@ -402,8 +404,8 @@ def test_unknown_abbreviated_and_uncertain_flags(tmp_path):
     warns = {f.evidence["flag"]: f for f in find(rep, "FLAG", "warning")}
     assert warns["--mem-fraction"].evidence["expands_to"] == "--mem-fraction-static"
     assert warns["--tp"].evidence["expands_to"] == "--tp-size"
-    only_new = min(known_flags("0.5.23") - known_flags("0.5.21"))
-    rep = doctor(tmp_path / "b", version="0.5.22", extra_args=[only_new])
+    only_new = min(known_flags("0.5.23") - known_flags("0.5.22"))  # a build between two stored releases
+    rep = doctor(tmp_path / "b", version="0.5.22.post1", extra_args=[only_new])
     assert any("unknown" in f.message for f in find(rep, "FLAG", "warning")), rep.render()
     rep = doctor(tmp_path / "c", version="0.5.2rc2", extra_args=["--cuda-graph-max-bs", "2"])
     assert find(rep, "FLAG", "info")

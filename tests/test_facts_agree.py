@@ -202,7 +202,7 @@ BUNDLED = [
 
 @pytest.mark.parametrize("arch, bundled", BUNDLED, ids=[b[0] for b in BUNDLED])
 def test_bundled_mtp_agrees(tmp_path, arch, bundled):
-    target = make_target(tmp_path / "target", layers=LAYERS, arch=arch)
+    target = make_target(tmp_path / "target", layers=LAYERS, arch=arch, mtp_layers=1 if bundled else 0)
     assert bundles_mtp([arch]) == bundled
 
     rep = _doctor(tmp_path, target, None, "EAGLE")
@@ -213,3 +213,15 @@ def test_bundled_mtp_agrees(tmp_path, arch, bundled):
     assert (w.fatal is None) == bundled
     if not bundled:
         assert w.fatal.exception == "AttributeError"
+
+
+def test_a_bundled_target_without_its_draft_layers_is_an_error(tmp_path):
+    """SGLang drafts from a DeepSeek-V3 checkpoint itself; one exported without its NextN layer (no
+    num_nextn_predict_layers, no layer-L tensors) leaves the draft unloaded: an error naming the class."""
+    bare = make_target(tmp_path / "bare", layers=LAYERS, arch="DeepseekV3ForCausalLM")
+    [f] = [f for f in _doctor(tmp_path, bare, None, "EAGLE").findings if f.code == "DRAFT_PATH"]
+    assert f.severity == "error" and f.evidence["draft_architecture"] == "DeepseekV3ForCausalLMNextN"
+    assert "model_config.py" in f.evidence["source"]
+    full = make_target(tmp_path / "full", layers=LAYERS, arch="DeepseekV3ForCausalLM", mtp_layers=1)
+    [g] = [f for f in _doctor(tmp_path, full, None, "EAGLE").findings if f.code == "DRAFT_PATH"]
+    assert g.severity == "info" and g.evidence["mtp_layers_declared"] == 1 and g.evidence["mtp_tensors"] == 12  # a full decoder layer + eh_proj, enorm, hnorm

@@ -59,10 +59,13 @@ def write_safetensors(path: str | Path, specs: dict[str, tuple[str, tuple[int, .
 
 def tiny_target(dir: str | Path, *, hidden: int = 64, layers: int = 8, heads: int = 4, kv_heads: int = 2,
                 inter: int = 128, vocab: int = 512, max_pos: int = 4096, arch: str = "LlamaForCausalLM",
-                dtype: str = "bfloat16", extra_cfg: dict | None = None, scale_bytes: int = 1) -> Path:
+                dtype: str = "bfloat16", extra_cfg: dict | None = None, scale_bytes: int = 1,
+                mtp_layers: int = 0) -> Path:
     """A target directory (config.json + a header-true, zero-filled model.safetensors).
 
     ``scale_bytes`` multiplies one packed per-layer tensor so memory checks can see a large model.
+    ``mtp_layers`` > 0 adds DeepSeek-style NextN layers: ``num_nextn_predict_layers`` in config.json and
+    decoder layers ``L … L + n − 1`` with their ``eh_proj`` / ``enorm`` / ``hnorm`` tensors.
     """
     root = Path(dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -70,12 +73,15 @@ def tiny_target(dir: str | Path, *, hidden: int = 64, layers: int = 8, heads: in
            "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": hidden // heads,
            "intermediate_size": inter, "vocab_size": vocab, "max_position_embeddings": max_pos,
            "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": dtype,
-           **(extra_cfg or {})}
+           **({"num_nextn_predict_layers": mtp_layers} if mtp_layers else {}), **(extra_cfg or {})}
     (root / "config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
     hd, kv = hidden // heads, kv_heads * (hidden // heads)
     specs: dict[str, tuple[str, tuple[int, ...]]] = {"model.embed_tokens.weight": ("BF16", (vocab, hidden))}
-    for i in range(layers):
+    for i in range(layers + mtp_layers):
         p = f"model.layers.{i}."
+        if i >= layers:
+            specs.update({p + "eh_proj.weight": ("BF16", (hidden, 2 * hidden)), p + "enorm.weight": ("BF16", (hidden,)),
+                          p + "hnorm.weight": ("BF16", (hidden,))})
         specs.update({p + "self_attn.q_proj.weight": ("BF16", (heads * hd, hidden)),
                       p + "self_attn.k_proj.weight": ("BF16", (kv, hidden)),
                       p + "self_attn.v_proj.weight": ("BF16", (kv, hidden)),

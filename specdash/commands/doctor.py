@@ -11,6 +11,7 @@ import argparse
 import json
 
 from specdash.commands.errors import ExitCode, UsageError, run
+from specdash.launch import sim_scenario_finding  # noqa: F401  (kept importable from here)
 
 PROG = "specdash doctor"
 
@@ -56,19 +57,6 @@ def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
                         help="planned concurrent requests (CUDA-graph / tree checks; default max_running_requests)")
 
 
-def _detect_gpus(args: argparse.Namespace) -> list[dict] | None:
-    """GPUs for the MEMORY check read through NVML (None: unknown, or ``--gpu-memory-mib`` given)."""
-    if args.gpu_memory_mib:
-        return None  # filled in by the caller once tp_size is known
-    try:
-        from specdash.collect.gpu import read_gpus
-
-        found = read_gpus(processes=False)
-    except Exception:
-        return None
-    return [{"name": g.name, "memory_total_mib": g.memory_total_mib} for g in found] or None
-
-
 def _check_args(args: argparse.Namespace) -> None:
     """Raise :class:`UsageError` (exit 2) for values no check below could judge."""
     mib = getattr(args, "gpu_memory_mib", None)
@@ -85,51 +73,25 @@ def _check_args(args: argparse.Namespace) -> None:
                 raise UsageError(str(exc)) from None
 
 
-def sim_scenario_finding(profile):
-    """An error finding (``SIM_SCENARIO``) when a simulator profile's ``[sim] scenario`` is neither a
-    bundled scenario nor a readable scenario file (the simulator would refuse to start); else None."""
-    if profile.server.launcher != "sim":
-        return None
-    from specdash.eagle3.findings import Finding
-    from specdash.sim.scenario import ScenarioError, load_scenario, scenario_names
-
-    ref = profile.sim.scenario_ref(profile)
-    try:
-        load_scenario(ref)
-    except (ScenarioError, OSError, ValueError) as exc:
-        known = scenario_names()
-        return Finding(
-            "SIM_SCENARIO", "error",
-            f"[sim] scenario {profile.sim.scenario!r} cannot be used: {exc}",
-            why="The simulator loads the scenario at start-up and exits when it is unknown or unreadable.",
-            fix=f"set [sim] scenario to one of {', '.join(known)}, or to the path of a scenario TOML file",
-            evidence={"scenario": profile.sim.scenario, "known": known})
-    return None
-
-
 def doctor_main(args: argparse.Namespace) -> int:
     """``specdash doctor`` on parsed ``args``: print the report; returns the exit code (0/1/2)."""
     return run(PROG, lambda: _doctor(args), json_output=bool(getattr(args, "json", False)))
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from specdash.eagle3.doctor import run_doctor
+    from specdash.launch import run_preflight
     from specdash.profile import load_profile
 
     _check_args(args)
     profile = load_profile(args.profile)
     profile.expanded()
-    from specdash.launch import sim_gpus
-
-    gpus = sim_gpus(profile) if profile.server.launcher == "sim" else _detect_gpus(args)
+    gpus = None  # the preflight's own: the simulator scenario's, else NVML's
     if getattr(args, "gpu_memory_mib", None):
         n = args.gpus or profile.server.tp_size
         gpus = [{"name": "GPU", "memory_total_mib": args.gpu_memory_mib}] * max(1, int(n))
-    report = run_doctor(profile, sglang_version=args.sglang_version, gpus=gpus,
-                        concurrency=getattr(args, "concurrency", None))
-    scenario = sim_scenario_finding(profile)
-    if scenario is not None:
-        report.findings.insert(0, scenario)
+    # the same entry as every launch's preflight (specdash.launch.run_preflight)
+    report = run_preflight(profile, sglang_version=args.sglang_version, gpus=gpus,
+                           concurrency=getattr(args, "concurrency", None))
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:

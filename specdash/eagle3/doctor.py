@@ -27,6 +27,7 @@ from specdash.checkpoint.hub import cached_snapshot, is_hub_id
 from specdash.checkpoint.reader import CheckpointError, ModelDir, interpret_draft, read_model_dir
 from specdash.eagle3.findings import SEVERITIES, DoctorReport
 from specdash.eagle3.rules.adaptive import rule_adaptive
+from specdash.eagle3.rules.argcheck import rule_argcheck
 from specdash.eagle3.rules.aux_layers import rule_aux
 from specdash.eagle3.rules.context import RuleContext
 from specdash.eagle3.rules.draft import rule_algo, rule_draft_path
@@ -125,7 +126,7 @@ def _dummy_weights(ctx: RuleContext, role: str) -> bool:
 
 
 def run_doctor(profile, *, sglang_version: str | None = None, server_version: str | None = None,
-               gpus: list[dict] | None = None, concurrency: int | None = None) -> DoctorReport:
+               gpus: list[dict] | None = None, concurrency: int | None = None, argcheck: bool = False) -> DoctorReport:
     """Run every preflight rule on ``profile`` (a :class:`~specdash.profile.Profile`, a name or a path).
 
     Args:
@@ -134,6 +135,10 @@ def run_doctor(profile, *, sglang_version: str | None = None, server_version: st
         gpus: ``[{"name": …, "memory_total_mib": …}, …]`` when known (MEMORY rule); None = unknown.
         concurrency: planned concurrent requests (SPEC_ARGS: tree drafting and the CUDA-graph cap under
             concurrency); None = use ``max_running_requests``.
+        argcheck: also run SGLang's own argument checks of the exact argv where SGLang is importable
+            (ARGCHECK, :mod:`specdash.eagle3.rules.argcheck`; a subprocess of a few seconds).
+            :func:`specdash.launch.run_preflight` — the entry of ``specdash doctor`` and of every launch —
+            turns it on.
 
     Returns:
         :class:`~specdash.eagle3.findings.DoctorReport` with the findings sorted by severity.
@@ -163,8 +168,9 @@ def run_doctor(profile, *, sglang_version: str | None = None, server_version: st
         launch, version=version, env=env, target_architectures=ctx.target_archs or None,
         draft_vocab_size=ctx.draft.draft_vocab_size if ctx.draft else None,
         target_vocab_size=ctx.target_vocab,
+        draft_architectures=ctx.draft.model.config.get("architectures") if ctx.draft else None,
     )
-    for rule in RULES:
+    for rule in RULES + ((rule_argcheck,) if argcheck else ()):
         try:
             rule(ctx)
         except (CheckpointError, OSError, ValueError, KeyError, TypeError, AttributeError, IndexError,

@@ -122,6 +122,7 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
         target_architectures=target_archs,
         draft_vocab_size=draft_vocab,
         target_vocab_size=peek_vocab(s.model_path, "vocab_size"),
+        draft_architectures=peek_architectures(profile.speculative.draft_model_path) if profile.speculative else None,
     )
     argv = program + flags_to_argv(flags)
     return LaunchSpec(argv, env, spec, s.host, int(flags["--port"]), s.api_key)

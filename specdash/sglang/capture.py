@@ -1,9 +1,11 @@
 """SGLang's EAGLE3 capture facts: which targets capture aux hidden states, at which layers,
-which draft classes SGLang has, and which targets bundle their own draft weights.
+which draft classes SGLang has, and which targets carry their own draft layers.
 
 One place for these facts: the preflight doctor (:mod:`specdash.eagle3.rules`) and the
-simulator (:mod:`specdash.sim.wiring`) both import them.  Sources, SGLang 0.5.23 unless a
-release is named (version-dependent behaviour is looked up in :mod:`specdash.sglang.versions`):
+simulator (:mod:`specdash.sim.wiring`) both import them.  Which classes exist, capture or carry
+MTP / NextN layers is read per release from the facts generated from SGLang's wheels
+(:mod:`specdash.sglang.facts`); the id conventions below follow SGLang's source (0.5.23 unless
+a release is named; version-dependent behaviour in :mod:`specdash.sglang.versions`):
 
 - ``srt/models/llama.py`` ``set_eagle3_layers_to_capture``: with no ids the target captures
   ``layers_to_capture = [2, L//2, L−3]``; explicit ids become ``id + 1``.  A capture index
@@ -15,62 +17,95 @@ release is named (version-dependent behaviour is looked up in :mod:`specdash.sgl
 - ``srt/model_executor/model_runner_components/attention_backend_setup.py``
   ``configure_aux_hidden_state_capture``: a target class without
   ``set_eagle3_layers_to_capture`` raises ``ValueError`` at start-up.
-- ``srt/arg_groups/speculative_hook.py`` ``_handle_eagle_family``: for targets that bundle
-  MTP weights a missing ``--speculative-draft-model-path`` defaults to ``--model-path``.
-- ``EntryClass`` of ``srt/models/llama_eagle3.py`` and (0.5.14+) ``kimi_k25_eagle3.py``.
+- ``srt/configs/model_config.py`` ``ModelConfig.from_server_args``: the draft's model path falls back
+  to the target's (``model_path or …``) and ``_config_draft_model`` rewrites the target architecture to
+  its MTP / NextN class; ``srt/arg_groups/speculative_hook.py`` ``_handle_eagle_family`` sets a missing
+  draft path to the model path for some targets.
 
-Imports nothing of specdash but :mod:`specdash.sglang.versions`.
+Imports nothing of specdash but :mod:`specdash.sglang.versions` and :mod:`specdash.sglang.facts`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from specdash.sglang.facts import facts_for, facts_newest, first_release_with
 from specdash.sglang.versions import has_feature
 
-#: Draft architectures SGLang has an EAGLE3 model class for, with the first release that has it
-#: (``EntryClass`` of ``srt/models/llama_eagle3.py``; ``kimi_k25_eagle3.py``, the MLA head, is in the
-#: 0.5.12 wheel and absent from 0.5.11's — read from the released wheels).
-EAGLE3_ARCH_SINCE = {"LlamaForCausalLMEagle3": "0.5.0", "Eagle3DeepseekV2ForCausalLM": "0.5.12"}
-SGLANG_EAGLE3_ARCHS = tuple(EAGLE3_ARCH_SINCE)
+
+def _facts(version: str | None):
+    """The facts judging ``version`` (the newest stored ones when it is None, unparsable or older than all)."""
+    try:
+        f = facts_for(version) if version else None
+    except ValueError:
+        f = None
+    return f if f is not None else facts_newest()
 
 
 def eagle3_arch_release(arch: str, version: str) -> tuple[bool, str | None]:
     """(whether SGLang ``version`` has a model class for the EAGLE3 draft architecture ``arch``, the first
-    release that has one or None when no release does)."""
-    from specdash.sglang.versions import parse_version
-
-    since = EAGLE3_ARCH_SINCE.get(arch)
-    if since is None:
-        return False, None
-    try:
-        return parse_version(version) >= parse_version(since), since
-    except (TypeError, ValueError):
-        return True, since
-
-#: Target architecture prefixes whose checkpoints bundle MTP/draft weights: without a draft
-#: path SGLang uses the target path as the draft (``speculative_hook.py`` ``_handle_eagle_family``:
-#: DeepseekV3/V32/V4, Glm4Moe(+Lite), GlmMoeDsa, BailingMoe, MistralLarge3, Pixtral, HYV3/V4, Qwen4Exp).
-BUNDLED_MTP_PREFIXES = ("DeepseekV3", "DeepseekV32", "DeepseekV4", "Glm4Moe", "GlmMoeDsa", "BailingMoe",
-                        "MistralLarge3", "Pixtral", "HYV3", "HYV4", "Qwen4Exp")
-
-#: Target architecture prefixes whose model files implement ``set_eagle3_layers_to_capture``
-#: (the 29 files of 0.5.23's ``srt/models/``: apertus, bailing_moe, deepseek_v2, exaone_moe,
-#: gemma3/4, glm4_moe(_lite), glm5_next, gpt_oss, kimi_k25, llama, longcat_flash, mindspore,
-#: minimax_m2/m3, mllama4, qwen2/2.5-vl/2-moe/3/3.5/3-moe/3-next/3-vl).
-CAPTURE_PREFIXES = ("Llama", "Qwen2", "Qwen3", "Deepseek", "KimiK25", "Glm4Moe", "Glm5", "GptOss", "Gemma3",
-                    "Gemma4", "MiniMaxM2", "MiniMaxM3", "BailingMoe", "Exaone", "Apertus", "LongcatFlash",
-                    "Mllama4", "Llama4", "MindSpore")
+    stored release that has one, or None when no stored release does).  Read from the facts: the
+    ``EntryClass`` of ``srt/models/*eagle3*.py``."""
+    f = _facts(version)
+    since = first_release_with(lambda r: arch in r.eagle3_draft_archs())
+    return arch in f.eagle3_draft_archs(), since
 
 
-def bundles_mtp(target_architectures: list[str]) -> bool:
-    """True when a target of these architectures bundles its own MTP/draft weights, so SGLang
-    drafts with the target checkpoint when no draft path is given (:data:`BUNDLED_MTP_PREFIXES`)."""
-    return any(a.startswith(BUNDLED_MTP_PREFIXES) for a in target_architectures)
+def sglang_eagle3_archs(version: str | None = None) -> tuple[str, ...]:
+    """The EAGLE3 draft architectures SGLang ``version`` registers (newest stored release when None)."""
+    return tuple(sorted(_facts(version).eagle3_draft_archs()))
 
 
-def implements_capture(target_architectures: list[str]) -> bool:
-    """True when the target's model class (probably) implements ``set_eagle3_layers_to_capture``
-    (:data:`CAPTURE_PREFIXES`); False means SGLang raises ``ValueError`` at start-up under EAGLE3."""
-    return any(a.startswith(CAPTURE_PREFIXES) for a in target_architectures)
+def sglang_eagle3_srcs(version: str | None = None) -> tuple[str, ...]:
+    """The source lines of :func:`sglang_eagle3_archs` (same order)."""
+    archs = _facts(version).eagle3_draft_archs()
+    return tuple(archs[a] for a in sorted(archs))
+
+
+@dataclass(frozen=True)
+class TargetDraft:
+    """What SGLang drafts with when a target is served without a draft path.
+
+    ``bundled``: it drafts from the target's own checkpoint with ``draft_arch`` (an MTP / NextN class, or
+    None when the speculative hook only points the draft path at the target); ``arch`` is the target
+    architecture that decided it; ``src`` the SGLang source line, ``release`` the release judged.
+    """
+
+    bundled: bool
+    arch: str | None = None
+    draft_arch: str | None = None
+    src: str | None = None
+    release: str | None = None
+
+
+def target_draft(target_architectures: list[str], version: str | None = None) -> TargetDraft:
+    """How SGLang ``version`` drafts for a target of these architectures given no draft path
+    (:meth:`specdash.sglang.facts.ReleaseFacts.drafts_from_target`)."""
+    f = _facts(version)
+    hit = f.drafts_from_target(target_architectures)
+    if hit is None:
+        return TargetDraft(False, release=f.release)
+    return TargetDraft(True, hit[0], hit[1], hit[2], f.release)
+
+
+def bundles_mtp(target_architectures: list[str], version: str | None = None) -> bool:
+    """True when SGLang ``version`` drafts from the target's own checkpoint (bundled MTP / NextN layers)
+    when no draft path is given (:func:`target_draft`)."""
+    return target_draft(target_architectures, version).bundled
+
+
+def capture_source(target_architectures: list[str], version: str | None = None) -> tuple[bool | None, str | None,
+                                                                                       str | None]:
+    """``(can capture, architecture, src)`` of :meth:`specdash.sglang.facts.ReleaseFacts.capture` for SGLang
+    ``version``: src is the ``set_eagle3_layers_to_capture`` definition (or the class, when it has none)."""
+    return _facts(version).capture(target_architectures)
+
+
+def implements_capture(target_architectures: list[str], version: str | None = None) -> bool | None:
+    """Whether the target's model class in SGLang ``version`` defines or inherits
+    ``set_eagle3_layers_to_capture``: True; False (SGLang raises ``ValueError`` at start-up under EAGLE3);
+    None when no architecture is registered in that release (the facts' ``models``)."""
+    return _facts(version).capture(target_architectures)[0]
 
 
 def target_family(target_architectures: list[str]) -> str:
@@ -128,14 +163,15 @@ def capture_plan(target_architectures: list[str], num_layers: int, ids: list[int
 
 
 __all__ = [
-    "BUNDLED_MTP_PREFIXES",
-    "CAPTURE_PREFIXES",
-    "EAGLE3_ARCH_SINCE",
-    "SGLANG_EAGLE3_ARCHS",
+    "TargetDraft",
     "bundles_mtp",
     "capture_plan",
+    "capture_source",
     "default_aux_ids",
     "eagle3_arch_release",
     "implements_capture",
+    "sglang_eagle3_archs",
+    "sglang_eagle3_srcs",
+    "target_draft",
     "target_family",
 ]

@@ -14,16 +14,36 @@ tokens 2 and one WARNING line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.sglang.adaptive import flag_int
 from specdash.sglang.versions import DEFAULT_VERSION, has_feature
 
-#: Speculative algorithms SGLang accepts (``SpeculativeAlgorithm`` in
-#: ``python/sglang/srt/speculative/spec_info.py``); ``NEXTN`` is an alias of EAGLE.
-KNOWN_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO")
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "STANDALONE")
+
+
+def known_algorithms(version: str = DEFAULT_VERSION) -> tuple[str, ...]:
+    """The names ``--speculative-algorithm`` accepts in SGLang ``version`` (members of
+    ``SpeculativeAlgorithm`` in ``srt/speculative/spec_info.py`` and the aliases the speculative hook
+    rewrites, e.g. ``NEXTN``), read from the generated facts (:mod:`specdash.sglang.facts`)."""
+    from specdash.sglang.facts import facts_for, facts_newest
+
+    try:
+        f = facts_for(version) or facts_newest()
+    except ValueError:
+        f = facts_newest()
+    return f.algorithms
+
+
+def _release_facts(version: str):
+    from specdash.sglang.facts import facts_for, facts_newest
+
+    try:
+        return facts_for(version) or facts_newest()
+    except ValueError:
+        return facts_newest()
 
 #: SGLang log lines for the silent adjustments (quoted from ``arg_groups/speculative_hook.py``).
 LOG_TOPK1_ADJUST = (
@@ -136,6 +156,8 @@ def normalize_speculative(
     draft_vocab_size: int | None = None,
     target_vocab_size: int | None = None,
     env: dict[str, str] | None = None,
+    draft_architectures: list[str] | None = None,
+    flags: dict[str, Any] | None = None,
 ) -> SpecResolution:
     """Apply SGLang's start-up normalisation to the speculative flags.
 
@@ -148,6 +170,10 @@ def normalize_speculative(
         use_rejection_sampling: ``--speculative-use-rejection-sampling``.
         draft_vocab_size, target_vocab_size: for the rejection-sampling vocab rule.
         env: the server's environment (``SGLANG_ENABLE_SPEC_V2`` on older releases).
+        draft_architectures: the draft ``config.json`` ``architectures`` (algorithm promotions such as a
+            Gemma-4 assistant draft → ``FROZEN_KV_MTP``, and the algorithms refused for it).
+        flags: every other server flag (canonical name → value): the argument checks the release's
+            facts name (LoRA with speculative decoding, DFLASH's block size) read them.
 
     Returns:
         A :class:`SpecResolution`; never raises for bad combinations — those become
@@ -165,22 +191,41 @@ def normalize_speculative(
     if not algorithm or str(algorithm).upper() in ("NONE", ""):
         return res
     algo = str(algorithm).upper()
-    if algo not in KNOWN_ALGORITHMS:
+    facts = _release_facts(version)
+    known = facts.algorithms
+    if algo not in known:
         res.rejections.append(
             Rejection(
                 f"Unknown speculative algorithm name: {algorithm}",
                 "ValueError",
-                f"use one of {', '.join(a for a in KNOWN_ALGORITHMS if a != 'NEXTN')}",
+                f"use one of {', '.join(a for a in known if not facts.alias(a) and a != 'FROZEN_KV_MTP')} "
+                f"(SGLang {facts.release} {facts.data.get('algorithms', {}).get('src', 'spec_info.py')})",
             )
         )
         return res
-    if algo == "NEXTN":
-        res.adjustments.append(Adjustment("speculative_algorithm", algorithm, "EAGLE", "NEXTN is an alias of EAGLE"))
-        algo = "EAGLE"
+    typed = algo
+    refused = facts.refusal_for_draft(draft_architectures or [], algo)
+    if refused:
+        res.rejections.append(Rejection(refused["message"], "ValueError",
+                                        f"serve this draft with --speculative-algorithm NEXTN (SGLang {facts.release} "
+                                        f"{refused['src']})"))
+        return res
+    alias = facts.alias(algo)
+    promo = facts.promotion(draft_architectures or [], typed)
+    if alias and not promo:
+        res.adjustments.append(Adjustment("speculative_algorithm", algorithm, alias[0],
+                                          f"{algo} is an alias of {alias[0]} (SGLang {facts.release} {alias[1]})"))
+        algo = alias[0]
+    if promo:
+        res.adjustments.append(Adjustment(
+            "speculative_algorithm", algorithm, promo["algorithm"],
+            f"a {promo['arch']} draft promotes {typed} to {promo['algorithm']} (SGLang {facts.release} {promo['src']})"))
+        algo = promo["algorithm"]
     res.algorithm = algo
+    _lora_check(res, facts, algo, flags or {})
 
-    if algo in ("NGRAM", "DFLASH", "DSPARK", "UNO"):
-        return _normalize_other(res, algo, num_steps, eagle_topk, num_draft_tokens)
+    if algo not in EAGLE_FAMILY:
+        return _normalize_other(res, algo, num_steps, eagle_topk, num_draft_tokens, facts, flags or {})
 
     # EAGLE / EAGLE3 / STANDALONE (`_handle_eagle_family`).
     if max_running_requests is None:
@@ -305,9 +350,36 @@ def normalize_speculative(
     return res
 
 
-def _normalize_other(res: SpecResolution, algo: str, steps, topk, draft) -> SpecResolution:
-    """NGRAM / DFLASH rules (the NGRAM and DFLASH branches of ``arg_groups/speculative_hook.py``);
-    DSPARK/UNO keep what was given."""
+def _lora_check(res: SpecResolution, facts, algo: str, flags: dict[str, Any]) -> None:
+    """SGLang's refusal of LoRA with speculative decoding, as the release's facts state it
+    (``checks.lora_speculative``: the algorithms allowed with LoRA, whether ``--speculative-adaptive`` is
+    refused too; ``server_args.py`` ``check_lora_server_args`` ≤ 0.5.18, ``arg_groups/lora_hook.py``
+    ``check_lora_speculative_compatibility`` 0.5.19+)."""
+    chk = facts.check("lora_speculative")
+    lora = bool(flags.get("--enable-lora")) or bool(flags.get("--lora-paths"))
+    if not chk or not lora or str(flags.get("--enable-lora", "")).lower() == "false":
+        return
+    allowed = set(chk.get("allowed") or [])
+    where = f"SGLang {facts.release} {chk['src']}"
+    if algo not in allowed:
+        res.rejections.append(Rejection(
+            f"{chk['message'].replace('{cfg.speculative_algorithm}', algo).replace('{promoted}', '')} "
+            f"(--enable-lora / --lora-paths with --speculative-algorithm {algo}; {where})", "ValueError",
+            f"drop the LoRA adapters or serve with one of {', '.join(sorted(allowed))}; "
+            + ("a later release allows EAGLE/EAGLE3 with LoRA (SGLang PR #34337)" if allowed == {"NGRAM"} else "")))
+    elif chk.get("adaptive_refused") and flags.get("--speculative-adaptive"):
+        reason = chk.get("adaptive_reason") or "does not support --speculative-adaptive"
+        res.rejections.append(Rejection(
+            f"LoRA with EAGLE/NEXTN/EAGLE3 speculative decoding {reason}. ({where})", "ValueError",
+            "drop --speculative-adaptive (or the LoRA adapters)"))
+
+
+def _normalize_other(res: SpecResolution, algo: str, steps, topk, draft, facts=None,
+                     flags: dict[str, Any] | None = None) -> SpecResolution:
+    """NGRAM / DFLASH rules (the NGRAM and DFLASH branches of ``arg_groups/speculative_hook.py``; DFLASH's
+    ``--speculative-dflash-block-size`` check from the release's facts); DSPARK/UNO/FROZEN_KV_MTP keep what
+    was given."""
+    flags = flags or {}
     if res.max_running_requests is None:
         res.max_running_requests = 48
         res.adjustments.append(Adjustment("max_running_requests", None, 48, "speculative default", LOG_MAX_RUNNING_48))
@@ -326,6 +398,25 @@ def _normalize_other(res: SpecResolution, algo: str, steps, topk, draft) -> Spec
         for name, val in (("speculative_num_steps", steps), ("speculative_eagle_topk", topk)):
             if val not in (None, 1):
                 res.adjustments.append(Adjustment(name, val, 1, "DFLASH forces 1"))
+        block = flag_int(flags.get("--speculative-dflash-block-size"))
+        chk = facts.check("dflash_block_size_mismatch") if facts is not None else None
+        if block is not None and chk is not None:
+            if block <= 0:
+                res.rejections.append(Rejection(
+                    f"DFLASH requires --speculative-dflash-block-size to be positive, got {block}. "
+                    f"(SGLang {facts.release} {chk['src']})", "ValueError", "use the draft's block_size"))
+            elif draft is not None and draft != block:
+                msg = re.sub(r"\{[^}]*num_draft_tokens\}", str(draft), chk["message"])
+                msg = re.sub(r"\{[^}]*dflash_block_size\}", str(block), msg)
+                res.rejections.append(Rejection(
+                    f"{msg} (SGLang {facts.release} {chk['src']})", "ValueError",
+                    f"give one of them: --speculative-dflash-block-size {block} is an alias of "
+                    "--speculative-num-draft-tokens for DFLASH (and should match the draft's block_size)"))
+            else:
+                if draft is None:
+                    res.adjustments.append(Adjustment("speculative_num_draft_tokens", None, block,
+                                                      "= --speculative-dflash-block-size"))
+                draft = block
         res.num_steps, res.eagle_topk, res.num_draft_tokens = 1, 1, draft if draft is not None else 16
     else:
         res.num_steps, res.eagle_topk, res.num_draft_tokens = steps, topk, draft
@@ -340,6 +431,7 @@ def resolve_flags(
     target_architectures: list[str] | None = None,
     draft_vocab_size: int | None = None,
     target_vocab_size: int | None = None,
+    draft_architectures: list[str] | None = None,
 ) -> SpecResolution:
     """:func:`normalize_speculative` applied to canonical SGLang flags (``--name`` → value, as
     parsed by :func:`specdash.sglang.cmdline.parse_command_line` or built by
@@ -359,5 +451,7 @@ def resolve_flags(
         draft_vocab_size=draft_vocab_size,
         target_vocab_size=target_vocab_size,
         env=env,
+        draft_architectures=draft_architectures,
+        flags=flags,
     )
 

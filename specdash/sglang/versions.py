@@ -1,9 +1,10 @@
-"""What changes between SGLang releases, in one table.
+"""What changes between SGLang releases: version parsing, behaviour features, flag look-ups.
 
-Every version-dependent fact specdash relies on lives here (one source of truth per
-fact): the speculative ``meta_info`` key names, which draft-checkpoint key
-forms the EAGLE3 loader maps, which launch flags exist, and a few behaviours that
-changed.  The preflight doctor, the post-launch verification, the launcher and the
+Facts that SGLang's wheels state as data (flags, algorithms, which model classes capture aux hidden
+states or carry MTP layers, draft class rewrites) are generated per release into
+:mod:`specdash.sglang.facts`; the flag functions here read them.  This module keeps the behaviours
+that changed between releases (:data:`FEATURES`, one source of truth per fact), the speculative
+``meta_info`` key names and which draft-checkpoint key forms the EAGLE3 loader maps.  The preflight doctor, the post-launch verification, the launcher and the
 simulator all consult this module, so a correction lands once.
 
 Sources are given per entry: SGLang's source files (read from the 0.5.23 and
@@ -16,7 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache, total_ordering
-from pathlib import Path
 
 from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
 
@@ -63,6 +63,8 @@ class SGLangVersion:
 
     def __str__(self) -> str:
         base = f"{self.major}.{self.minor}.{self.patch}"
+        if self.suffix.startswith("post"):  # PEP 440 spells post-releases with a dot: 0.5.10.post1
+            return f"{base}.{self.suffix}"
         return f"{base}{self.suffix}" if self.suffix else base
 
 
@@ -407,85 +409,56 @@ def installed_sglang_version() -> str | None:
         return None
 
 
-# --- launch flags per release (the doctor's FLAG rule) ----------------------------------------
-#: Folder of ``sglang-<version>.txt`` files: the long options ``sglang serve`` /
-#: ``python -m sglang.launch_server`` accepts in that release, one per line, sorted, with an
-#: optional second word ``deprecated`` or ``deprecated:<replacement>``.  They were extracted
-#: from the PyPI wheels by reading the argument declarations (no import): every
-#: ``parser.add_argument("--…")`` in ``ServerArgs.add_cli_args`` (``sglang/srt/server_args.py``)
-#: plus every ``A[T, "help"]`` / ``A[T, Arg(...)]`` field (flag = ``--`` + field name with
-#: ``_`` → ``-``, or ``Arg(cli_name=…)``, plus ``Arg(aliases=[…])``, minus ``Arg(no_cli=True)``)
-#: of the ``ServerArgs`` dataclass (0.5.14–0.5.19) and of the namespace classes in
-#: ``sglang/srt/arg_groups/fields/*.py`` (0.5.20+, where ``arg_utils.add_cli_args_from_dataclass``
-#: registers them).  The parser is a plain ``argparse.ArgumentParser(prog="sglang serve")``,
-#: so ``allow_abbrev`` is on: a unique prefix is accepted, a prefix of two flags exits 2
-#: with ``ambiguous option``.
-FLAGS_DIR = Path(__file__).resolve().parent / "flags"
+# --- launch flags per release (the doctor's FLAG rule, the simulator's argparse) -----------------
+# The long options of every release come from the facts extracted from its wheel
+# (:mod:`specdash.sglang.facts`, ``scripts/extract_sglang_facts.py``): every ``parser.add_argument("--…")``
+# of ``server_args.py`` / ``arg_groups`` and every ``A[T, …]`` field ``arg_utils.add_cli_args_from_dataclass``
+# registers.  The parser is a plain ``argparse.ArgumentParser(prog="sglang serve")``, so ``allow_abbrev`` is
+# on: a unique prefix is accepted, a prefix of two flags exits 2 with ``ambiguous option``.
 
 
-@cache
 def flag_versions() -> tuple[SGLangVersion, ...]:
-    """The releases whose flag lists are stored (ascending)."""
-    out = []
-    for p in FLAGS_DIR.glob("sglang-*.txt"):
-        try:
-            out.append(parse_version(p.stem[len("sglang-"):]))
-        except ValueError:
-            continue
-    return tuple(sorted(out))
+    """The releases whose flag tables are stored (ascending)."""
+    from specdash.sglang.facts import stored_releases
 
-
-@cache
-def _read_flags(version: str) -> dict[str, str | None]:
-    flags: dict[str, str | None] = {}
-    for line in (FLAGS_DIR / f"sglang-{version}.txt").read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, note = line.partition(" ")
-        flags[name] = note.strip() or None
-    return flags
+    return stored_releases()
 
 
 def flags_version_for(version: str | SGLangVersion) -> str | None:
     """The stored release :func:`known_flags` uses for ``version``: the nearest one ≤ it
-    (``None`` when ``version`` is older than every stored list)."""
-    v = parse_version(version)
-    best = None
-    for known in flag_versions():
-        if not v < known:
-            best = known
+    (``None`` when ``version`` is older than every stored release)."""
+    from specdash.sglang.facts import basis_release
+
+    best = basis_release(version)
     return str(best) if best is not None else None
 
 
 def next_flags_version(version: str | SGLangVersion) -> str | None:
     """The nearest stored release strictly newer than ``version`` (None if none)."""
-    v = parse_version(version)
-    for known in flag_versions():
-        if v < known:
-            return str(known)
-    return None
+    from specdash.sglang.facts import next_release
+
+    nxt = next_release(version)
+    return str(nxt) if nxt is not None else None
 
 
 def known_flags(version: str | SGLangVersion) -> set[str] | None:
     """The long options SGLang ``version`` accepts (nearest stored release ≤ it), or None
-    when no stored list is that old.  Deprecated aliases are included (they still parse)."""
-    which = flags_version_for(version)
-    return set(_read_flags(which)) if which else None
+    when no stored release is that old.  Deprecated aliases are included (they still parse)."""
+    from specdash.sglang.facts import facts_for
+
+    f = facts_for(version)
+    return set(f.flags) if f is not None else None
 
 
 def deprecated_flags(version: str | SGLangVersion) -> dict[str, str | None]:
     """Deprecated aliases of ``version`` (nearest stored ≤ it) → their replacement (or None)."""
-    which = flags_version_for(version)
-    if not which:
-        return {}
-    out: dict[str, str | None] = {}
-    for name, note in _read_flags(which).items():
-        if note and note.startswith("deprecated"):
-            out[name] = note.split(":", 1)[1] if ":" in note else None
-    return out
+    from specdash.sglang.facts import facts_for
+
+    f = facts_for(version)
+    return f.deprecated_flags() if f is not None else {}
 
 
+@cache
 def flag_replacements() -> dict[str, str]:
     """Every deprecated flag of any stored release → its replacement (for suggestions after
     the alias was removed, e.g. ``--cuda-graph-max-bs`` → ``--cuda-graph-max-bs-decode``)."""

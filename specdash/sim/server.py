@@ -150,6 +150,7 @@ class SimServer:
             self.adaptive.launch_flags(), version=self.version, env=self.env, target_architectures=self.target.architectures,
             draft_vocab_size=self.draft.draft_vocab_size if self.draft else None,
             target_vocab_size=self.target.vocab_size,
+            draft_architectures=self.draft.model.config.get("architectures") if self.draft else None,
         )
         for note in self.notes:
             self.log.line(note)

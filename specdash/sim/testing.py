@@ -145,13 +145,13 @@ class SimProcess:
 # -- tiny real checkpoints (config.json + safetensors at small shapes) ---------------------------
 
 def make_target(path: Path, *, hidden: int = 64, layers: int = 8, arch: str = "LlamaForCausalLM",
-                vocab: int = 32000, max_pos: int = 4096) -> Path:
+                vocab: int = 32000, max_pos: int = 4096, mtp_layers: int = 0) -> Path:
     """A tiny target directory (the simulator reads its config.json): see
     :func:`specdash.checkpoint.tiny.tiny_target`, here with SGLang-like vocabulary defaults."""
     from specdash.checkpoint.tiny import tiny_target
 
     return tiny_target(path, hidden=hidden, layers=layers, arch=arch, vocab=vocab, inter=2 * hidden,
-                       max_pos=max_pos)
+                       max_pos=max_pos, mtp_layers=mtp_layers)
 
 
 def make_draft(path: Path, *, hidden: int = 64, prefix: str = "midlayer", lm_head: bool = True,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
 from specdash.checkpoint.reader import DraftInfo, ModelDir
-from specdash.sglang.capture import bundles_mtp, capture_plan, default_aux_ids
+from specdash.sglang.capture import bundles_mtp, capture_plan, capture_source, default_aux_ids
 from specdash.sglang.versions import eagle3_param_for_key, has_feature
 
 
@@ -95,7 +95,7 @@ def analyse(
     archs = target.architectures
     tarch = archs[0] if archs else "the target model"
     if draft is None:
-        if bundles_mtp(archs):
+        if bundles_mtp(archs, version):
             return Wiring(True, f"no draft path: {tarch} bundles MTP weights, so SGLang drafts with the target "
                                 "checkpoint itself (speculative_hook.py)", alpha_factor=eagle2_factor)
         if "Llama" in tarch:
@@ -140,6 +140,13 @@ def analyse(
                             "'hot_token_id'", "load")
             w.served_as_trained = False
             w.reason = "the draft directory is not an EAGLE3 head (no EAGLE3 architecture, no 3 × hidden fc)"
+            return w
+        capable, cls, src = capture_source(archs, version)
+        if capable is False:  # the class and its bases define no set_eagle3_layers_to_capture (generated facts)
+            w.fatal = Fatal("ValueError", f"Model {cls} does not implement set_eagle3_layers_to_capture, which EAGLE3 "
+                            "aux hidden-state capture requires.", "load")
+            w.served_as_trained = False
+            w.reason = f"the target class {cls} ({src}) cannot capture aux hidden states for an EAGLE3 head"
             return w
         return _eagle3_checks(w, draft, target, version, misaligned_aux_factor, random_draft_alpha)
 

@@ -31,6 +31,8 @@ DTYPE           ``serving``           draft/target dtypes (``--dtype auto`` runs
 MEMORY          ``serving``           weights vs ``mem_fraction_static`` × GPU memory
 SIMULATED       ``simulated``         ``SGLANG_SIMULATE_ACC_LEN`` / dummy load formats: ``info`` in a
                                       profile with ``testbed = true``, ``error`` in any other
+ARGCHECK        ``argcheck``          SGLang's own prepare_server_args / check_server_args on the exact argv,
+                                      where the profile's Python has SGLang (refusals, rewrites, a note)
 CHECKPOINT      ``doctor`` & others   a directory that cannot be read, pickle-only weights, missing
                                       shards, a check that could not run
 ==============  ====================  ========================================================

@@ -281,8 +281,46 @@ def _config(ctx: RuleContext, path: str | None) -> None:
                 (f"for {v} write one flat slot: {flat}" if flat else "write a flat config") + ", or use SGLang ≥ 0.5.13",
                 slots=digit, flat_equivalent=flat, **ev)
     _launch_steps(ctx, cfg, steps, where, ev)
+    _shared_logits_buffer(ctx, cfg, where, ev)
     _draft_tokens(ctx, steps)
     _summary(ctx, cfg, steps, where)
+
+
+def _shared_logits_buffer(ctx: RuleContext, cfg: AdaptiveConfig, where: str, ev: dict) -> None:
+    """ADAPTIVE error where the release sizes the shared logits buffer of its CUDA-graph replays from the
+    launch draft tokens only (facts ``adaptive.shared_logits_buffer.sized_for_adaptive_candidates`` false:
+    ``ModelRunner.max_decode_logits_rows`` = max captured batch × launch tokens per request) while a
+    candidate tier drafts more tokens: the graph capture of that tier fails on every TP rank
+    (sglang#30549; 0.5.19's ``max_decode_logits_rows`` takes the adaptive candidates into account)."""
+    from specdash.sglang.facts import facts_for, first_release_with
+
+    facts = facts_for(ctx.version)
+    buf = facts.adaptive.get("shared_logits_buffer") if facts is not None else None
+    launch_tokens = ctx.res.num_draft_tokens
+    if not buf or buf.get("sized_for_adaptive_candidates") or not launch_tokens:
+        return
+    need = cfg.max_draft_tokens()
+    if need <= launch_tokens:
+        return
+    bs = flag_int(ctx.flags.get("--cuda-graph-max-bs-decode")) or flag_int(ctx.flags.get("--cuda-graph-max-bs"))
+    rows = f"{bs} × {launch_tokens} = {bs * launch_tokens}" if bs else f"max captured batch × {launch_tokens}"
+    needs = f"{bs} × {need} = {bs * need}" if bs else f"max captured batch × {need}"
+    fixed = first_release_with(lambda r: bool(r.adaptive.get("shared_logits_buffer", {})
+                                              .get("sized_for_adaptive_candidates")), after=ctx.version)
+    msg = buf.get("message", "shared logits buffer holds {self.max_rows} rows but caller needs {rows}")
+    ctx.add("ADAPTIVE", "error",
+            f"--speculative-adaptive on SGLang {ctx.version} crashes at start-up: the shared logits buffer is sized "
+            f"for the launch's {launch_tokens} draft tokens ({rows} rows) but the steps-{need - 1} tier of {where} "
+            f"needs {needs}",
+            f"SGLang {facts.release} {buf['src']} (ModelRunner.max_decode_logits_rows) sizes the buffer from "
+            f"max(capture_bs) × the launch tokens per request only; capturing the larger tier's CUDA graph then "
+            f"asserts '{msg}' ({buf.get('message_src', 'graph_shared_output.py')}) on every TP rank (sglang#30549)"
+            + (f"; SGLang {fixed} sizes it for the adaptive candidates." if fixed else "."),
+            (f"use SGLang {fixed} or later, or " if fixed else "")
+            + f"launch with the largest tier: --speculative-num-steps {need - 1} --speculative-num-draft-tokens {need} "
+            "(or drop --speculative-adaptive)", launch_draft_tokens=launch_tokens, largest_tier_draft_tokens=need,
+            cuda_graph_max_bs=bs, fixed_in=fixed, source=f"SGLang {facts.release} {buf['src']}", case="sglang#30549",
+            **ev)
 
 
 def _refused(ctx: RuleContext, exc: AdaptiveConfigError, raw: Any, where: str, steps: int | None, ev: dict) -> None:

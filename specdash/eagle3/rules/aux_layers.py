@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from specdash.checkpoint.reader import DraftInfo
 from specdash.eagle3.rules.context import RuleContext
-from specdash.sglang.capture import capture_plan, default_aux_ids, implements_capture, target_family
+from specdash.sglang.capture import capture_plan, capture_source, default_aux_ids, target_family
 from specdash.sglang.versions import has_feature
 
 
@@ -63,12 +63,25 @@ def rule_aux(ctx: RuleContext) -> None:
                 "The target sends K × its hidden size; fc expects K × (target_hidden_size or hidden_size) "
                 "(llama_eagle3.py LlamaModel).", "use a head trained for this target (or set target_hidden_size correctly)",
                 draft_hidden_in=hidden_in, target_hidden=th)
-    if not implements_capture(archs):
+    capable, arch, src = capture_source(archs, v)
+    if capable is False:
+        ctx.add("AUX_LAYERS", "error",
+                f"SGLang {v} serves the target as {arch} ({src}), a class that neither defines nor inherits "
+                "set_eagle3_layers_to_capture: an EAGLE3 head cannot be fed",
+                "The target runner calls model.set_eagle3_layers_to_capture(ids) before CUDA-graph capture; "
+                "without it start-up fails (0.5.23 attention_backend_setup.py configure_aux_hidden_state_capture: "
+                "ValueError 'Model … does not implement set_eagle3_layers_to_capture, which EAGLE3 aux hidden-state "
+                "capture requires.'; older releases an AttributeError in model_runner.py). Read from SGLang "
+                f"{v}'s model classes and their bases.",
+                "serve this target with EAGLE (NEXTN) / STANDALONE, or use a release whose class implements the "
+                "capture", target_architecture=arch, source=src)
+    elif capable is None:
         ctx.add("AUX_LAYERS", "warning",
-                f"target architecture {', '.join(archs) or '?'} may not implement set_eagle3_layers_to_capture",
-                "SGLang raises ValueError('… does not implement set_eagle3_layers_to_capture …') at start-up for "
-                "targets without it (attention_backend_setup.py; 29 files in srt/models/ have it in 0.5.23).",
-                "check srt/models/<target>.py of your SGLang for set_eagle3_layers_to_capture")
+                f"SGLang {v} registers no model class for the target architecture {', '.join(archs) or '?'}",
+                "SGLang builds the target from config.json's architectures (the EntryClass of srt/models/*.py); "
+                "with none registered it fails at start-up, or a plugin supplies the class (then whether it "
+                "captures aux hidden states for EAGLE3 is unknown).",
+                "check the architecture name, or the release (--sglang-version)", target_architectures=archs)
     cap, valid = capture_plan(archs, L, ec_ids, v)
     default_cfg = default_aux_ids(L)
     where = "eagle_config" if ec_ids is not None else "defaults (no eagle_config ids)"

@@ -4,41 +4,95 @@ from __future__ import annotations
 
 from specdash.checkpoint.reader import DraftInfo
 from specdash.eagle3.rules.context import RuleContext
-from specdash.sglang.capture import bundles_mtp, eagle3_arch_release
+from specdash.sglang.capture import eagle3_arch_release, sglang_eagle3_archs, sglang_eagle3_srcs, target_draft
 from specdash.sglang.speculative import EAGLE_FAMILY
+
+#: Config keys that count the MTP / NextN layers a checkpoint carries (top level or ``text_config``):
+#: DeepSeek / GLM / MiMo ``num_nextn_predict_layers``, Qwen3.5 ``mtp_num_hidden_layers``, others ``num_mtp_layers``.
+MTP_LAYER_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers", "mtp_num_layers")
+
+
+def mtp_layers(md) -> tuple[int | None, str | None, int]:
+    """What a target checkpoint says of its own draft layers: ``(declared count, config key, MTP tensors)``.
+
+    The count is the first of :data:`MTP_LAYER_KEYS` in config.json (None when none is there); MTP tensors are
+    names with an ``mtp`` / ``nextn`` part or in decoder layer ``L`` (DeepSeek appends its NextN layer after the
+    last decoder layer, ``model.layers.{L}.*``)."""
+    declared, key = None, None
+    for k in MTP_LAYER_KEYS:
+        v = md.cfg(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            declared, key = v, k
+            break
+    L = md.num_hidden_layers
+    extra = f".layers.{int(L)}." if isinstance(L, int) else None
+    n = sum(1 for t in md.tensors if "mtp" in t.lower() or "nextn" in t.lower() or (extra and extra in f".{t}"))
+    return declared, key, n
 
 
 def rule_draft_path(ctx: RuleContext) -> None:
     """DRAFT_PATH: an EAGLE-family algorithm without ``--speculative-draft-model-path``.
 
-    SGLang then drafts with the target checkpoint (``speculative_hook.py`` ``_handle_eagle_family``):
-    fine for a target that bundles MTP weights (:func:`specdash.sglang.capture.bundles_mtp`) under
-    EAGLE, not an EAGLE3 head, and a start-up crash for any other target.
+    SGLang then drafts from the target's own checkpoint: the draft's model path falls back to the target's
+    (``ModelConfig.from_server_args``: ``model_path=model_path or …``) and ``_config_draft_model`` rewrites
+    the target architecture to its MTP / NextN class, or the speculative hook points the draft path at the
+    model path (``_handle_eagle_family``) — both read per release from the generated facts
+    (:func:`specdash.sglang.capture.target_draft`).  Fine for a target that carries those layers under
+    EAGLE / NEXTN (checked against config.json and the tensor names), not an EAGLE3 head, and a start-up
+    crash for any other target.
     """
     if ctx.algo not in EAGLE_FAMILY or ctx.draft_path:
         return
     archs = ctx.target_archs
-    bundled = bundles_mtp(archs)
+    td = target_draft(archs, ctx.version)
     arch_txt = ", ".join(archs) or "unknown (target config unreadable)"
-    if bundled and ctx.algo == "EAGLE":
-        ctx.add("DRAFT_PATH", "info", f"no draft path: SGLang uses the target's bundled MTP weights ({arch_txt})",
-                "For DeepSeek-V3/GLM-4 MoE/Bailing/… targets a missing draft path defaults to model_path "
-                "(speculative_hook.py _handle_eagle_family).", "", target_architectures=archs)
+    where = f"SGLang {td.release} {td.src}" if td.src else f"SGLang {td.release}"
+    ev = {"target_architectures": archs, "draft_architecture": td.draft_arch, "source": where}
+    if td.bundled and ctx.algo == "EAGLE":
+        how = f"loads it as {td.draft_arch}" if td.draft_arch else "points the draft path at the model path"
+        t = ctx.target
+        declared, key, n = mtp_layers(t) if t is not None else (None, None, 0)
+        if t is not None and t.tensors and n == 0 and not declared:
+            ctx.add("DRAFT_PATH", "error",
+                    f"no draft path: SGLang drafts from the target's own checkpoint ({arch_txt}; it {how}), but "
+                    f"this checkpoint carries no draft layers: config.json declares none "
+                    f"({' / '.join(MTP_LAYER_KEYS)}) and none of its {len(t.tensors)} tensors is an MTP / NextN one",
+                    f"The draft's model path falls back to the target's and its architecture is rewritten to the "
+                    f"draft class ({where}); with no such weights in the checkpoint the draft layers stay "
+                    "unloaded, so every draft is rejected or start-up fails.",
+                    "use a checkpoint that ships its MTP layers, or pass [speculative] draft_model_path = a draft "
+                    "trained for this target", **ev)
+            return
+        if t is not None and t.tensors and n == 0 and declared:
+            ctx.add("DRAFT_PATH", "warning",
+                    f"no draft path: config.json declares {key} = {declared}, but no tensor of the target looks like "
+                    "an MTP / NextN layer (no 'mtp' / 'nextn' name, no decoder layer "
+                    f"{t.num_hidden_layers})", f"SGLang drafts from the target's own checkpoint ({where}); weights "
+                    "it cannot find stay unloaded.", "check that the checkpoint ships its MTP weights (some "
+                    "quantized exports drop them)", mtp_layers_declared=declared, **ev)
+            return
+        ctx.add("DRAFT_PATH", "info",
+                f"no draft path: SGLang drafts from the target's own checkpoint ({arch_txt}; it {how})"
+                + (f", {key} = {declared}" if declared else "") + (f", {n} MTP tensors" if n else ""),
+                f"The draft's model path falls back to the target's ({where}).", "",
+                mtp_layers_declared=declared, mtp_tensors=n, **ev)
         return
-    if bundled:
+    if td.bundled:
         ctx.add("DRAFT_PATH", "warning", f"--speculative-algorithm {ctx.algo} without a draft path: SGLang falls "
-                f"back to the target's bundled MTP weights ({arch_txt}), which are not an EAGLE3 head",
-                "Bundled MTP layers are NEXTN/EAGLE-style heads (speculative_hook.py _handle_eagle_family).",
+                f"back to the target's own draft layers ({arch_txt}), which are not an EAGLE3 head",
+                f"Bundled MTP / NextN layers are EAGLE-style heads ({where}).",
                 "pass [speculative] draft_model_path = an EAGLE3 head for this target, or use algorithm EAGLE "
-                "(NEXTN) for the bundled MTP", target_architectures=archs)
+                "(NEXTN) for the bundled MTP", **ev)
         return
     ctx.add("DRAFT_PATH", "error", f"--speculative-algorithm {ctx.algo} is given without "
-            f"--speculative-draft-model-path, and the target ({arch_txt}) bundles no draft weights",
+            f"--speculative-draft-model-path, and the target ({arch_txt}) carries no draft layers SGLang "
+            f"{td.release} knows of",
             "Without a draft path SGLang uses the target checkpoint as the draft, loads it twice and crashes at "
-            "start-up with an architecture-specific AttributeError (sglang#36528; PR #36593 "
-            "turns it into a validation error).",
+            "start-up with an architecture-specific AttributeError (sglang#36528; PR #36593 turns it into a "
+            f"validation error); SGLang {td.release} maps no draft class to this architecture "
+            "(configs/model_config.py _config_draft_model).",
             "set [speculative] draft_model_path to an EAGLE3 head trained for this target "
-            "(--speculative-draft-model-path DIR)", target_architectures=archs, case="sglang#36528")
+            "(--speculative-draft-model-path DIR)", case="sglang#36528", **ev)
 
 
 def _fc_desc(d: DraftInfo) -> str:
@@ -53,7 +107,7 @@ def _fc_desc(d: DraftInfo) -> str:
 def rule_algo(ctx: RuleContext) -> None:
     """ALGO_MISMATCH: the draft's head kind (:attr:`~specdash.checkpoint.reader.DraftInfo.head_kind`)
     against ``--speculative-algorithm``, and whether SGLang has a model class for the draft
-    architecture in the judged release (:data:`specdash.sglang.capture.EAGLE3_ARCH_SINCE`).
+    architecture in the judged release (:func:`specdash.sglang.capture.eagle3_arch_release`, from the facts).
 
     An EAGLE3 head under EAGLE starts and accepts nothing (``llama_eagle3.py`` runs ``fc`` only when
     the input width differs from ``hidden_size``); an EAGLE-2 head under EAGLE3 fails with a shape
@@ -119,20 +173,22 @@ def _arch_in_release(ctx: RuleContext, d: DraftInfo, arch: str, ev: dict) -> Non
     later = [(a, since) for a, _, since in known if since]
     if later:
         a, since = later[0]
+        src = dict(zip(sglang_eagle3_archs(since), sglang_eagle3_srcs(since))).get(a, "srt/models/*eagle3*.py")
         ctx.add("ALGO_MISMATCH", "error",
                 f"SGLang {ctx.version} has no model class for the draft architecture {a}: it first appears in "
                 f"SGLang {since}",
                 f"SGLang builds the draft from config.json's architectures; {a} is registered from {since} on "
-                "(srt/models/kimi_k25_eagle3.py EntryClass), so on this release every rank fails at start-up "
+                f"(SGLang {since} {src} EntryClass), so on this release every rank fails at start-up "
                 "while the draft's config is read (sglang#25673).",
                 f"serve with SGLang {since} or later (pin [server] sglang_version once installed), or use an "
                 "EAGLE3 head in the LlamaForCausalLMEagle3 layout", first_release=since, case="sglang#25673",
                 **ev)
         return
+    have = sglang_eagle3_archs(ctx.version)
     ctx.add("ALGO_MISMATCH", "error",
             f"SGLang has no model class for the draft architecture {arch}",
-            "SGLang loads EAGLE3 heads only as LlamaForCausalLMEagle3 (or Eagle3DeepseekV2ForCausalLM for "
-            "MLA drafts, 0.5.12+); a speculators-format export (Eagle3Speculator) fails with 'Model architectures "
-            "… are not supported' (SGLang srt/models/*eagle3*.py EntryClass).",
+            f"SGLang {ctx.version} loads EAGLE3 heads only as {' or '.join(have)} (the EntryClass of its "
+            "srt/models/*eagle3*.py); a speculators-format export (Eagle3Speculator) fails with 'Model architectures "
+            "… are not supported'.",
             "re-export the head in SGLang's layout: architectures [\"LlamaForCausalLMEagle3\"], Llama config "
             "keys at the top level of config.json, tensors midlayer.*/fc/norm/lm_head/d2t", **ev)

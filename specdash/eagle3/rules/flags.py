@@ -42,7 +42,7 @@ def rule_flags(ctx: RuleContext) -> None:
         oldest = flag_versions()[0] if flag_versions() else "?"
         ctx.add("FLAG", "info", f"no flag list is stored for SGLang {ctx.version} (oldest stored: {oldest}); "
                 f"launch flags were not checked", "Flag lists are extracted from the released wheels "
-                "(specdash/sglang/flags/).", "", version=ctx.version)
+                "(specdash/sglang/facts/, scripts/extract_sglang_facts.py).", "", version=ctx.version)
         return
     basis = flags_version_for(ctx.version)
     exact = basis == str(parse_version(ctx.version))
@@ -50,7 +50,7 @@ def rule_flags(ctx: RuleContext) -> None:
     if parse_version(ctx.version) > newest:
         ctx.add("FLAG", "warning", f"SGLang {ctx.version} is newer than any release specdash knows (newest: {newest}): "
                 f"its flags and rules are judged as {newest}'s", "specdash's flag lists and release rules come from "
-                "the released wheels (specdash/sglang/flags/); a flag added, renamed or removed after "
+                "the released wheels (specdash/sglang/facts/); a flag added, renamed or removed after "
                 f"{newest} is not known, so findings may be missing or wrong for {ctx.version}.",
                 "check the version (`python -c 'import sglang; print(sglang.__version__)'` on the server host); "
                 "if it is right, compare the flags with `python -m sglang.launch_server --help` there",

@@ -95,6 +95,11 @@ def rule_spec_args(ctx: RuleContext) -> None:
                     "speculative_hook.py _handle_eagle_family; log line: " + (a.log_line or ""), "pass --max-running-requests to change it",
                     field=a.field, asked=a.asked, effective=a.effective, log_line=a.log_line)
             continue
+        if a.field == "speculative_algorithm":  # an alias or a draft promotion SGLang documents: expected
+            ctx.add("SPEC_ARGS", "info", f"--speculative-algorithm {a.asked}: SGLang runs {a.effective} ({a.reason})",
+                    "/server_info and the logs name the algorithm SGLang runs, not the one typed.", "",
+                    field=a.field, asked=a.asked, effective=a.effective)
+            continue
         ctx.add("SPEC_ARGS", "warning",
                 f"{a.field}: asked {a.asked}, SGLang runs {a.effective} ({a.reason})",
                 "A silent start-up adjustment (speculative_hook.py" + (f"; SGLang logs: '{a.log_line}'" if a.log_line else "")

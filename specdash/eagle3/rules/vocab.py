@@ -8,6 +8,35 @@ from specdash.checkpoint.reader import CheckpointError, classify_d2t, d2t_target
 from specdash.eagle3.rules.context import RuleContext
 
 
+def _tied_reduced_head(ctx: RuleContext, d, dvs: int, V: int, lm) -> None:
+    """VOCAB_MAP error: a reduced-vocabulary head saved with ``tie_word_embeddings: true``.
+
+    The release's EAGLE3 loader (facts ``eagle3_loader.tie_word_embeddings``: ``self.lm_head =
+    self.model.embed_tokens`` under ``if self.config.tie_word_embeddings``) ties the head to the
+    embedding — the target's full vocabulary, which SGLang substitutes for the draft's — before it looks at
+    ``draft_vocab_size``: the draft scores all V target ids while ``d2t`` maps only ``draft_vocab_size`` of
+    them, so ids past it index ``hot_token_id`` out of bounds (SpecForge PR #140; Tencent/AngelSlim#16)."""
+    from specdash.sglang.facts import facts_for
+
+    facts = facts_for(ctx.version)
+    tie = facts.eagle3_loader.get("tie_word_embeddings") if facts is not None else None
+    quote = (f"'{tie['code']}' (SGLang {facts.release} {tie['src']}, under 'if self.config.tie_word_embeddings')"
+             if tie else "lm_head = embed_tokens (llama_eagle3.py)")
+    own = f"; the checkpoint's own lm_head.weight {list(lm.shape)} is never loaded" if lm is not None else ""
+    ctx.add("VOCAB_MAP", "error",
+            f"config.json sets tie_word_embeddings: true with draft_vocab_size {dvs} < target vocab {V}: SGLang ties the "
+            f"draft's lm_head to the {V}-row embedding instead of a {dvs}-row head{own}",
+            f"SGLang's EAGLE3 loader runs {quote} before it reads draft_vocab_size, and the embedding is the "
+            f"target's ({V} ids, eagle_worker set_embed). The draft then proposes ids of the full vocabulary while "
+            f"d2t maps only {dvs}: draft ids ≥ {dvs} index hot_token_id out of bounds (an index error in the draft's "
+            "CUDA-graph capture, Tencent/AngelSlim#16) — SpecForge's fix: always save EAGLE3 heads with "
+            "tie_word_embeddings false (sgl-project/SpecForge PR #140).",
+            'set "tie_word_embeddings": false in the config.json of the draft, in a copy of it (the head needs its '
+            f"own lm_head.weight with {dvs} rows" + ("" if lm is not None else ": this checkpoint has none") + ")",
+            draft_vocab_size=dvs, target_vocab=V, lm_head_rows=lm.shape[0] if lm is not None else None,
+            source=f"SGLang {facts.release} {tie['src']}" if tie else None, case="sgl-project/SpecForge#140")
+
+
 def rule_vocab(ctx: RuleContext) -> None:
     """VOCAB_MAP for an EAGLE3 head: vocab sizes, ``lm_head`` rows vs ``draft_vocab_size``, and the
     ``d2t``/``t2d`` map (its form from :func:`~specdash.checkpoint.reader.classify_d2t`, the classifier
@@ -33,6 +62,8 @@ def rule_vocab(ctx: RuleContext) -> None:
                 "(eagle_worker_v2.py init_lm_head) and maps draft ids into the target vocabulary.",
                 f"set \"vocab_size\": {ctx.target.vocab_size} in the draft's config.json (if the head was trained "
                 f"for this target)", draft_vocab=m.vocab_size, target_vocab=ctx.target.vocab_size)
+    if tie and dvs is not None and V and dvs < V:
+        _tied_reduced_head(ctx, d, dvs, V, lm)
     if not tie and lm is not None:
         rows = lm.shape[0]
         if dvs is not None and rows != dvs:
