@@ -68,4 +68,4 @@ def test_doctor_on_the_real_trainers_output(tmp_path):
     assert "VOCAB_MAP" in res["d2t_absolute"]["errors"]
     assert "ALGO_MISMATCH" in res["eagle_not_eagle3"]["errors"]
     assert "SPEC_ARGS" in res["steps1_draft16"]["warnings"]
-    assert res["tied_head"]["errors"] or res["tied_head"]["warnings"]
+    assert "VOCAB_MAP" in res["tied_head"]["errors"]  # the reduced-vocabulary head tied to the 49152-row embedding

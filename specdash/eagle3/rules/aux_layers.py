@@ -175,7 +175,8 @@ def _top_level_finding(ctx: RuleContext, d: DraftInfo, top_ids: list[int], L: in
     same = cap_default == cap_meant
     ctx.add("AUX_LAYERS", "warning" if same else "error",
             f"aux ids {top_ids} are at the top level of config.json: the target does not read them and captures its "
-            f"defaults {cap_default} instead of {cap_meant}" + (" (the same layers here)" if same else ""),
+            + (f"defaults {cap_default}, which here are the layers the ids name (harmless until the target or the ids "
+               "change)" if same else f"defaults {cap_default} instead of {cap_meant}"),
             "Only eagle_config.eagle_aux_hidden_state_layer_ids is read on the target side "
             "(spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state); eagle_utils.py's buffer sizing does read "
             "the top level, so the two can disagree (SGLang 0.5.23).",
