@@ -422,7 +422,7 @@ def run_selftest(draft: str | Path, sample: str | Path, target: str | Path | Non
             K = row_hs.shape[1] // Hin
             first, last = row_all[:, : K * Hin], row_all[:, Hin: (K + 1) * Hin]
             if torch.allclose(first, row_hs):
-                other, txt = last, "one layer later (what a +1 id shift or the seeds' capture did)"
+                other, txt = last, "one layer later (what a +1 id shift or a capture one layer off does)"
             elif torch.allclose(last, row_hs):
                 other, txt = first, "one layer earlier"
             else:

@@ -103,7 +103,7 @@ def rule_spec_args(ctx: RuleContext) -> None:
         ctx.add("SPEC_ARGS", "warning",
                 f"{a.field}: asked {a.asked}, SGLang runs {a.effective} ({a.reason})",
                 "A silent start-up adjustment (speculative_hook.py" + (f"; SGLang logs: '{a.log_line}'" if a.log_line else "")
-                + "); the seeds' steps 1 / draft tokens 16 ran as 2 draft tokens (so did SGLang 0.5.14 on an H200).",
+                + "); a reported Kimi-K2.5 launch's steps 1 / draft tokens 16 ran as 2 draft tokens (so did SGLang 0.5.14 on an H200).",
                 f"ask for what will run: {a.field.replace('speculative_', '').replace('_', ' ')} = {a.effective}"
                 + (" (or raise steps: draft tokens = steps + 1 with topk 1)" if "draft_tokens" in a.field else ""),
                 field=a.field, asked=a.asked, effective=a.effective, log_line=a.log_line, case="sglang#13212")

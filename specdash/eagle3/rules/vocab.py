@@ -127,7 +127,7 @@ def rule_vocab(ctx: RuleContext) -> None:
                 "SGLang reads d2t as offsets: target_id = draft_id + d2t[draft_id] (SGLang 0.5.23 "
                 "llama_eagle3.py load_weights). Absolute ids are shifted by the draft id"
                 + (f" ({int((off >= V).sum())} of {n} land outside the target vocabulary)" if V else "")
-                + " and every proposed token is wrong (the seeds' standalone test read them the other way).",
+                + " and every proposed token is wrong (a reported Kimi-K2.5 deployment's standalone test read them the other way).",
                 f"specdash draft fix {d.path} --out DST (rewrites d2t[i] := d2t[i] − i)", **ev)
     elif form == "invalid":
         out_of_range = int(((off < 0) | ((off >= V) if V else False)).sum())

@@ -132,7 +132,7 @@ def rule_weight_keys(ctx: RuleContext) -> None:
                 + "; ".join(f"{n} → {g}" for n, g, _ in layers0),
                 f"{ctx.judged} loads the draft's decoder layer only from midlayer.* (llama_eagle3.py "
                 "load_weights); a name that matches no parameter is skipped without a warning, so the layer keeps "
-                "uninitialised weights and acceptance collapses to ≈1 (SGLang 0.5.23; the seeds' Kimi-K2.5 head; "
+                "uninitialised weights and acceptance collapses to ≈1 (SGLang 0.5.23; a reported Kimi-K2.5 head; "
                 "layers.0.* is mapped from 0.5.12, SGLang PR #24663).",
                 f"{_fix_cmd(d, ctx.version, '-midlayer')} (renames layers.0.* → midlayer.*, which every release "
                 "loads), or run SGLang ≥ 0.5.12",
