@@ -699,8 +699,9 @@ def _verdict(st: Story) -> tuple[str, str]:
         nd = 1 if st.var == "concurrency" else 2
         ci = f" (95 % CI {_fmt(lo, nd)} – {_fmt(hi, nd)})" if lo is not None or hi is not None else ""
         pays_low = first["speedup"] > 1
+        # the note restates the break-even ("… stops paying at about …"): not repeated here
         return (f"Speculation {'pays up to' if pays_low else 'pays only above'} {name} ≈ {st.break_even:.{nd}f}{unit}"
-                f"{ci}: {curve}. {st.note}", "ok" if pays_low else "bad")
+                f"{ci}: {curve}.", "ok" if pays_low else "bad")
     if all(faster):
         return (f"Speculation pays at every {name} swept: {curve}, every 95 % interval above 1; no break-even up to "
                 f"{last[st.var]:g}{unit} (sweep higher to find it).", "ok")

@@ -142,7 +142,11 @@ def line_chart(series: Sequence[Mapping[str, Any]], *, title: str, x_label: str,
         px = min(max(x_of(vx), left), left + pw)
         out.append(f'<line x1="{px:.1f}" y1="{top:.1f}" x2="{px:.1f}" y2="{top + ph:.1f}" stroke="#9467bd" '
                    'stroke-width="1.5" stroke-dasharray="6,3"/>')
-        out.append(f'<text x="{px + 4:.1f}" y="{top + 12:.1f}" fill="#6a3d9a">{esc(vlabel)}</text>')
+        # right of the middle the label reads leftwards, so it never runs into the legend beside the plot
+        right_half = px > left + pw / 2
+        anchor = ' text-anchor="end"' if right_half else ""
+        out.append(f'<text x="{px - 4 if right_half else px + 4:.1f}" y="{top + 12:.1f}" fill="#6a3d9a"{anchor}>'
+                   f'{esc(vlabel)}</text>')
     if ref_y is not None and y0 <= ref_y <= y1:
         out.append(f'<line x1="{left:.1f}" y1="{y_of(ref_y):.1f}" x2="{left + pw:.1f}" y2="{y_of(ref_y):.1f}" '
                    'stroke="#555" stroke-dasharray="5,4"/>')
