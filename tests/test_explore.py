@@ -15,7 +15,6 @@ from specdash.bench.explore import default_spec_capture_bs, exploration_flags, g
 from specdash.bench.runner import RunOptions
 from specdash.bench.tune import tune
 from specdash.profile import load_profile, server_flags
-from tests.conftest import GOLDEN
 from tests.test_bench import sim_profile, small_suite
 
 
@@ -28,12 +27,12 @@ def _recorded_bs(log: Path) -> list[int]:
     raise AssertionError(f"no capture line in {log}")
 
 
-def test_default_list_is_the_one_sglang_0_5_14_captured():
+def test_default_list_is_the_one_sglang_0_5_14_captured(golden):
     # the 8B testbed on the H200 with --cuda-graph-max-bs-decode 16 and EAGLE3, and the tiny pair with 8
     assert default_spec_capture_bs(16) == _recorded_bs(
-        GOLDEN / "runs" / "testbed_llama8b_dummy_simacc3" / "e3s3-server_log_excerpt.txt")
+        golden / "runs" / "testbed_llama8b_dummy_simacc3" / "e3s3-server_log_excerpt.txt")
     assert default_spec_capture_bs(16) == [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16]
-    assert default_spec_capture_bs(8) == _recorded_bs(GOLDEN / "runs" / "eagle3_aligned_warm" / "server.log")
+    assert default_spec_capture_bs(8) == _recorded_bs(golden / "runs" / "eagle3_aligned_warm" / "server.log")
     assert default_spec_capture_bs(48)[-4:] == [32, 40, 44, 48]
     assert default_spec_capture_bs(50)[-2:] == [48, 50]   # max_bs appended when not on the list
     with pytest.raises(ValueError, match="max_bs must be >= 1"):
