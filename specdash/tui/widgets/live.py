@@ -127,33 +127,41 @@ def positions_text(view: ViewState) -> Text | None:
     return t
 
 
-def compact_numbers(view: ViewState) -> PlainTable:
+def compact_numbers(view: ViewState) -> Text:
     """The headline numbers for a narrow or short terminal: label / value pairs, three to a line (nvitop's
-    compact layout), every value a few characters."""
+    compact layout), every value a few characters.  Laid out by hand in fixed columns (72 characters: an
+    80-column terminal's panel), so every Rich release draws the same text (a grid of min-width columns is
+    laid out differently by Rich 14 and 15)."""
     n = live_numbers(view)
     base = view.baseline_tok_s
     run_tok = view.snapshot.run.get("output_tok_s")
     speed = f" ×{run_tok / base:.2f}" if base and run_tok else ""
-    grid = PlainTable.grid(expand=True, padding=(0, 1))
-    for w in (9, 10, 11, 14, 11, 13):  # fits 73 columns (an 80-column terminal's panel); wider, they grow
-        grid.add_column(min_width=w, no_wrap=True, overflow="ellipsis")
     acc = "bold red" if view.collapsed else "bold cyan"
-
-    def lab(s: str) -> Text:
-        return Text(s, style="dim")
-
+    widths = (9, 10, 11, 14, 11, 12)
     ms = " ms"
-    grid.add_row(lab("tok/s srv"), Text(n["server_tok_s"], style="bold green"),
-                 lab("TTFT p50/90"), Text(f"{n['ttft'].removesuffix(ms)} / {n['ttft_p90']}", style="bold"),
-                 lab("accept len"), Text(n["accept_length"], style=acc))
-    grid.add_row(lab("tok/s run"), Text(n["run_tok_s"] + speed, style="bold green"),
-                 lab("TPOT p50/90"), Text(f"{n['tpot'].removesuffix(ms)} / {n['tpot_p90']}", style="bold"),
-                 lab("accept rate"), Text(n["accept_rate"], style=acc))
-    grid.add_row(lab("req tok/s"), Text(n["request_tok_s"]), lab("ITL p50"), Text(n["itl"]),
-                 lab("τ win / srv"), Text(f"{n['window_accept_length']} / {n['server_accept_length']}"))
-    grid.add_row(lab("run/queue"), Text(f"{n['running']} / {n['queued']}"), lab("requests"),
-                 Text(f"{n['requests']} ok, {n['failed']} fail"), lab("run"), Text(view.snapshot.run_label or DASH))
-    return grid
+    rows = [
+        [("tok/s srv", "dim"), (n["server_tok_s"], "bold green"),
+         ("TTFT p50/90", "dim"), (f"{n['ttft'].removesuffix(ms)} / {n['ttft_p90']}", "bold"),
+         ("accept len", "dim"), (n["accept_length"], acc)],
+        [("tok/s run", "dim"), (n["run_tok_s"] + speed, "bold green"),
+         ("TPOT p50/90", "dim"), (f"{n['tpot'].removesuffix(ms)} / {n['tpot_p90']}", "bold"),
+         ("accept rate", "dim"), (n["accept_rate"], acc)],
+        [("req tok/s", "dim"), (n["request_tok_s"], ""), ("ITL p50", "dim"), (n["itl"], ""),
+         ("τ win / srv", "dim"), (f"{n['window_accept_length']} / {n['server_accept_length']}", "")],
+        [("run/queue", "dim"), (f"{n['running']} / {n['queued']}", ""), ("requests", "dim"),
+         (f"{n['requests']} ok, {n['failed']} fail", ""), ("run", "dim"), (view.snapshot.run_label or DASH, "")],
+    ]
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for r, cells in enumerate(rows):
+        if r:
+            out.append("\n")
+        for c, ((value, style), w) in enumerate(zip(cells, widths)):
+            value = str(value)
+            cell = value if len(value) <= w else value[: w - 1] + "…"
+            out.append(cell, style=style or None)
+            if c < len(cells) - 1:
+                out.append(" " * (w - len(cell) + 1))
+    return out
 
 
 class StatTiles(Static):
