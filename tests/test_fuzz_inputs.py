@@ -417,8 +417,9 @@ def test_any_run_directory_is_read_or_refused(tmp_path, manifest, summary, recor
     from specdash.bench.html import ReportError, load_source, render_report
     from specdash.bench.rundir import RunDir
     from specdash.commands.bench import read_run_manifest
+    from specdash.commands.compare import compare_dirs
     from specdash.commands.errors import UsageError
-    from specdash.commands.report import compare_dirs, foreign_values
+    from specdash.commands.report import foreign_values
 
     TRIED["run directories"] += 1
     d = tmp_path / "run"

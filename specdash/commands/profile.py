@@ -29,7 +29,8 @@ from specdash.profile import (
     user_profile_dir,
     write_new_file,
 )
-from specdash.profile.nodes import NODE_FLAGS, NodeLaunch, build_node_launches, node_url, parse_host_port
+from specdash.profile.flags import build_node_launches
+from specdash.profile.nodes import NODE_FLAGS, NodeLaunch, node_url, parse_host_port
 from specdash.sglang.cmdline import ParsedCommand, flags_to_argv, parse_command_line, strip_terminal_codes
 from specdash.sglang.launchspec import LaunchSpec
 from specdash.sglang.secrets import is_secret_flag, redact_text

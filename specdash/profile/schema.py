@@ -452,7 +452,7 @@ def _format_validation(exc: ValidationError, model: type[BaseModel], path: Path 
 
 def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
     """Validate a profile dict (and, for ``[[nodes]]``, its multi-node structure:
-    :func:`specdash.profile.nodes.check_nodes`).
+    :func:`specdash.profile.nodes.node_problems`).
 
     Raises:
         ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys, a broken
@@ -462,9 +462,10 @@ def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
         prof = Profile.model_validate(data)
     except ValidationError as exc:
         raise ProfileError(_format_validation(exc, Profile, path)) from None
-    from specdash.profile.nodes import check_nodes
+    from specdash.profile.nodes import node_problems
 
-    check_nodes(prof, path)
+    if errs := node_problems(prof):
+        raise ProfileError("\n".join(f"{path}: {e}" for e in errs))
     prof._path = Path(path) if not str(path).startswith("<") else None
     return prof
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from specdash.sglang.versions import SGLangVersion, parse_version
+from specdash.sglang.release import SGLangVersion, parse_version
 
 FACTS_DIR = Path(__file__).resolve().parent
 #: The extractor's output version these readers understand (``extractor_version`` of every file).
