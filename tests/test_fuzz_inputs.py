@@ -584,7 +584,7 @@ def test_any_pasted_command_imports_or_is_refused(words, prefix):
                                                                 "100000", "10**23", "0.001", "2.5", "9" * 5000]),
                                                max_size=6))))
 def test_any_sweep_spec_is_parsed_within_the_limits_or_refused(spec):
-    from specdash.bench.sweep import MAX_SWEEP_POINTS, parse_sweep
+    from specdash.bench.points import MAX_SWEEP_POINTS, parse_sweep
     from specdash.bounded import MAX_CONCURRENCY, MAX_REQUEST_RATE, MIN_REQUEST_RATE
 
     TRIED["sweep specs"] += 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.bench.sweep import Sweep, break_even, parse_sweep
+from specdash.bench.points import Sweep, break_even, parse_sweep
 from specdash.cli import main
 from specdash.sim.expected import expected
 from tests.test_bench import sim_profile

@@ -19,7 +19,7 @@ What a directory contributes (README "Run directories"), in the order the page s
   them runs without speculation (a sweep's baseline directory), the paired speedup of each other
   directory over it at each shared concurrency (:func:`specdash.bench.compare.build_comparison` on
   that point's records: geometric mean of per-request tok/s ratios, 95 % bootstrap interval) with its
-  band, and the break-even concurrency (:func:`specdash.bench.sweep.break_even`);
+  band, and the break-even concurrency (:func:`specdash.bench.points.break_even`);
 * an A/B compare directory (``comparison.json``): verdict, speedup and interval, the sides, the
   baseline, per category, per prompt, tok/s per prompt and the accepted-drafts histograms as bars;
 * a tune directory (``tune.json``): the settings measured, the best, the advice text and the final A/B.
@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from specdash.bench.compare import build_comparison, side_stats
+from specdash.bench.points import SWEEP_FILE, axis_name, break_even, point_label, sweep_var
 from specdash.bench.report import _ci, _fmt, _fractions
 from specdash.bench.svg import PALETTE, SVG_NS, bar_chart, cdf_points, esc, line_chart, nice_ticks
-from specdash.bench.sweep import SWEEP_FILE, axis_name, break_even, point_label, sweep_var
 
 __all__ = ["GENERATOR", "PALETTE", "SVG_NS", "ReportError", "Source", "bar_chart", "esc", "is_generated_report",
            "line_chart", "load_source", "nice_ticks", "render_report", "sweep_speedups"]

@@ -35,8 +35,8 @@ from specdash.bench.load import (
     send_suite_rate,
     work_items,
 )
+from specdash.bench.points import RATE_POINT_S
 from specdash.bench.rundir import RunDir
-from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import ServerFault, Watchdog, resume_if_stopped
 from specdash.collect.stream import RunStats
 from specdash.collect.tiers import TierStats
@@ -415,7 +415,7 @@ class ProfileRun:
         var = self.opt.sweep_var if self.opt.sweep else "concurrency"
         bad = [r[var] for r in self.runs if r["requests"] == 0]
         if bad:
-            from specdash.bench.sweep import axis_name
+            from specdash.bench.points import axis_name
 
             raise RunFailed(f"[{self.profile.name}] no request succeeded"
                             + (f" at {axis_name(var)} {', '.join(f'{b:g}' for b in bad)}" if self.opt.sweep else "")

@@ -65,7 +65,7 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
     """
     from specdash.bench.compare import build_comparison, mark_not_comparable, shape_differences
     from specdash.bench.html import sources_sweep_var, sweep_speedups
-    from specdash.bench.sweep import axis_name, break_even
+    from specdash.bench.points import axis_name, break_even
 
     a, b = _run_source(dir_a), _run_source(dir_b)
     a_name, b_name = a.name, b.name

@@ -273,7 +273,7 @@ def render_compare_text(cmp: dict) -> str:
         if s.get("accept_by_position"):
             out.append(f"     by draft position (accepted ÷ reached, {s.get('accept_by_position_source')}): "
                        + " ".join(_fmt(r.get("rate"), 3) for r in s["accept_by_position"]))
-    from specdash.bench.sweep import point_label
+    from specdash.bench.points import point_label
 
     var = "request_rate" if "per_request_rate" in cmp else "concurrency"
     for p in cmp.get(f"per_{var}") or []:
