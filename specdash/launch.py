@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from specdash.eagle3.findings import DoctorReport
     from specdash.profile import Profile, Suite
+    from specdash.results import Effective
     from specdash.sglang.client import SGLangClient
     from specdash.sglang.launchspec import LaunchSpec
     from specdash.sglang.process import ServerProcess
@@ -224,7 +225,7 @@ def build_manifest(
     return m
 
 
-def effective_from_server_info(info: dict | None) -> dict:
+def effective_from_server_info(info: dict | None) -> Effective:
     """The four speculative values read back from ``/server_info`` (None when unknown or off)."""
     info = info or {}
     algo = info.get("speculative_algorithm")

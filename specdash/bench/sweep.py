@@ -29,9 +29,10 @@ from specdash.bench.points import (
     served_fraction,
     sweep_var,
 )
+from specdash.results import SweepPoint, SweepReport
 
 
-async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[int]) -> dict[str, Any]:
+async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[int]) -> SweepReport:
     """Run the sweep (see the module docstring); returns the ``--json`` payload: ``variable`` (the swept
     axis), ``sweep`` (one point per value: the value under its axis' key — ``concurrency`` or
     ``request_rate``; a rate point also has ``achieved_request_rate`` / ``baseline_achieved_request_rate``
@@ -72,11 +73,11 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
         base_runs, base_recs = await run_sweep(baseline, suite, replace(opts, side=f"side B of 2: {baseline.name}"),
                                                sweep.points, var=var)
     base_by = {r[var]: r for r in base_runs}
-    points = []
+    points: list[SweepPoint] = []
     for run in runs:
         x = run[var]
         b = base_by.get(x)
-        pt: dict[str, Any] = {var: x}
+        pt: SweepPoint = {var: x}  # type: ignore[misc]  # the axis names the key
         if var == "request_rate":
             kept = {"speculative": served_fraction(recs.get(x, [])), "baseline": served_fraction(base_recs.get(x, [])) if b else None}
             ach = {"speculative": run.get("achieved_request_rate"),
