@@ -167,23 +167,29 @@ def node_url(prof: Profile, port: int | None = None) -> str:
 
 
 def launches_nodes(prof: Profile) -> bool:
-    """True when specdash starts the nodes itself (``node_launcher = "ssh"`` or ``"slurm"``,
-    :mod:`specdash.sglang.remote`); single-node profiles are launched as always."""
-    return bool(prof.nodes) and prof.server.node_launcher in ("ssh", "slurm")
+    """True when specdash starts the nodes itself (a launcher of :data:`specdash.sglang.launchers.NODE_LAUNCHERS`
+    that starts them: ``ssh``, ``slurm``); single-node profiles are launched as always."""
+    from specdash.sglang.launchers import node_launcher
+
+    return bool(prof.nodes) and node_launcher(prof.server.node_launcher).starts_nodes
 
 
 def launch_refusal(prof: Profile) -> str:
     """Why a multi-node profile is not launched, and what to do instead (what, why, the fix)."""
-    how = prof.server.node_launcher or "attach"
+    from specdash.sglang.launchers import DEFAULT_NODE_LAUNCHER, starting_launchers
+
+    how = prof.server.node_launcher or DEFAULT_NODE_LAUNCHER
     name = str(prof.path) if prof.path else prof.name
-    why = (f'node_launcher = "{how}"' + (" (the default)" if how == "attach" else "") + ": you start the nodes, "
-           'specdash attaches to node 0; node_launcher = "ssh" (the system ssh client) or "slurm" (srun job steps '
-           "inside an allocation) lets specdash start them")
+    starting = starting_launchers()
+    why = (f'node_launcher = "{how}"' + (" (the default)" if how == DEFAULT_NODE_LAUNCHER else "")
+           + ": you start the nodes, specdash attaches to node 0; node_launcher = "
+           + " or ".join(f'"{x.name}" ({x.what})' for x in starting) + " lets specdash start them")
     return (f"profile {prof.name!r} runs on {prof.num_nodes} nodes; specdash did not launch it: {why}. "
             f"Start every node yourself with the command `specdash profile show {name}` prints for it "
             f"(node 0 waits in torch.distributed's rendezvous until all have joined), then attach to node 0 with "
             f"--url {node_url(prof)}: `specdash --bench --profile {name} --url {node_url(prof)}` or "
-            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = \"ssh\" or \"slurm\")")
+            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = "
+            + " or ".join(f'"{x.name}"' for x in starting) + ")")
 
 
 __all__ = ["NODE_FLAGS", "NodeLaunch", "command_warnings", "launch_refusal", "launches_nodes", "node_problems",

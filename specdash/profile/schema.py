@@ -45,7 +45,11 @@ from pydantic import (
 )
 
 from specdash import bounded as B
+from specdash.sglang.launchers import NODE_LAUNCHER_NAMES
 from specdash.sglang.versions import resolve_version
+
+#: The ``node_launcher`` values: the names of :data:`specdash.sglang.launchers.NODE_LAUNCHERS`.
+NodeLauncherName = Literal[NODE_LAUNCHER_NAMES]  # type: ignore[valid-type]
 
 
 class ProfileError(Exception):
@@ -98,7 +102,7 @@ class ServerSection(_Strict):
     dist_init_addr: str | None = Field(
         None, description="--dist-init-addr HOST:PORT: node 0's rendezvous address for torch.distributed (every "
         "node connects to it; a port apart from the HTTP port)")
-    node_launcher: Literal["attach", "ssh", "slurm"] | None = Field(
+    node_launcher: NodeLauncherName | None = Field(
         None, description="how the nodes are started: 'attach' (you start them, specdash attaches with --url to "
         "node 0; the default), 'ssh' (specdash starts every node with the system ssh client, BatchMode) or "
         "'slurm' (specdash, inside an salloc/sbatch allocation, starts one srun job step per node; hosts are "
