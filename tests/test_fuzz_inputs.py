@@ -414,8 +414,9 @@ def test_any_run_directory_is_read_or_refused(tmp_path, manifest, summary, recor
     import json
     import shutil
 
-    from specdash.bench.html import ReportError, load_source, render_report
+    from specdash.bench.html import render_report
     from specdash.bench.rundir import RunDir
+    from specdash.bench.sources import ReportError, load_source
     from specdash.commands.bench import read_run_manifest
     from specdash.commands.compare import compare_dirs
     from specdash.commands.errors import UsageError

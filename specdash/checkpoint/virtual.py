@@ -144,13 +144,6 @@ def _catalogue() -> dict[str, tuple[dict, dict, dict]]:
 _CACHE: dict[str, tuple[dict, dict, dict]] | None = None
 
 
-def virtual_names() -> list[str]:
-    """Names accepted after ``sim:``."""
-    global _CACHE
-    _CACHE = _CACHE or _catalogue()
-    return sorted(_CACHE)
-
-
 def virtual_model(name: str) -> ModelDir:
     """The virtual model ``name`` as a :class:`ModelDir` (``virtual=True``).
 

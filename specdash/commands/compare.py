@@ -35,7 +35,7 @@ OUTPUT_LEN_TOLERANCE = 0.05
 
 def _run_source(path: str):
     """The run directory at ``path`` as a report source (a usage error for a compare or tune directory, or no records)."""
-    from specdash.bench.html import ReportError, load_source
+    from specdash.bench.sources import ReportError, load_source
 
     try:
         src = load_source(path)
@@ -51,9 +51,9 @@ def _run_source(path: str):
 
 def _points(src, var: str = "concurrency") -> list:
     """The values of the ``var`` axis its RUNs ran at (sorted; a single RUN's one value)."""
-    from specdash.bench.html import _is_point
+    from specdash.bench.sources import is_point
 
-    return sorted({r.get(var) for r in src.runs if _is_point(r.get(var))})
+    return sorted({r.get(var) for r in src.runs if is_point(r.get(var))})
 
 
 def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> dict:
@@ -64,8 +64,8 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
             one both ran; two sweeps share no concurrency.
     """
     from specdash.bench.compare import build_comparison, mark_not_comparable, shape_differences
-    from specdash.bench.html import sources_sweep_var, sweep_speedups
     from specdash.bench.points import axis_name, break_even
+    from specdash.bench.sources import sources_sweep_var, sweep_speedups
 
     a, b = _run_source(dir_a), _run_source(dir_b)
     a_name, b_name = a.name, b.name
@@ -150,7 +150,7 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
 
 
 class Side:
-    """One side of a comparison: a specdash run directory (``source``, a :class:`specdash.bench.html.Source`)
+    """One side of a comparison: a specdash run directory (``source``, a :class:`specdash.bench.sources.Source`)
     or another tool's result (``external``); ``run`` is its RUN (the one at ``point`` of a sweep)."""
 
     def __init__(self, path: str, *, point: int | None = None) -> None:

@@ -59,7 +59,8 @@ def report_main(argv: list[str]) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from specdash.bench.html import ReportError, is_generated_report, load_source, render_report
+    from specdash.bench.html import is_generated_report, render_report
+    from specdash.bench.sources import ReportError, load_source
 
     try:
         sources = [load_source(d) for d in args.dirs]

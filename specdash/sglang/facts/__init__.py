@@ -118,10 +118,6 @@ class ReleaseFacts:
     def wheel(self) -> str:
         return str(self.data.get("wheel", ""))
 
-    def cite(self, src: str | None) -> str:
-        """``sglang <release> <path:line>`` for a message (the provenance of one fact)."""
-        return f"SGLang {self.release} {src}" if src else f"SGLang {self.release}"
-
     # -- flags --------------------------------------------------------------------------------------
     @property
     def flags(self) -> dict[str, dict]:
