@@ -211,6 +211,12 @@ def break_even(points: Sequence[dict[str, Any]], var: str = "concurrency", *, su
     return mid, [lo_end, hi_end], f"{stops} at about {name} {at}"
 
 
+def throughput_ratio(tok_s: float | None, baseline_tok_s: float | None) -> float | None:
+    """A point's ``throughput_ratio``: its output tok/s over the baseline's (None unless both are known and
+    non-zero) — in open loop the answer where the per-request speedup is not a steady state."""
+    return tok_s / baseline_tok_s if tok_s and baseline_tok_s else None
+
+
 def sweep_var(payload: dict[str, Any]) -> str:
     """The axis of a sweep payload (``sweep.json``; files written before rate sweeps existed have no
     ``variable``: concurrency)."""

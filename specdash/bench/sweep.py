@@ -28,6 +28,7 @@ from specdash.bench.points import (
     break_even_of,
     served_fraction,
     sweep_var,
+    throughput_ratio,
 )
 from specdash.results import SweepPoint, SweepReport
 
@@ -96,8 +97,7 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
             cmp = build_comparison(base_recs.get(x, []), recs.get(x, []), a_name=baseline.name, b_name=profile.name)
             pt.update(speedup=cmp.get("speedup"), ci95=cmp.get("ci95"), verdict=cmp.get("verdict"),
                       pairs=cmp.get("pairs", 0))
-            if run.get("output_tok_s") and b.get("output_tok_s"):
-                pt["throughput_ratio"] = run["output_tok_s"] / b["output_tok_s"]
+            pt["throughput_ratio"] = throughput_ratio(pt["output_tok_s"], pt["baseline_tok_s"])
         points.append(pt)
     if baseline is not None:
         be, be_ci, note = break_even(points, var)

@@ -64,7 +64,7 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
             one both ran; two sweeps share no concurrency.
     """
     from specdash.bench.compare import build_comparison, mark_not_comparable, shape_differences
-    from specdash.bench.points import axis_name, break_even
+    from specdash.bench.points import axis_name, break_even, throughput_ratio
     from specdash.bench.sources import sources_sweep_var, sweep_speedups
 
     a, b = _run_source(dir_a), _run_source(dir_b)
@@ -136,8 +136,7 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
     cmp["notes"] = [*cmp.get("notes", []), *notes]
     if len(shared) > 1:
         pts = [{var: p[var], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
-                "throughput_ratio": (p["output_tok_s"] / p["baseline_tok_s"]
-                                     if p["output_tok_s"] and p["baseline_tok_s"] else None),
+                "throughput_ratio": throughput_ratio(p["output_tok_s"], p["baseline_tok_s"]),
                 "speedup": p["speedup"], "ci95": p["ci95"], "verdict": p["verdict"], "pairs": p["pairs"]}
                for p in sweep_speedups(b, a, var) if p[var] in shared]
         be, be_ci, note = break_even(pts, var, subject=f"B ({b_name}) over A ({a_name})")
