@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from specdash.eagle3.findings import DoctorReport
     from specdash.profile import Profile, Suite
+    from specdash.results import Effective
     from specdash.sglang.client import SGLangClient
     from specdash.sglang.launchspec import LaunchSpec
     from specdash.sglang.process import ServerProcess
@@ -224,7 +225,7 @@ def build_manifest(
     return m
 
 
-def effective_from_server_info(info: dict | None) -> dict:
+def effective_from_server_info(info: dict | None) -> Effective:
     """The four speculative values read back from ``/server_info`` (None when unknown or off)."""
     info = info or {}
     algo = info.get("speculative_algorithm")
@@ -397,10 +398,11 @@ class ServerLaunch:
 
         if profile.multi_node and not launches_nodes(profile):
             raise ProfileError(launch_refusal(profile))
-        if profile.multi_node and profile.server.node_launcher == "slurm":
-            from specdash.sglang.remote import slurm_problem
+        if profile.multi_node:
+            from specdash.sglang.launchers import node_launcher
 
-            problem = slurm_problem([n.host for n in profile.nodes])
+            check = node_launcher(profile.server.node_launcher).problem
+            problem = check([n.host for n in profile.nodes]) if check is not None else None
             if problem:
                 raise ProfileError(f"profile {profile.name!r}: {problem}")
         prof = profile.expanded()
@@ -454,24 +456,20 @@ class ServerLaunch:
         return server
 
     def _node_group(self):
-        """Every node of a ``node_launcher = "ssh"`` / ``"slurm"`` profile as one
-        :class:`~specdash.sglang.remote.NodeGroup` (:mod:`specdash.sglang.remote`): node R's exact command
-        (``profile show``'s, on the launch's port) run by ``ssh`` on its host, or by ``srun`` as a job step on
-        that Slurm node; node 0's log is ``server.log``, node R's ``node-R.log``; the environment and the API
-        key (as a ``--config`` file's contents) go over each client's standard input.
+        """Every node of a profile whose ``node_launcher`` starts them (``ssh``, ``slurm``:
+        :data:`specdash.sglang.launchers.NODE_LAUNCHERS`) as one :class:`~specdash.sglang.remote.NodeGroup`:
+        node R's exact command (``profile show``'s, on the launch's port) run by the launcher's client — ``ssh``
+        on its host, ``srun`` as a job step on that Slurm node; node 0's log is ``server.log``, node R's
+        ``node-R.log``; the environment and the API key (as a ``--config`` file's contents) go over each
+        client's standard input.
         """
         from specdash.profile import build_launch, safe_name
-        from specdash.sglang.remote import (
-            NodeGroup,
-            SSHNodeProcess,
-            env_block,
-            node_script,
-            srun_argv,
-            ssh_argv,
-        )
+        from specdash.sglang.launchers import node_job_name, node_launcher
+        from specdash.sglang.remote import NodeGroup, SSHNodeProcess, env_block, node_script
         from specdash.sglang.secrets import secret_values
 
-        slurm = self.profile.server.node_launcher == "slurm"
+        launcher = node_launcher(self.profile.server.node_launcher)
+        options = getattr(self.profile.server, launcher.options_field) if launcher.options_field else []
         nodes = []
         for node in self.profile.nodes:
             rank = node.node_rank
@@ -479,11 +477,10 @@ class ServerLaunch:
             argv, config_text, note = node_secrets_via_config(spec.argv)
             self.secret_note = self.secret_note or note
             self.secrets_in_config = self.secrets_in_config or config_text is not None
-            script = node_script(argv, workdir=node.workdir, with_config=config_text is not None, new_session=not slurm)
+            script = node_script(argv, workdir=node.workdir, with_config=config_text is not None,
+                                 new_session=launcher.new_session)
             log_path = self.rundir.server_log_path if rank == 0 else Path(self.rundir.path) / f"node-{rank}.log"
-            client = (srun_argv(node.host, script, self.profile.server.slurm_options,
-                                job_name=f"specdash-{safe_name(self.profile.name)}-node{rank}") if slurm
-                      else ssh_argv(node.host, script, self.profile.server.ssh_options))
+            client = launcher.client(node.host, script, options, node_job_name(safe_name(self.profile.name), rank))
             nodes.append(SSHNodeProcess(
                 client,
                 env={}, stdin_data=env_block(spec.env, config_text), log_path=log_path,

@@ -414,11 +414,13 @@ def test_any_run_directory_is_read_or_refused(tmp_path, manifest, summary, recor
     import json
     import shutil
 
-    from specdash.bench.html import ReportError, load_source, render_report
+    from specdash.bench.html import render_report
     from specdash.bench.rundir import RunDir
+    from specdash.bench.sources import ReportError, load_source
     from specdash.commands.bench import read_run_manifest
+    from specdash.commands.compare import compare_dirs
     from specdash.commands.errors import UsageError
-    from specdash.commands.report import compare_dirs, foreign_values
+    from specdash.commands.report import foreign_values
 
     TRIED["run directories"] += 1
     d = tmp_path / "run"
@@ -583,7 +585,7 @@ def test_any_pasted_command_imports_or_is_refused(words, prefix):
                                                                 "100000", "10**23", "0.001", "2.5", "9" * 5000]),
                                                max_size=6))))
 def test_any_sweep_spec_is_parsed_within_the_limits_or_refused(spec):
-    from specdash.bench.sweep import MAX_SWEEP_POINTS, parse_sweep
+    from specdash.bench.points import MAX_SWEEP_POINTS, parse_sweep
     from specdash.bounded import MAX_CONCURRENCY, MAX_REQUEST_RATE, MIN_REQUEST_RATE
 
     TRIED["sweep specs"] += 1

@@ -95,7 +95,8 @@ def test_bench_on_a_simulated_tp2_server_with_every_scheduler_exporting(tmp_path
     assert one > 0 and ranks[0]["device_time_s"] == pytest.approx(one) == ranks[1]["device_time_s"]  # not doubled
     assert ranks[0]["decode_tokens"] > 0
     assert run["server_accept_length"] == pytest.approx(run["accept_length"], rel=0.02)
-    from specdash.bench.html import load_source, render_report
+    from specdash.bench.html import render_report
+    from specdash.bench.sources import load_source
 
     page = render_report([load_source(run_dir)])
     assert "<h3>Scheduler ranks</h3>" in page and "TP1" in page

@@ -18,8 +18,7 @@ from specdash.cli import main
 from specdash.commands.profile import profile_from_command
 from specdash.eagle3.doctor import run_doctor
 from specdash.profile import ProfileError, build_launch, load_profile, parse_profile, profile_to_toml
-from specdash.profile.flags import redacted_profile_data, server_flags
-from specdash.profile.nodes import build_node_launches
+from specdash.profile.flags import build_node_launches, redacted_profile_data, server_flags
 from specdash.sglang.cmdline import parse_command_line
 from specdash.sim.testing import SimProcess, free_port
 

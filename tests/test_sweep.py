@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specdash.bench.sweep import Sweep, break_even, parse_sweep
+from specdash.bench.points import Sweep, break_even, parse_sweep
 from specdash.cli import main
 from specdash.sim.expected import expected
 from tests.test_bench import sim_profile
@@ -208,7 +208,8 @@ def test_rate_sweep_runs_each_point_open_loop_at_its_rate(rate_sweep):
 
 
 def test_rate_sweep_renders_in_the_table_the_report_and_the_dashboard(rate_sweep):
-    from specdash.bench.html import load_source, render_report
+    from specdash.bench.html import render_report
+    from specdash.bench.sources import load_source
     from specdash.bench.sweep import render_sweep
     from specdash.tui.widgets.advice import sweep_text
 

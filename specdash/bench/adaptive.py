@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specdash.collect.tiers import DEFAULT_DECODE_LOG_INTERVAL, TierStats, TierTracker
+from specdash.results import AdaptiveFields
 from specdash.sglang.adaptive import (
     AdaptiveConfigError,
     flag_int,
@@ -85,7 +86,7 @@ class RunAdaptive:
         total = sum(s for s, _ in shares)
         return sum(s * d for s, d in shares) / total if total > 0 else None
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> AdaptiveFields:
         """``tiers``, ``adaptive``, ``device_time_s``, ``ranks``, ``decode_iterations``, ``log_window`` for the RUN
         (``log_window``: the run's ``[first, end)`` lines of ``server.log``; a sweep point's own stretch)."""
         return {

@@ -49,6 +49,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from specdash.bench.stats import geometric_mean, paired_speedup
+from specdash.results import ComparisonReport
+from specdash.sglang.effective import SpecSettings
 from specdash.sglang.positions import accept_fields
 
 METRIC = "output_tok_s"
@@ -140,6 +142,7 @@ def side_stats(records: Sequence[Record], effective: Mapping[str, Any] | None = 
     tpot = _mean(rec.get("tpot_s") for rec in records)
     ttft = _mean(rec.get("ttft_s") for rec in records)
     hist = pooled_histogram(records)
+    read = SpecSettings.from_effective(effective)
     return {
         "requests": len(records),
         "tok_s": _mean(request_tok_s(rec) for rec in records),
@@ -148,14 +151,8 @@ def side_stats(records: Sequence[Record], effective: Mapping[str, Any] | None = 
         "accept_length": toks / verify if verify > 0 else None,
         "accept_rate": correct / proposed if proposed > 0 else None,
         "accept_histogram": hist,
-        **accept_fields(hist, _eff_int(effective, "speculative_num_steps"),
-                        _eff_int(effective, "speculative_num_draft_tokens")),
+        **accept_fields(hist, read.steps, read.draft_tokens),
     }
-
-
-def _eff_int(effective: Mapping[str, Any] | None, key: str) -> int | None:
-    v = (effective or {}).get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _category(ra: Record, rb: Record) -> str | None:
@@ -250,7 +247,7 @@ def build_comparison(
     confidence: float = 0.95,
     a_effective: Mapping[str, Any] | None = None,
     b_effective: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ComparisonReport:
     """The ``comparison.json`` dict for B over A (and, when given, each side over the baseline).
 
     ``seed`` fixes the bootstrap resampling so a report is reproducible; ``confidence`` is the

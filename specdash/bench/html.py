@@ -5,6 +5,7 @@ drawn here (:func:`line_chart`, :func:`bar_chart`, a few hundred lines of plain 
 plotting library).  Every text that comes from a file is escaped (:func:`html.escape`), so a
 profile name or a server log line cannot inject markup.
 
+The directories are read as :class:`~specdash.bench.sources.Source` objects (:mod:`specdash.bench.sources`).
 What a directory contributes (README "Run directories"), in the order the page shows it:
 
 * a run directory (``summary.json``, ``manifest.json``, ``requests.jsonl``): metadata (profile,
@@ -19,7 +20,7 @@ What a directory contributes (README "Run directories"), in the order the page s
   them runs without speculation (a sweep's baseline directory), the paired speedup of each other
   directory over it at each shared concurrency (:func:`specdash.bench.compare.build_comparison` on
   that point's records: geometric mean of per-request tok/s ratios, 95 % bootstrap interval) with its
-  band, and the break-even concurrency (:func:`specdash.bench.sweep.break_even`);
+  band, and the break-even concurrency (:func:`specdash.bench.points.break_even`);
 * an A/B compare directory (``comparison.json``): verdict, speedup and interval, the sides, the
   baseline, per category, per prompt, tok/s per prompt and the accepted-drafts histograms as bars;
 * a tune directory (``tune.json``): the settings measured, the best, the advice text and the final A/B.
@@ -31,123 +32,31 @@ with 1 decimal, milliseconds with 2, accept length and rate with 3.
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specdash.bench.compare import build_comparison, side_stats
+from specdash.bench.compare import side_stats
+from specdash.bench.points import axis_name, break_even, point_label, sweep_var
 from specdash.bench.report import _ci, _fmt, _fractions
+from specdash.bench.sources import (
+    ReportError,
+    Source,
+    is_point,
+    load_source,
+    read_gpu_samples,
+    sources_sweep_var,
+    sweep_speedups,
+)
 from specdash.bench.svg import PALETTE, SVG_NS, bar_chart, cdf_points, esc, line_chart, nice_ticks
-from specdash.bench.sweep import SWEEP_FILE, axis_name, break_even, point_label, sweep_var
 
-__all__ = ["GENERATOR", "PALETTE", "SVG_NS", "ReportError", "Source", "bar_chart", "esc", "is_generated_report",
-           "line_chart", "load_source", "nice_ticks", "render_report", "sweep_speedups"]
+__all__ = ["GENERATOR", "PALETTE", "SVG_NS", "bar_chart", "esc", "is_generated_report", "line_chart", "nice_ticks",
+           "render_report"]
 
 GENERATOR = "specdash report"
 """The ``<meta name="generator">`` of every page: ``specdash report`` overwrites only files that carry it."""
-
-class ReportError(ValueError):
-    """A directory that cannot be reported (missing, or none of the files specdash writes)."""
-
-
-# -- loading ---------------------------------------------------------------------------------------
-def _read_json(path: Path) -> Any:
-    """A run-directory JSON object (:func:`specdash.bench.rundir.read_run_file`: bounded, depth-limited)."""
-    from specdash.bench.rundir import RunFileError, read_run_file
-
-    try:
-        return read_run_file(path)
-    except RunFileError as exc:
-        raise ReportError(f"{path} cannot be read as JSON ({exc})") from None
-
-
-@dataclass
-class Source:
-    """One directory given to the report: ``kind`` is ``run``, ``compare`` or ``tune``."""
-
-    path: Path
-    kind: str
-    summary: dict | None = None
-    manifest: dict = field(default_factory=dict)
-    records: list[dict] = field(default_factory=list)
-    comparison: dict | None = None
-    tune: dict | None = None
-    #: the sweep's result (``sweep.json``) when this run directory is a sweep's profile side
-    sweep: dict | None = None
-
-    @property
-    def runs(self) -> list[dict]:
-        return list((self.summary or {}).get("runs") or [])
-
-    @property
-    def name(self) -> str:
-        """The profile of a run directory (else the directory's name)."""
-        runs = self.runs
-        return str((runs[0].get("profile") if runs else None) or self.manifest.get("profile") or self.path.name)
-
-    @property
-    def speculative(self) -> bool:
-        """Whether any of its RUNs ran with a speculative algorithm (read back from the server)."""
-        return any((r.get("effective") or {}).get("speculative_algorithm") for r in self.runs)
-
-    @property
-    def sweep_var(self) -> str:
-        """The axis its RUNs differ in: ``request_rate`` for a ``--sweep request_rate=…`` directory, else
-        ``concurrency`` (a concurrency sweep, or a single RUN)."""
-        return "request_rate" if "request_rate" in (self.manifest.get("sweep") or {}) else "concurrency"
-
-    def records_at(self, point: Any, var: str = "concurrency") -> list[dict]:
-        """Its records at one point of the ``var`` axis (records without one belong to a single-RUN
-        directory's)."""
-        only = self.runs[0].get(var) if len(self.runs) == 1 else None
-        return [r for r in self.records if r.get(var, only) == point]
-
-
-def load_source(path: str | Path) -> Source:
-    """Read a run, compare or tune directory.
-
-    Raises:
-        ReportError: the directory is missing, or holds none of ``summary.json``,
-            ``comparison.json``, ``tune.json``.
-    """
-    from specdash.bench.rundir import RunDir
-
-    p = Path(path)
-    if not p.is_dir():
-        raise ReportError(f"{p} is not a directory")
-    if (p / "summary.json").is_file():
-        from specdash.bench.rundir import RunFileError, read_summary
-
-        try:
-            summary = read_summary(p / "summary.json")  # each RUN's fields type-checked
-        except RunFileError as exc:
-            raise ReportError(f"{p / 'summary.json'}: not a summary specdash wrote ({exc})") from None
-        manifest = _read_json(p / "manifest.json") if (p / "manifest.json").is_file() else {}
-        sweep = _read_json(p / SWEEP_FILE) if (p / SWEEP_FILE).is_file() else None
-        return Source(p, "run", summary=summary, manifest=manifest if isinstance(manifest, dict) else {},
-                      records=RunDir(p).read_requests(),
-                      sweep=sweep if isinstance(sweep, dict) and isinstance(sweep.get("sweep"), list) else None)
-    if (p / "comparison.json").is_file():
-        return Source(p, "compare", comparison=_read_json(p / "comparison.json"))
-    if (p / "tune.json").is_file():
-        return Source(p, "tune", tune=_read_json(p / "tune.json"))
-    if (p / "manifest.json").is_file():  # a run directory whose run ended before it wrote a summary
-        manifest = _read_json(p / "manifest.json")
-        name = manifest.get("profile") if isinstance(manifest, dict) else None
-        name = name if isinstance(name, str) else None
-        log = p / "server.log"
-        why = f"; {log} says how the server ended" if log.is_file() and log.stat().st_size else ""
-        recs = " and some request records" if (p / "requests.jsonl").is_file() else ", no request record"
-        raise ReportError(f"{p} is a run directory{f' of profile {name}' if name else ''} with a manifest{recs} but "
-                          f"no summary.json: the run ended before it wrote one{why}. Run it again, or continue it, "
-                          f"with `specdash --bench --resume {p}`")
-    hint = " (an unfinished run? continue it with --resume)" if (p / "requests.jsonl").is_file() else ""
-    raise ReportError(f"{p} holds no summary.json, comparison.json or tune.json: not a run, compare or tune "
-                      f"directory{hint}")
-
 
 # -- HTML pieces -----------------------------------------------------------------------------------
 CSS = """
@@ -268,24 +177,6 @@ def _run_section(src: Source) -> list[str]:
     out += _contexts(runs, src.sweep_var)
     out += _ranks(runs)
     out += _verification(runs)
-    return out
-
-
-def read_gpu_samples(path: Path) -> list[dict]:
-    """The device readings of a run directory's ``gpu.jsonl`` (written while requests were in flight, one a
-    second per device: ``t`` epoch s, ``index``, ``node``, ``memory_used_mib``, ``utilization_pct``,
-    ``power_w``, ``temperature_c`` …); ``[]`` without the file.  Lines that are not JSON objects are skipped."""
-    f = path / "gpu.jsonl"
-    if not f.is_file():
-        return []
-    out = []
-    for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(d, dict) and isinstance(d.get("t"), (int, float)):
-            out.append(d)
     return out
 
 
@@ -544,37 +435,6 @@ def _verification(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["<h3>Post-launch verification</h3>", *out] if out else []
 
 
-def sweep_speedups(spec: Source, base: Source, var: str | None = None) -> list[dict[str, Any]]:
-    """The paired speedup of ``spec`` over ``base`` at each point of the ``var`` axis (default: ``spec``'s
-    sweep axis) both have: the point under ``var``, ``output_tok_s``, ``baseline_tok_s``, ``speedup``,
-    ``ci95``, ``verdict``, ``pairs`` (the sweep's point shape)."""
-    var = var or spec.sweep_var
-    base_by = {r.get(var): r for r in base.runs if _is_point(r.get(var))}
-    points = []
-    for run in spec.runs:
-        x = run.get(var)
-        b = base_by.get(x) if _is_point(x) else None
-        if b is None:
-            continue
-        cmp = build_comparison(base.records_at(x, var), spec.records_at(x, var), a_name=base.name, b_name=spec.name)
-        points.append({var: x, "output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s"),
-                       "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
-                       "pairs": cmp.get("pairs", 0)})
-    return points
-
-
-def _is_point(x: Any) -> bool:
-    """A swept value (a concurrency or a finite rate; not None, not the string ``"inf"``)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def sources_sweep_var(sources: Sequence[Source]) -> str:
-    """The axis shared by the sweeps among ``sources``: ``request_rate`` when every sweep there is a rate
-    sweep, else ``concurrency``."""
-    kinds = {s.sweep_var for s in sources if s.kind == "run" and s.manifest.get("sweep")}
-    return "request_rate" if kinds == {"request_rate"} else "concurrency"
-
-
 def _axis_col(var: str) -> str:
     """A table column's head for a sweep axis."""
     return "concurrency" if var == "concurrency" else "request rate (requests/s)"
@@ -585,12 +445,12 @@ def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> 
     var = sources_sweep_var(runs_src)
     name = axis_name(var)
     x_label = f"{name} (log scale)" if var == "concurrency" else "request rate, requests/s (log scale)"
-    xs = {r.get(var) for s in runs_src for r in s.runs if _is_point(r.get(var))}
+    xs = {r.get(var) for s in runs_src for r in s.runs if is_point(r.get(var))}
     bases = [s for s in runs_src if not s.speculative]
     specs = [s for s in runs_src if s.speculative]
     out: list[str] = []
     if len(xs) >= 2:
-        series = [{"name": s.name, "points": [(r[var], r.get("output_tok_s")) for r in s.runs if _is_point(r.get(var))]}
+        series = [{"name": s.name, "points": [(r[var], r.get("output_tok_s")) for r in s.runs if is_point(r.get(var))]}
                   for s in runs_src]
         out += [f"<h2>Throughput against {name}</h2>",
                 _figure(line_chart(series, title=f"output tok/s against {name}", x_label=x_label,
@@ -711,7 +571,7 @@ def _verdict(st: Story) -> tuple[str, str]:
 
 
 def _by_point(src: Source | None, var: str) -> dict[Any, Mapping[str, Any]]:
-    return {r.get(var): r for r in (src.runs if src else []) if _is_point(r.get(var))}
+    return {r.get(var): r for r in (src.runs if src else []) if is_point(r.get(var))}
 
 
 def _story_section(st: Story) -> list[str]:
@@ -724,7 +584,7 @@ def _story_section(st: Story) -> list[str]:
     text, cls = _verdict(st)
     out = [f'<h2 id="story">Does speculation pay? {esc(st.spec.name)} against {esc(base_name)}</h2>',
            f'<p class="verdict {cls}">{esc(text)}</p>']
-    pts = sorted((p for p in st.points if _is_point(p.get(var))), key=lambda p: p[var])
+    pts = sorted((p for p in st.points if is_point(p.get(var))), key=lambda p: p[var])
     be_label = [(st.break_even, f"break-even ≈ {st.break_even:.3g}")] if st.break_even is not None else []
     charts = [line_chart([{"name": st.spec.name, "points": [(p[var], p.get("speedup")) for p in pts],
                            "band": [(p[var], *(p.get("ci95") or (None, None))) for p in pts]}],

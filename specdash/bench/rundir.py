@@ -311,11 +311,6 @@ class RunDir:
             {"specdash_version": __version__, "written_at": time.time()} | manifest,
         )
 
-    def read_manifest(self) -> dict:
-        """``manifest.json`` as a dict ({} when absent; :func:`read_run_file`, raises RunFileError when bad)."""
-        p = self.path / "manifest.json"
-        return read_run_file(p) if p.is_file() else {}
-
     def append_request(self, record: dict) -> None:
         """Append one record to ``requests.jsonl`` and flush it to the OS at once."""
         if self._requests_fh is None:

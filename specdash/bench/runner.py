@@ -35,8 +35,8 @@ from specdash.bench.load import (
     send_suite_rate,
     work_items,
 )
+from specdash.bench.points import RATE_POINT_S
 from specdash.bench.rundir import RunDir
-from specdash.bench.sweep import RATE_POINT_S
 from specdash.bench.watchdog import ServerFault, Watchdog, resume_if_stopped
 from specdash.collect.stream import RunStats
 from specdash.collect.tiers import TierStats
@@ -49,6 +49,9 @@ from specdash.launch import (
     server_fields,
 )
 from specdash.profile import Profile, Suite
+from specdash.results import ClientLoad, LoadFields, RunSummary
+from specdash.sglang.effective import SpecSettings
+from specdash.sglang.records import RequestRecord
 
 GPU_FILE = "gpu.jsonl"
 """Device readings taken while a run's requests are in flight (:meth:`ProfileRun._sample_gpus`)."""
@@ -415,7 +418,7 @@ class ProfileRun:
         var = self.opt.sweep_var if self.opt.sweep else "concurrency"
         bad = [r[var] for r in self.runs if r["requests"] == 0]
         if bad:
-            from specdash.bench.sweep import axis_name
+            from specdash.bench.points import axis_name
 
             raise RunFailed(f"[{self.profile.name}] no request succeeded"
                             + (f" at {axis_name(var)} {', '.join(f'{b:g}' for b in bad)}" if self.opt.sweep else "")
@@ -718,7 +721,7 @@ class ProfileRun:
                                burstiness=self.opt.burstiness, max_concurrency=self.opt.concurrency,
                                seed=self.opt.arrival_seed, **kw)
 
-    def _load_fields(self) -> dict:
+    def _load_fields(self) -> LoadFields:
         """The RUN's and the manifest's load-shape keys: ``request_rate`` (asked; ``"inf"`` for all at
         once, as vLLM writes it; None in closed loop), ``burstiness``, ``arrival_seed`` and, in open
         loop, ``concurrency`` = the in-flight cap (None = uncapped)."""
@@ -729,7 +732,7 @@ class ProfileRun:
                 "arrival_seed": self.opt.arrival_seed, "concurrency": self.opt.concurrency}
 
     # -- outputs --------------------------------------------------------------------------------
-    def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> dict:
+    def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> RunSummary:
         from specdash.bench.adaptive import run_fields
         from specdash.eagle3.verify import verify_server
         from specdash.profile import server_flags
@@ -789,7 +792,7 @@ CLIENT_CPU_BOUND = 0.9
 ITL_BURST_FRACTION = 0.05
 
 
-def client_load(summary: dict, cpu_fraction: float | None) -> dict:
+def client_load(summary: dict, cpu_fraction: float | None) -> ClientLoad:
     """``client_cpu_fraction`` (specdash's process CPU seconds ÷ wall seconds over the measured requests) and
     ``client_bound``: None, or why the client, not the server, set the pace — its process near a full core
     (≥ :data:`CLIENT_CPU_BOUND`), or ITL p50 below :data:`ITL_BURST_FRACTION` of TPOT p50 (e.g. 0.00 ms beside
@@ -815,13 +818,12 @@ def _position_depth(effective: dict, tiers: Sequence[TierStats] | None) -> dict:
     different step counts, the shallowest tier's (a chain): the pooled histogram cannot tell a round of
     an S-step tier that accepted all S drafts (it never reached S + 1) from one that was rejected at
     S + 1, so only the positions every tier drafted are exact."""
-    steps, draft = effective.get("speculative_num_steps"), effective.get("speculative_num_draft_tokens")
+    read = SpecSettings.from_effective(effective)
     ran = sorted({int(t.speculative_num_steps) for t in tiers or ()
                   if t.speculative_num_steps and (t.verify_rounds or 0) > 0})
     if len(ran) > 1:
         return {"steps": ran[0], "draft_tokens": ran[0] + 1}
-    ok = [isinstance(v, int) and not isinstance(v, bool) for v in (steps, draft)]
-    return {"steps": steps if ok[0] else None, "draft_tokens": draft if ok[1] else None}
+    return {"steps": read.steps, "draft_tokens": read.draft_tokens}
 
 
 def _count_lines(path: Path) -> int:
@@ -833,7 +835,7 @@ def _count_lines(path: Path) -> int:
     return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
 
 
-async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dict, list[dict]]:
+async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[RunSummary, list[RequestRecord]]:
     """Run one profile (:class:`ProfileRun`); returns (the RUN dict, its request records — under
     ``resume`` only the ones this call sent: the earlier ones are folded into the RUN, not kept).
 
@@ -845,7 +847,7 @@ async def run_one(profile: Profile, suite: Suite, opts: RunOptions) -> tuple[dic
 
 
 async def run_sweep(profile: Profile, suite: Suite, opts: RunOptions, points: Sequence[int | float], *,
-                    var: str = "concurrency") -> tuple[list[dict], dict[int | float, list[dict]]]:
+                    var: str = "concurrency") -> tuple[list[RunSummary], dict[int | float, list[RequestRecord]]]:
     """Run ``profile`` at each of ``points`` of the ``var`` axis (``concurrency``, or ``request_rate``
     in requests/s) in one launch (one run directory, one RUN per point, in order); returns (the RUNs,
     point → that point's records).

@@ -187,7 +187,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     Returns (that dict, the measurements those launches added)."""
     from specdash.advisor import adaptive_schedule
     from specdash.bench.live import _captured_bs
-    from specdash.bench.tune import variant
+    from specdash.profile.variants import variant
     from specdash.sglang.versions import has_feature
 
     say = say or (lambda m: None)

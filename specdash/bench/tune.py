@@ -42,18 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
-from specdash.profile import build_launch, profile_variant, write_preset
-
-
-def variant(profile, steps: int, topk: int, draft_tokens: int, *, suffix: str | None = None):
-    """A copy of ``profile`` with other speculative settings (name tagged ``-s<steps>k<topk>n<draft>``)."""
-    return profile_variant(profile, {"num_steps": steps, "eagle_topk": topk, "num_draft_tokens": draft_tokens},
-                           name=f"{profile.name}-{suffix or f's{steps}k{topk}n{draft_tokens}'}")
-
-
-def baseline_of(profile):
-    """The same server without speculation (the tune baseline)."""
-    return profile_variant(profile, None, name=f"{profile.name}-baseline")
+from specdash.profile import build_launch, write_preset
+from specdash.profile.variants import baseline_of, variant
 
 
 def save_preset(source, winner, out_dir: Path, settings, *, label: str | None = None) -> Path:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from specdash.checkpoint.layout import EAGLE3_LAYER_PARTS
-from specdash.checkpoint.reader import ModelDir, TensorInfo
+from specdash.checkpoint.model import ModelDir, TensorInfo
 
 
 def _llama_target(hidden, layers, heads, kv_heads, inter, vocab, max_pos, arch="LlamaForCausalLM", **extra) -> dict:
@@ -142,13 +142,6 @@ def _catalogue() -> dict[str, tuple[dict, dict, dict]]:
 
 
 _CACHE: dict[str, tuple[dict, dict, dict]] | None = None
-
-
-def virtual_names() -> list[str]:
-    """Names accepted after ``sim:``."""
-    global _CACHE
-    _CACHE = _CACHE or _catalogue()
-    return sorted(_CACHE)
 
 
 def virtual_model(name: str) -> ModelDir:

@@ -68,6 +68,7 @@ from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpu
 from specdash.collect.proc import ProcSample, ProcTreeSampler
 from specdash.collect.stream import RunStats, distribution_ms, tpot_s
 from specdash.collect.tiers import DEFAULT_DECODE_LOG_INTERVAL, TierStats, TierTracker
+from specdash.sglang.effective import SpecSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from specdash.sglang.metrics import MetricsSnapshot
@@ -507,10 +508,8 @@ class LiveCollector:
     def run_summary(self) -> dict:
         """Run-scoped summary of the current run (cached until a record arrives)."""
         if self._run_cache is None:
-            info = self._info or {}
-            on = info.get("speculative_algorithm") not in (None, "", "NONE")
-            s = self._stats.summary(steps=_int_or_none(info.get("speculative_num_steps")) if on else None,
-                                    draft_tokens=_int_or_none(info.get("speculative_num_draft_tokens")) if on else None)
+            steps, draft = SpecSettings.from_effective(self._info).depth()
+            s = self._stats.summary(steps=steps, draft_tokens=draft)
             s["itl_ms"] = distribution_ms(list(self._itl)) if self._itl else None
             self._run_cache = s
         return self._run_cache
@@ -778,10 +777,6 @@ class LiveCollector:
             metrics_enabled=self._metrics_enabled,
             tier=self._tier_view(),
         )
-
-
-def _int_or_none(v) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 __all__ = [

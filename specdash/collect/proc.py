@@ -114,22 +114,6 @@ class ProcTreeSampler:
         return out
 
 
-def owned_gpu_pids(gpu_pids: Iterable[int], server_pids: set[int]) -> set[int]:
-    """The subset of NVML-reported ``gpu_pids`` that belong to the server's tree.
-
-    NVML inside containers may report PIDs of another PID namespace; those simply do not
-    match and are shown as "other".
-    """
-    return {pid for pid in gpu_pids if pid in server_pids}
-
-
-def self_cpu_seconds(pid: int | None = None) -> float:
-    """User + system CPU seconds of ``pid`` (default: this process) — for CPU budgets."""
-    p = psutil.Process(pid) if pid else psutil.Process()
-    t = p.cpu_times()
-    return float(t.user + t.system)
-
-
 def wait_gone(pids: Iterable[int], timeout_s: float = 5.0) -> list[int]:
     """Wait up to ``timeout_s`` for ``pids`` to exit; return those still running."""
     deadline = time.monotonic() + timeout_s

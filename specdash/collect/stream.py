@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specdash.results import GoodputFields, RunFigures
 from specdash.sglang.positions import accept_fields
 from specdash.sglang.records import request_counts
 
@@ -783,7 +784,7 @@ class RunStats:
             return None
         return gaps / span if span > 0 else float("inf")
 
-    def goodput(self, slo: dict[str, float] | None) -> dict:
+    def goodput(self, slo: dict[str, float] | None) -> GoodputFields:
         """``{goodput, goodput_slo, goodput_fraction}`` under the SLOs ``slo`` (ms, :func:`parse_slo`):
         goodput = requests meeting every SLO ÷ duration_s (requests/s, vLLM's definition);
         fraction = those ÷ all requests (successes plus failures not made good later).  All None
@@ -812,7 +813,7 @@ class RunStats:
                 "goodput_fraction": good / total if total else None}
 
     def summary(self, proposed_per_round: float | None = None, *, steps: int | None = None,
-                draft_tokens: int | None = None) -> dict:
+                draft_tokens: int | None = None) -> RunFigures:
         """The run-scoped fields of a ``summary.json`` RUN object (null where not applicable).
 
         ``proposed_per_round``: drafts proposed per request-round, replacing the records'

@@ -689,7 +689,7 @@ def _check_args(args) -> None:
     _check_dataset_args(args)
     args.sweep_spec = None
     if getattr(args, "sweep", None):
-        from specdash.bench.sweep import parse_sweep
+        from specdash.bench.points import parse_sweep
 
         try:
             args.sweep_spec = parse_sweep(args.sweep)

@@ -1,6 +1,9 @@
-"""``specdash compare`` beyond two specdash run directories: other tools' result files as a side, and
-N sides at once.
+"""What ``specdash compare`` compares: two specdash run directories, other tools' result files as a
+side, and N sides at once (:mod:`specdash.commands.report` holds the command's arguments and output).
 
+* Two specdash run directories (:func:`compare_dirs`): their ``requests.jsonl`` records paired by prompt
+  and repeat, per point for two sweeps (the top level pools every shared point), the break-even where
+  the curve crosses 1.
 * Two sides, one of them a vLLM ``bench serve`` result or an AIPerf export
   (:mod:`specdash.bench.external`): the requests cannot be paired by prompt, so the comparison is
   unpaired (:func:`specdash.bench.external.unpaired_comparison`: geometric means of the per-request
@@ -30,8 +33,123 @@ from specdash.commands.errors import UsageError
 OUTPUT_LEN_TOLERANCE = 0.05
 
 
+def _run_source(path: str):
+    """The run directory at ``path`` as a report source (a usage error for a compare or tune directory, or no records)."""
+    from specdash.bench.sources import ReportError, load_source
+
+    try:
+        src = load_source(path)
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
+    if src.kind != "run":
+        what = "an A/B compare directory (comparison.json)" if src.kind == "compare" else "a tune directory"
+        raise UsageError(f"{path} is {what}, not a run directory: `specdash report {path}` shows it")
+    if not src.records:
+        raise UsageError(f"{path} has no request records (requests.jsonl is missing or empty): nothing to compare")
+    return src
+
+
+def _points(src, var: str = "concurrency") -> list:
+    """The values of the ``var`` axis its RUNs ran at (sorted; a single RUN's one value)."""
+    from specdash.bench.sources import is_point
+
+    return sorted({r.get(var) for r in src.runs if is_point(r.get(var))})
+
+
+def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> dict:
+    """The comparison of run directory B over A (see :mod:`specdash.commands.report`); ``runs`` = the two directories.
+
+    Raises:
+        UsageError: a directory is missing, not a run directory or has no records; ``concurrency`` is not
+            one both ran; two sweeps share no concurrency.
+    """
+    from specdash.bench.compare import build_comparison, mark_not_comparable, shape_differences
+    from specdash.bench.points import axis_name, break_even, throughput_ratio
+    from specdash.bench.sources import sources_sweep_var, sweep_speedups
+
+    a, b = _run_source(dir_a), _run_source(dir_b)
+    a_name, b_name = a.name, b.name
+    if a_name == b_name:
+        a_name, b_name = f"{a_name} ({a.path.name})", f"{b_name} ({b.path.name})"
+    kinds = {s.sweep_var for s in (a, b) if s.manifest.get("sweep")}
+    if len(kinds) > 1:
+        raise UsageError(f"{dir_a} and {dir_b} swept different axes (one concurrency, one request rate): compare "
+                         "two concurrency sweeps or two request-rate sweeps")
+    var = sources_sweep_var([a, b])
+    name = axis_name(var)
+    if concurrency is not None and var != "concurrency":
+        raise UsageError("--concurrency picks a point of two concurrency sweeps; these are request-rate sweeps "
+                         "(compared over every rate they share)")
+    ca, cb = _points(a, var), _points(b, var)
+    shared = sorted(set(ca) & set(cb))
+    notes: list[str] = []
+    if concurrency is not None:
+        if concurrency not in shared:
+            raise UsageError(f"--concurrency {concurrency}: A ran at {ca or 'an unknown concurrency'}, "
+                             f"B at {cb or 'an unknown concurrency'}")
+        shared = [concurrency]
+    if not shared:
+        if len(ca) > 1 or len(cb) > 1:
+            raise UsageError(f"the two sweeps share no {name} (A: {ca}, B: {cb})")
+        recs_a, recs_b = a.records, b.records
+        if ca != cb:
+            notes.append(f"A ran at {name} {ca[0] if ca else '?'}, B at {cb[0] if cb else '?'}: "
+                         "compared as they are, not at the same load")
+    else:
+        # each pair stays within its point: the repeat index is made unique per point
+        span = 1 + max(int(r.get("repeat", 0) or 0) for r in [*a.records, *b.records])
+
+        def at(src, c, k):
+            return [dict(r, repeat=k * span + int(r.get("repeat", 0) or 0)) for r in src.records_at(c, var)]
+
+        recs_a = [r for k, c in enumerate(shared) for r in at(a, c, k)]
+        recs_b = [r for k, c in enumerate(shared) for r in at(b, c, k)]
+        if len(shared) > 1:
+            plural = "concurrencies" if var == "concurrency" else "request rates (requests/s)"
+            notes.append(f"pooled over {plural} {', '.join(f'{x:g}' for x in shared)} (pairs matched within each "
+                         f"point); per_{var} has each point")
+    cmp = build_comparison(recs_a, recs_b, a_name=a_name, b_name=b_name,
+                           a_effective=(a.runs[0] if a.runs else {}).get("effective"),
+                           b_effective=(b.runs[0] if b.runs else {}).get("effective"))
+    if not cmp.get("pairs"):
+        raise UsageError(f"no request of {dir_a} pairs with one of {dir_b} (same prompt and repeat, both finished): "
+                         "were they run with the same suite?")
+    # different request shapes pair by prompt and repeat all the same: the verdict says they are not comparable
+    mark_not_comparable(cmp, shape_differences(a.runs, b.runs))
+    if var != "request_rate":
+        va = {r.get("request_rate") for r in a.runs} - {None}
+        vb = {r.get("request_rate") for r in b.runs} - {None}
+        if va and vb and va != vb:
+            notes.append(f"A and B ran at different request rates (A: {', '.join(map(str, sorted(va, key=str)))}; "
+                         f"B: {', '.join(map(str, sorted(vb, key=str)))}): not at the same load")
+    for key in ("suite",):
+        va, vb = {r.get(key) for r in a.runs} - {None}, {r.get(key) for r in b.runs} - {None}
+        if va and vb and va != vb and cmp.get("comparable", True):
+            notes.append(f"A and B name different suites ({', '.join(sorted(map(str, va)))} vs "
+                         f"{', '.join(sorted(map(str, vb)))}) but sent the same requests (same prompts digest)")
+    if a.path.resolve() == b.path.resolve():
+        notes.append("A and B are the same run directory: every pair compares a request with itself")
+    unpaired = len(recs_a) - cmp.get("pairs", 0), len(recs_b) - cmp.get("pairs", 0)
+    if max(unpaired) > 0:
+        notes.append(f"{unpaired[0]} of A's and {unpaired[1]} of B's records found no partner (same prompt and "
+                     "repeat) and are left out")
+    cmp["notes"] = [*cmp.get("notes", []), *notes]
+    if len(shared) > 1:
+        pts = [{var: p[var], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
+                "throughput_ratio": throughput_ratio(p["output_tok_s"], p["baseline_tok_s"]),
+                "speedup": p["speedup"], "ci95": p["ci95"], "verdict": p["verdict"], "pairs": p["pairs"]}
+               for p in sweep_speedups(b, a, var) if p[var] in shared]
+        be, be_ci, note = break_even(pts, var, subject=f"B ({b_name}) over A ({a_name})")
+        cmp.update({f"per_{var}": pts, f"break_even_{var}": be, "break_even_ci95": be_ci, "break_even_note": note})
+    cmp["runs"] = [str(a.path), str(b.path)]
+    cmp["_failed"] = sorted({r.get("profile") or s.name for s in (a, b) for r in s.runs
+                             if (r.get("verification") or {}).get("status") == "failed"})
+    return cmp
+
+
+
 class Side:
-    """One side of a comparison: a specdash run directory (``source``, a :class:`specdash.bench.html.Source`)
+    """One side of a comparison: a specdash run directory (``source``, a :class:`specdash.bench.sources.Source`)
     or another tool's result (``external``); ``run`` is its RUN (the one at ``point`` of a sweep)."""
 
     def __init__(self, path: str, *, point: int | None = None) -> None:
@@ -48,8 +166,6 @@ class Side:
             self.name = f"{self.external.name} ({self.external.tool})"
             self.runs = [self.external.run]
         else:
-            from specdash.commands.report import _run_source
-
             self.source = _run_source(path)
             self.name = self.source.name
             self.runs = list(self.source.runs)
@@ -121,8 +237,6 @@ def compare_pair(a: Side, b: Side, *, concurrency: int | None = None) -> dict[st
     from specdash.bench.external import unpaired_comparison
 
     if a.source is not None and b.source is not None:
-        from specdash.commands.report import compare_dirs
-
         return compare_dirs(a.path, b.path, concurrency=concurrency)
     cmp = unpaired_comparison(a.name, a.request_tok_s(), a.run.get("output_tok_s"),
                               b.name, b.request_tok_s(), b.run.get("output_tok_s"))

@@ -26,11 +26,14 @@ from specdash.profile import (
     parse_profile,
     profile_entries,
     profile_to_toml,
+    safe_name,
     user_profile_dir,
     write_new_file,
 )
-from specdash.profile.nodes import NODE_FLAGS, NodeLaunch, build_node_launches, node_url, parse_host_port
+from specdash.profile.flags import build_node_launches
+from specdash.profile.nodes import NODE_FLAGS, NodeLaunch, node_url, parse_host_port
 from specdash.sglang.cmdline import ParsedCommand, flags_to_argv, parse_command_line, strip_terminal_codes
+from specdash.sglang.launchers import DEFAULT_NODE_LAUNCHER, node_job_name, node_launcher
 from specdash.sglang.launchspec import LaunchSpec
 from specdash.sglang.secrets import is_secret_flag, redact_text
 from specdash.sglang.versions import resolve_version
@@ -360,21 +363,9 @@ def render_show(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | 
             lines.append("  run on the node:")
             lines.append(f"    {n.shell_line()}")
         lines.append("")
-        if profile.server.node_launcher == "ssh":
-            lines.append(f"node_launcher = \"ssh\": specdash starts each line on its host over ssh (BatchMode) and "
-                         f"serves from node 0 at {url}")
-        elif profile.server.node_launcher == "slurm":
-            from specdash.profile import safe_name
-            from specdash.sglang.remote import SRUN_BASE
-
-            srun = " ".join([*SRUN_BASE, "--nodelist=HOST", f"--job-name=specdash-{safe_name(profile.name)}-node<R>",
-                             *profile.server.slurm_options])
-            lines.append(f"node_launcher = \"slurm\": inside an allocation (salloc / sbatch) specdash starts each line "
-                         f"as a job step on its Slurm node (srun {srun} sh -c …) and serves from node 0 at {url}")
-        else:
-            lines.append(f"specdash does not start these nodes (node_launcher = "
-                         f"\"{profile.server.node_launcher or 'attach'}\"): run each line on its node, then attach with "
-                         f"--url {url}")
+        launcher = node_launcher(profile.server.node_launcher)
+        options = getattr(profile.server, launcher.options_field) if launcher.options_field else []
+        lines.append(launcher.show(options, node_job_name(safe_name(profile.name), "<R>"), url))
     lines.append("")
     if not spec.enabled and not spec.rejections:
         lines.append("speculation: off")
@@ -420,7 +411,7 @@ def show_json(launch: LaunchSpec, profile: Profile, nodes: list[NodeLaunch] | No
     extra: dict = {}
     if nodes:
         extra = {"url": node_url(profile, launch.port), "dist_init_addr": profile.server.dist_init_addr,
-                 "node_launcher": profile.server.node_launcher or "attach",
+                 "node_launcher": profile.server.node_launcher or DEFAULT_NODE_LAUNCHER,
                  "nodes": [{"node_rank": n.rank, "host": n.node.host,
                             "gpus": n.node.gpus or profile.server.gpus_per_node, "workdir": n.node.workdir,
                             "serves_api": n.serves_api, "argv": n.spec.redacted_argv(),

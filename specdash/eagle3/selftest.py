@@ -45,7 +45,6 @@ with ``--speculative-algorithm EAGLE``; (d) ``d2t`` read as absolute ids.  All o
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -475,11 +474,6 @@ def _verdict(rep: SelftestReport) -> tuple[str, bool]:
         tail = ("→ this head scores poorly even when wired right: suspect training or the export (wrong sample "
                 "layout, wrong aux layers in the sample, or a broken checkpoint), not SGLang.")
     return f"{head}: {rule}. {tail}", good
-
-
-def main_json(report: SelftestReport) -> str:
-    """JSON text of a report."""
-    return json.dumps(report.to_json(), indent=2)
 
 
 __all__ = ["SAMPLE_FORMAT_HELP", "SelftestError", "SelftestReport", "VariantResult", "run_selftest"]

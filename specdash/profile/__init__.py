@@ -10,8 +10,8 @@ The package face: import from here.
   :func:`preset_dirs`), :func:`profile_to_toml`, :func:`write_new_file`, :func:`safe_name`;
 * :mod:`~specdash.profile.flags` — Profile → SGLang flags and launch (:func:`server_flags`,
   :func:`build_launch`) and the redacted profile of a manifest (:func:`redacted_profile_data`);
-* :mod:`~specdash.profile.nodes` — multi-node profiles: structure checks (:func:`~specdash.profile.nodes.check_nodes`,
-  run by :func:`parse_profile`), each node's command (:func:`~specdash.profile.nodes.build_node_launches`) and the
+* :mod:`~specdash.profile.nodes` — multi-node profiles: structure checks (:func:`~specdash.profile.nodes.node_problems`,
+  run by :func:`parse_profile`), each node's command (:func:`~specdash.profile.flags.build_node_launches`) and the
   refusal to launch them (:func:`~specdash.profile.nodes.launch_refusal`);
 * :mod:`~specdash.profile.variants` — the variant maker (:func:`profile_variant`) and the
   preset writer (:func:`write_preset`, :func:`preset_path`).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from specdash.profile.nodes import NodeLaunch
 from specdash.profile.schema import Profile, ProfileError
 from specdash.sglang.adaptive import early_launch
 from specdash.sglang.cmdline import flags_to_argv, parse_command_line
@@ -86,7 +87,7 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
     ``port`` overrides the profile's port (the runner picks a free one for port 0).
     For a multi-node profile, ``node_rank`` picks the node (None: node 0): its flags
     (:func:`server_flags`), its ``python`` (else ``[server] python``) and env = ``[env]`` with the
-    node's ``env`` on top (:func:`specdash.profile.nodes.build_node_launches` gives them all).
+    node's ``env`` on top (:func:`build_node_launches` gives them all).
 
     Raises:
         ProfileError: via profile accessors (bad paths, unset variables).
@@ -126,6 +127,19 @@ def build_launch(profile: Profile, *, version: str | None = None, port: int | No
     )
     argv = program + flags_to_argv(flags)
     return LaunchSpec(argv, env, spec, s.host, int(flags["--port"]), s.api_key)
+
+
+def build_node_launches(prof: Profile, *, version: str | None = None) -> list[NodeLaunch]:
+    """Each node's exact command, node 0 first: the :func:`build_launch` of the
+    profile plus ``--nnodes N --node-rank R --dist-init-addr HOST:PORT`` (after ``--tp-size``), the
+    node's ``extra_args`` last; env = ``[env]`` then the node's ``env`` (a node's value wins).
+
+    Raises:
+        ProfileError: not a multi-node profile, or via :func:`build_launch`.
+    """
+    if not prof.nodes:
+        raise ProfileError(f"profile {prof.name!r} is a single-node profile (no [[nodes]])")
+    return [NodeLaunch(n, build_launch(prof, version=version, node_rank=n.node_rank)) for n in prof.nodes]
 
 
 def redacted_profile_data(profile: Profile) -> dict:

@@ -12,9 +12,10 @@ waiting there until ``--dist-timeout`` (torch's default for NCCL: 600 s).
 
 A profile says so with ``[server] nnodes`` / ``dist_init_addr`` and one ``[[nodes]]`` entry per machine
 (``host``, ``node_rank``, optional ``gpus``, ``env`` additions, ``workdir``, ``python``, ``extra_args``).
-:func:`check_nodes` validates the structure (every ``parse_profile`` runs it); the doctor's ``NODES``
-rule (:mod:`specdash.eagle3.rules.nodes`) judges consistency.  :func:`build_node_launches` gives each
-node's exact argv and env (``profile show``).  With ``node_launcher = "ssh"`` or ``"slurm"`` specdash
+:func:`node_problems` validates the structure (every ``parse_profile`` runs it); the doctor's ``NODES``
+rule (:mod:`specdash.eagle3.rules.nodes`) judges consistency.  :func:`specdash.profile.flags.build_node_launches`
+gives each node's exact argv and env (``profile show``) as :class:`NodeLaunch`.  This module imports nothing of
+:mod:`specdash.profile` (the schema runs its checks), so the schema, the flags and it stay free of cycles.  With ``node_launcher = "ssh"`` or ``"slurm"`` specdash
 starts every node itself (:mod:`specdash.sglang.remote`, :func:`launches_nodes`); ``"attach"`` (the
 default) ends with :func:`launch_refusal`, which says how to start the nodes and attach.
 """
@@ -24,10 +25,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from specdash.profile.schema import ProfileError
 
 if TYPE_CHECKING:
     from specdash.profile.schema import NodeSection, Profile
@@ -59,17 +57,16 @@ def _flag_words(words: list[str]) -> list[str]:
     return [w.split("=", 1)[0].replace("_", "-") for w in words if w.startswith("--")]
 
 
-def check_nodes(prof: Profile, path: Path | str = "<profile>") -> None:
-    """Validate a profile's multi-node structure (nothing to check for a single-node profile).
+def node_problems(prof: Profile) -> list[str]:
+    """What breaks a profile's multi-node structure, one line per broken rule naming the key and the fix
+    (empty for a sound profile; nothing to check for a single-node one).  :func:`~specdash.profile.schema.parse_profile`
+    raises them as one :class:`~specdash.profile.schema.ProfileError`, each line after the file's name.
 
     Rules: ``[[nodes]]`` holds at least two machines; ``nnodes`` (when given) equals their number;
     ``nnodes`` > 1 needs ``[[nodes]]``; node ranks are 0 … N-1, each once, node 0 first;
     ``dist_init_addr`` is ``HOST:PORT`` (required with nodes); ``--nnodes`` / ``--node-rank`` /
     ``--dist-init-addr`` are never in ``extra_args`` of a multi-node profile; ``node_launcher`` only
     with nodes; ``slurm_options`` only with ``node_launcher = "slurm"``.
-
-    Raises:
-        ProfileError: every broken rule, one line each, naming the file, the key and the fix.
     """
     s, nodes = prof.server, prof.nodes
     errs: list[str] = []
@@ -85,9 +82,7 @@ def check_nodes(prof: Profile, path: Path | str = "<profile>") -> None:
                 parse_host_port(s.dist_init_addr)
             except ValueError as exc:
                 errs.append(f"server.dist_init_addr: {exc}")
-        if errs:
-            raise ProfileError("\n".join(f"{path}: {e}" for e in errs))
-        return
+        return errs
     if not nodes:
         errs.append(f"server.nnodes = {s.nnodes} but there are no [[nodes]] entries: add one per machine, node 0 "
                     "first, e.g. [[nodes]] host = \"10.0.0.1\" node_rank = 0")
@@ -133,8 +128,7 @@ def check_nodes(prof: Profile, path: Path | str = "<profile>") -> None:
                     flag, "server.dist_init_addr")
                 errs.append(f"{where} holds {flag}: in a multi-node profile it comes from {key} (specdash adds it "
                             f"to each node's command); remove it from {where}")
-    if errs:
-        raise ProfileError("\n".join(f"{path}: {e}" for e in errs))
+    return errs
 
 
 # -- per-node commands -------------------------------------------------------------------------------
@@ -172,44 +166,34 @@ def node_url(prof: Profile, port: int | None = None) -> str:
     return f"http://{host}:{port if port is not None else prof.server.port}"
 
 
-def build_node_launches(prof: Profile, *, version: str | None = None) -> list[NodeLaunch]:
-    """Each node's exact command, node 0 first: :func:`~specdash.profile.flags.build_launch` of the
-    profile plus ``--nnodes N --node-rank R --dist-init-addr HOST:PORT`` (after ``--tp-size``), the
-    node's ``extra_args`` last; env = ``[env]`` then the node's ``env`` (a node's value wins).
-
-    Raises:
-        ProfileError: not a multi-node profile, or via :func:`build_launch`.
-    """
-    from specdash.profile.flags import build_launch
-
-    if not prof.nodes:
-        raise ProfileError(f"profile {prof.name!r} is a single-node profile (no [[nodes]])")
-    return [NodeLaunch(n, build_launch(prof, version=version, node_rank=n.node_rank)) for n in prof.nodes]
-
-
 def launches_nodes(prof: Profile) -> bool:
-    """True when specdash starts the nodes itself (``node_launcher = "ssh"`` or ``"slurm"``,
-    :mod:`specdash.sglang.remote`); single-node profiles are launched as always."""
-    return bool(prof.nodes) and prof.server.node_launcher in ("ssh", "slurm")
+    """True when specdash starts the nodes itself (a launcher of :data:`specdash.sglang.launchers.NODE_LAUNCHERS`
+    that starts them: ``ssh``, ``slurm``); single-node profiles are launched as always."""
+    from specdash.sglang.launchers import node_launcher
+
+    return bool(prof.nodes) and node_launcher(prof.server.node_launcher).starts_nodes
 
 
 def launch_refusal(prof: Profile) -> str:
     """Why a multi-node profile is not launched, and what to do instead (what, why, the fix)."""
-    how = prof.server.node_launcher or "attach"
+    from specdash.sglang.launchers import DEFAULT_NODE_LAUNCHER, starting_launchers
+
+    how = prof.server.node_launcher or DEFAULT_NODE_LAUNCHER
     name = str(prof.path) if prof.path else prof.name
-    why = (f'node_launcher = "{how}"' + (" (the default)" if how == "attach" else "") + ": you start the nodes, "
-           'specdash attaches to node 0; node_launcher = "ssh" (the system ssh client) or "slurm" (srun job steps '
-           "inside an allocation) lets specdash start them")
+    starting = starting_launchers()
+    why = (f'node_launcher = "{how}"' + (" (the default)" if how == DEFAULT_NODE_LAUNCHER else "")
+           + ": you start the nodes, specdash attaches to node 0; node_launcher = "
+           + " or ".join(f'"{x.name}" ({x.what})' for x in starting) + " lets specdash start them")
     return (f"profile {prof.name!r} runs on {prof.num_nodes} nodes; specdash did not launch it: {why}. "
             f"Start every node yourself with the command `specdash profile show {name}` prints for it "
             f"(node 0 waits in torch.distributed's rendezvous until all have joined), then attach to node 0 with "
             f"--url {node_url(prof)}: `specdash --bench --profile {name} --url {node_url(prof)}` or "
-            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = \"ssh\" or \"slurm\")")
+            f"`specdash --url {node_url(prof)}` (tune relaunches servers: it needs node_launcher = "
+            + " or ".join(f'"{x.name}"' for x in starting) + ")")
 
 
-__all__ = ["NODE_FLAGS", "NodeLaunch", "build_node_launches", "check_nodes", "launch_refusal", "launches_nodes",
-           "node_url",
-           "parse_host_port"]
+__all__ = ["NODE_FLAGS", "NodeLaunch", "command_warnings", "launch_refusal", "launches_nodes", "node_problems",
+           "node_url", "parse_host_port"]
 
 
 #: ssh client options (``-o Key=…`` or a config file) that make ssh run a command on *this* machine

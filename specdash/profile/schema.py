@@ -45,7 +45,11 @@ from pydantic import (
 )
 
 from specdash import bounded as B
+from specdash.sglang.launchers import NODE_LAUNCHER_NAMES
 from specdash.sglang.versions import resolve_version
+
+#: The ``node_launcher`` values: the names of :data:`specdash.sglang.launchers.NODE_LAUNCHERS`.
+NodeLauncherName = Literal[NODE_LAUNCHER_NAMES]  # type: ignore[valid-type]
 
 
 class ProfileError(Exception):
@@ -98,7 +102,7 @@ class ServerSection(_Strict):
     dist_init_addr: str | None = Field(
         None, description="--dist-init-addr HOST:PORT: node 0's rendezvous address for torch.distributed (every "
         "node connects to it; a port apart from the HTTP port)")
-    node_launcher: Literal["attach", "ssh", "slurm"] | None = Field(
+    node_launcher: NodeLauncherName | None = Field(
         None, description="how the nodes are started: 'attach' (you start them, specdash attaches with --url to "
         "node 0; the default), 'ssh' (specdash starts every node with the system ssh client, BatchMode) or "
         "'slurm' (specdash, inside an salloc/sbatch allocation, starts one srun job step per node; hosts are "
@@ -452,7 +456,7 @@ def _format_validation(exc: ValidationError, model: type[BaseModel], path: Path 
 
 def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
     """Validate a profile dict (and, for ``[[nodes]]``, its multi-node structure:
-    :func:`specdash.profile.nodes.check_nodes`).
+    :func:`specdash.profile.nodes.node_problems`).
 
     Raises:
         ProfileError: unknown keys (with the nearest valid key), wrong types, missing keys, a broken
@@ -462,9 +466,10 @@ def parse_profile(data: dict, path: Path | str = "<profile>") -> Profile:
         prof = Profile.model_validate(data)
     except ValidationError as exc:
         raise ProfileError(_format_validation(exc, Profile, path)) from None
-    from specdash.profile.nodes import check_nodes
+    from specdash.profile.nodes import node_problems
 
-    check_nodes(prof, path)
+    if errs := node_problems(prof):
+        raise ProfileError("\n".join(f"{path}: {e}" for e in errs))
     prof._path = Path(path) if not str(path).startswith("<") else None
     return prof
 

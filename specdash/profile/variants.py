@@ -1,7 +1,7 @@
 """Derived profiles and saved presets: the one variant maker and the one preset writer.
 
-:func:`profile_variant` is how ``specdash tune`` makes the settings it launches (and its
-no-speculation baseline) and how the dashboard's Tweak screen edits the session's
+:func:`profile_variant` is how ``specdash tune`` makes the settings it launches (:func:`variant`, and its
+no-speculation baseline, :func:`baseline_of`) and how the dashboard's Tweak screen edits the session's
 profile.  :func:`write_preset` is how both save a profile as a new preset: TOML written
 with tomlkit, the source profile's comments kept when its text is given, a first comment
 line saying where the preset came from, and never an overwrite unless asked.
@@ -55,6 +55,18 @@ def profile_variant(profile: Profile, speculative: Mapping[str, Any] | None, *, 
     prof = parse_profile(data, profile.path or f"<{profile.name}>")
     prof._path = profile.path
     return prof
+
+
+def variant(profile: Profile, steps: int, topk: int, draft_tokens: int, *, suffix: str | None = None) -> Profile:
+    """A copy of ``profile`` with other speculative settings (name tagged ``-s<steps>k<topk>n<draft>``, or
+    ``-<suffix>``): what ``specdash tune`` launches at each setting it measures."""
+    return profile_variant(profile, {"num_steps": steps, "eagle_topk": topk, "num_draft_tokens": draft_tokens},
+                           name=f"{profile.name}-{suffix or f's{steps}k{topk}n{draft_tokens}'}")
+
+
+def baseline_of(profile: Profile) -> Profile:
+    """The same server without speculation (``<name>-baseline``): the baseline of a tune and of a sweep."""
+    return profile_variant(profile, None, name=f"{profile.name}-baseline")
 
 
 def _changes(was: dict, now: dict) -> dict[str, Any]:

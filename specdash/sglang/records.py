@@ -11,11 +11,37 @@ that every release's key names work.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from specdash.sglang.versions import read_spec_meta
 
-__all__ = ["GenerateResult", "SpecMeta", "record_problem", "request_counts"]
+__all__ = ["GenerateResult", "RequestRecord", "SpecMeta", "SpecRecord", "record_problem", "request_counts"]
+
+
+class SpecRecord(TypedDict):
+    """A record's ``spec``: the request's speculative counters (:class:`SpecMeta`)."""
+
+    verify_ct: int
+    correct_drafts: int | None
+    proposed_drafts: int | None
+    histogram: list[int] | None
+    accept_length: float | None
+    accept_rate: float | None
+
+
+#: A line of ``requests.jsonl``: :meth:`GenerateResult.to_json`, then the load driver's tags
+#: (:func:`specdash.bench.load.send_suite`: ``prompt_index``, ``repeat``, ``category``, ``segment``) and, in a
+#: sweep, the point's ``concurrency`` or ``request_rate``.  Times as :class:`GenerateResult` says.  The
+#: functional form: ``from __future__ import annotations`` would hide ``NotRequired`` from Python 3.11.
+RequestRecord = TypedDict("RequestRecord", {  # noqa: UP013 - see above
+    "rid": str | None, "ok": bool, "error": str | None, "prompt_tokens": int, "completion_tokens": int,
+    "started_at": float, "ts_sent": float, "ts_done": float, "t_sent": float, "t_first": float | None,
+    "t_done": float, "ttft_s": float | None, "e2e_s": float, "server_e2e_s": float | None,
+    "tpot_s": float | None, "finish_reason": str | None, "events": int, "spec": SpecRecord | None,
+    "itl_s": list[float], "text": NotRequired[str | None],
+    "prompt_index": NotRequired[int], "repeat": NotRequired[int], "category": NotRequired[str | None],
+    "segment": NotRequired[int], "concurrency": NotRequired[int], "request_rate": NotRequired[float],
+})
 
 
 @dataclass(slots=True)
@@ -114,7 +140,7 @@ class GenerateResult:
             return None
         return (self.e2e_s - self.ttft_s) / (self.completion_tokens - 1)
 
-    def to_json(self, *, include_text: bool = False) -> dict:
+    def to_json(self, *, include_text: bool = False) -> RequestRecord:
         """The canonical JSON record of one request (a line of ``requests.jsonl``).
 
         Keys: the dataclass fields except ``spec`` and ``text`` (``text`` only with
@@ -126,7 +152,7 @@ class GenerateResult:
         rounded to 0.1 µs.  :meth:`from_json` reads it back.
         """
         spec = self.spec
-        rec = {
+        rec: RequestRecord = {
             "rid": self.rid,
             "ok": self.ok,
             "error": self.error,
@@ -159,7 +185,7 @@ class GenerateResult:
         return rec
 
     @classmethod
-    def from_json(cls, rec: dict) -> GenerateResult:
+    def from_json(cls, rec: RequestRecord | dict) -> GenerateResult:
         """Inverse of :meth:`to_json` (for ``--resume``); unknown keys are ignored."""
         sp = rec.get("spec")
         spec = None

@@ -24,19 +24,6 @@ from specdash.sglang.versions import DEFAULT_VERSION, has_feature
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "STANDALONE")
 
 
-def known_algorithms(version: str = DEFAULT_VERSION) -> tuple[str, ...]:
-    """The names ``--speculative-algorithm`` accepts in SGLang ``version`` (members of
-    ``SpeculativeAlgorithm`` in ``srt/speculative/spec_info.py`` and the aliases the speculative hook
-    rewrites, e.g. ``NEXTN``), read from the generated facts (:mod:`specdash.sglang.facts`)."""
-    from specdash.sglang.facts import facts_for, facts_newest
-
-    try:
-        f = facts_for(version) or facts_newest()
-    except ValueError:
-        f = facts_newest()
-    return f.algorithms
-
-
 def _release_facts(version: str):
     from specdash.sglang.facts import facts_for, facts_newest
 

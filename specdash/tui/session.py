@@ -138,13 +138,12 @@ class LaunchInfo:
 def spec_settings(info_or_effective: dict | None) -> Settings | None:
     """Advisor :class:`~specdash.advisor.Settings` from ``/server_info`` or an ``effective`` dict."""
     from specdash.advisor import Settings
+    from specdash.sglang.effective import SpecSettings
 
-    d = info_or_effective or {}
-    algo = d.get("speculative_algorithm")
-    if not algo or algo in ("NONE",) or not d.get("speculative_num_steps"):
+    s = SpecSettings.from_effective(info_or_effective)
+    if not s.on or not s.steps:
         return None
-    return Settings(int(d["speculative_num_steps"]), int(d.get("speculative_eagle_topk") or 1),
-                    int(d.get("speculative_num_draft_tokens") or 0))
+    return Settings(s.steps, s.topk or 1, s.draft_tokens or 0)
 
 
 class Session(PresetsMixin):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from specdash.sglang.versions import SGLangVersion, parse_version
+from specdash.sglang.release import SGLangVersion, parse_version
 
 FACTS_DIR = Path(__file__).resolve().parent
 #: The extractor's output version these readers understand (``extractor_version`` of every file).
@@ -117,10 +117,6 @@ class ReleaseFacts:
     @property
     def wheel(self) -> str:
         return str(self.data.get("wheel", ""))
-
-    def cite(self, src: str | None) -> str:
-        """``sglang <release> <path:line>`` for a message (the provenance of one fact)."""
-        return f"SGLang {self.release} {src}" if src else f"SGLang {self.release}"
 
     # -- flags --------------------------------------------------------------------------------------
     @property

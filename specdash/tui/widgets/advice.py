@@ -37,7 +37,7 @@ def breakdown_text(run: dict) -> Text | None:
 def sweep_text(sweep: dict) -> Text:
     """The newest load sweep of the profile: speedup per concurrency (or request rate) with its interval
     and the break-even load (``specdash --bench --sweep``)."""
-    from specdash.bench.sweep import axis_name, break_even_of, point_label, sweep_var
+    from specdash.bench.points import axis_name, break_even_of, point_label, sweep_var
 
     var = sweep_var(sweep)
     t = Text()
