@@ -48,7 +48,9 @@ pack_draft() {
 }
 unpack_carried_draft() {  # draft parts carried in this call or copied by earlier `part` calls
   mkdir -p /root/draftparts; cp .whl/draft*/draft.tar.part-* /root/draftparts/ 2> /dev/null
-  if ls /root/draftparts/draft.tar.part-* > /dev/null 2>&1 && [ ! -f /root/models/smol-eagle3/config.json ]; then
+  # all parts there: the first and the last (the one under the 15 MiB split size)
+  if [ -f /root/draftparts/draft.tar.part-aa ] && [ -n "$(find /root/draftparts -name 'draft.tar.part-*' -size -15M)" ] \
+     && [ ! -f /root/models/smol-eagle3/config.json ]; then
     mkdir -p /root/models && cat /root/draftparts/draft.tar.part-* | tar -C /root/models -xf - \
       && log "carried draft unpacked: $(sha256sum /root/models/smol-eagle3/model.safetensors | cut -c1-12)"
   fi
@@ -178,6 +180,68 @@ if [ "$PHASE" = grid ]; then
   done
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tar -C "$W" -czf "$OUT/grid.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err 2> /dev/null
+  exit 0
+fi
+if [ "$PHASE" = grid-par ]; then
+  # the grid in parallel launches: every point of POINTS gets a server of its own (one relaunch per point), all
+  # started at once on ports 30100+ (SGLang's KV pool capped by --max-total-tokens so that they fit one GPU
+  # together; mem-fraction-static 0.9 only bounds what each may take), then measured one at a time: the others
+  # are stopped (SIGSTOP of their process groups: an idle SGLang scheduler polls at 100 % of a core) and the
+  # measured one is attached with `specdash --bench --url` under its own profile (post-launch verification of
+  # what it serves). A launch costs ~60 s and a point's measurement ~25 s, so ~12 points fit one call.
+  build_target || { log "no target"; exit 1; }
+  unpack_carried_draft
+  SD="$PY -m specdash"; mkdir -p "$W/prof" "$W/runs"
+  i=0; PORTS=""
+  for pt in ${POINTS:?POINTS}; do
+    port=$((30100 + i)); i=$((i + 1))
+    if [ "$pt" = baseline ]; then n=real-smol-baseline; base=profiles/real-smol-baseline.toml
+    elif [ "$pt" = ngram ]; then n=real-smol-ngram; base=profiles/real-smol-ngram.toml
+    else IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; base=profiles/real-smol-eagle3.toml; fi
+    prof="$W/prof/$n.toml"
+    sed -e "s/^name = .*/name = \"$n\"/" -e "s/^port = .*/port = $port/" -e "s/^mem_fraction_static = .*/mem_fraction_static = 0.9/" \
+        -e 's/"--cuda-graph-max-bs-decode", "48"\]/"--cuda-graph-max-bs-decode", "48", "--max-total-tokens", "65536"]/' "$base" > "$prof"
+    [ "$pt" = baseline ] || [ "$pt" = ngram ] || sed -i -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
+        -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" "$prof"
+    $SD profile show "$prof" --json > "$W/prof/$n.show.json" 2> "$W/prof/$n.show.err"
+    $PY -c "import json,sys; print('\0'.join(json.load(open(sys.argv[1]))['argv']), end='')" "$W/prof/$n.show.json" > "$W/prof/$n.argv"
+    setsid xargs -0 -a "$W/prof/$n.argv" env > "$W/server-$port.log" 2>&1 &  # setsid: its own process group
+    echo $! > "$W/server-$port.pid"
+    PORTS="$PORTS $port:$n"
+  done
+  log "launched $i servers"
+  for pn in $PORTS; do  # wait for all (each up to what the phase has left)
+    port=${pn%%:*}
+    until $PY -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=2)" > /dev/null 2>&1; do
+      kill -0 "$(cat "$W/server-$port.pid")" 2> /dev/null || { log "server :$port (${pn#*:}) exited"; tail -5 "$W/server-$port.log" >> "$OUT/steps.log"; break; }
+      [ "$(left)" -lt 60 ] && break; sleep 2
+    done
+  done
+  log "ready: $(for pn in $PORTS; do curl -s -m 2 -o /dev/null -w '%{http_code} ' http://127.0.0.1:${pn%%:*}/health; done)"
+  for pn in $PORTS; do kill -STOP -- -"$(cat "$W/server-${pn%%:*}.pid")" 2> /dev/null; done
+  for pn in $PORTS; do
+    port=${pn%%:*}; n=${pn#*:}; pg=$(cat "$W/server-$port.pid")
+    if [ "$(left)" -lt 45 ]; then log "skip $n: $(left) s left"; continue; fi
+    kill -CONT -- -"$pg" 2> /dev/null; sleep 1
+    before=$(ls "$W/runs" | wc -l)
+    timeout $(( $(left) - 15 )) $SD --bench --profile "$W/prof/$n.toml" --url "http://127.0.0.1:$port" --suite real-smol \
+      --baseline none --sweep "concurrency=${SWEEP:-1,4,16}" --repeats "${REPEATS:-1}" --out "$W/runs" --json \
+      > "$W/grid-$n.json" 2> "$W/grid-$n.err"
+    rc=$?
+    d=$(ls -td "$W"/runs/*/ 2> /dev/null | head -1)
+    [ "$(ls "$W/runs" | wc -l)" -gt "$before" ] && cp "$W/prof/$n.show.json" "$d/served.json"
+    kill -- -"$pg" 2> /dev/null; kill -CONT -- -"$pg" 2> /dev/null
+    log "grid $n exit $rc: $($PY -c "
+import json,sys
+try:
+    print(' '.join(f\"c{r['concurrency']} {r['output_tok_s']:.1f} tok/s tau {r.get('accept_length') or 0:.3f}\" for r in json.load(open('$W/grid-$n.json'))['runs']))
+except Exception as e: print('unreadable', e)")"
+  done
+  for pn in $PORTS; do pg=$(cat "$W/server-${pn%%:*}.pid"); kill -- -"$pg" 2> /dev/null; kill -CONT -- -"$pg" 2> /dev/null; done
+  sleep 3; pkill -9 -f sglang.launch_server 2> /dev/null
+  find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
+  tail -c 20000 "$W"/server-301*.log > "$W/servers-tail.log" 2> /dev/null
+  tar -C "$W" -czf "$OUT/grid-par.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err servers-tail.log 2> /dev/null
   exit 0
 fi
 echo "unknown phase $PHASE"; exit 2

@@ -36,7 +36,10 @@ def rows(folder: Path) -> list[dict]:
             eff = run.get("effective") or {}
             algo = eff.get("speculative_algorithm")
             manifest = summ.parent / "manifest.json"
-            argv = json.loads(manifest.read_text()).get("argv", []) if manifest.exists() else []
+            argv = (json.loads(manifest.read_text()).get("argv") if manifest.exists() else None) or []
+            served = summ.parent / "served.json"  # bed.sh grid-par: an attached server, its argv beside the run
+            if not argv and served.exists():
+                argv = json.loads(served.read_text()).get("argv") or []
             target = draft = None
             for flag, val in itertools.pairwise(argv):
                 if flag == "--model-path":
