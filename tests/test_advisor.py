@@ -79,12 +79,15 @@ def test_round_time_derivations():
 
 
 def test_cost_fit_recovers_known_parameters_and_batch_growth():
-    true = np.array([9.0, 0.12, 0.05, 0.03, 0.4, 0.01])  # b0 b1 v0 v1 d0 d1 (ms)
+    from specdash.advisor import cost_features
+
+    # b0 b1 v0 v1 d0 d1 e0 e1 (ms): e0, e1 what each extra tree candidate adds to a draft step
+    true = np.array([9.0, 0.12, 0.05, 0.03, 0.4, 0.01, 0.3, 0.01])
     ms = []
-    for s in (Settings(1, 1, 2), Settings(3, 1, 4), Settings(3, 4, 16), Settings(5, 2, 8), Settings(2, 8, 16)):
+    for s in (Settings(1, 1, 2), Settings(3, 1, 4), Settings(3, 4, 16), Settings(5, 2, 8), Settings(2, 8, 16),
+              Settings(6, 2, 7), Settings(2, 4, 24)):  # trees of few and many nodes per step: v0 apart from e0
         for b in (1, 8, 32):
-            n1 = s.draft_tokens - 1
-            t = true @ np.array([1, b, n1, b * n1, s.steps, s.steps * b * s.topk])
+            t = true @ cost_features(s, b)
             ms.append(Measurement(s, 1000 * b * 2.0 / t, concurrency=b, accept_length=2.0))
     fit = fit_cost(ms)
     assert fit.identifiable_split

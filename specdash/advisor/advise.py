@@ -59,7 +59,8 @@ CHAIN_TAU_SE = 0.02
 _DEPTH_TOP = 64  # positions of the acceptance draws made up front (steps are bounded at 64; more on demand)
 
 _COST_WORDS = {"v0": "verify cost per draft token", "v1": "growth of the verify cost with batch",
-               "d0": "draft cost per step", "d1": "growth of the draft cost with batch · topk"}
+               "d0": "draft cost per step", "d1": "growth of the draft cost with batch",
+               "e0": "tree cost per draft step and extra candidate", "e1": "growth of the tree cost with batch"}
 
 # --- advice ----------------------------------------------------------------------------------------
 
@@ -166,7 +167,8 @@ class Advice:
                 out.append(f"  {p.position:>8}  {p.p:>19.3f}  [{p.lo:.3f}, {p.hi:.3f}]  {p.unconditional:>11.3f}")
         v, dstep = self.cost.per_token_ms(self.batch)
         out.append(f"round cost at concurrency {self.batch}: base {self.cost.w[0] + self.cost.w[1] * self.batch:.2f} ms"
-                   f" + {v:.3f} ms per draft token (verify) + {dstep:.3f} ms per draft step")
+                   f" + {v:.3f} ms per draft token (verify) + {dstep:.3f} ms per draft step"
+                   f" + {self.cost.tree_ms_per_step(self.batch):.3f} ms per draft step per extra tree candidate")
         if self.cost.n_timer and self.current is not None:
             ph = self.cost.phase_ms(self.current, self.batch)
             out.append(f"  {self.current.label()}: host {ph['host']:.3f} ms + verify GPU {ph['verify']:.3f} ms + "
@@ -333,7 +335,7 @@ class _Model:
                         taus[j] = np.clip(taus[j], lo_t, hi_t)
             else:
                 taus = np.ones((len(chunk), N_DRAWS))
-            feats = np.stack([cost_features(s, bsz) for s in chunk], axis=0)  # (settings, 6)
+            feats = np.stack([cost_features(s, bsz) for s in chunk], axis=0)  # (settings, 8)
             ts = np.maximum(feats @ self.w_draws.T, t_floor)  # (settings, draws)
             toks = 1000.0 * bsz * taus / ts
             los, his = np.percentile(toks, [2.5, 97.5], axis=1)
