@@ -41,6 +41,7 @@ from specdash.advisor.acceptance import (
     _q,
     expected_accept_by_position,
     expected_accept_length,
+    extrapolate,
     fit_acceptance,
     pooled_position_acceptance,
     position_probs,
@@ -294,10 +295,8 @@ class _Model:
         return list(fam[s.draft_tokens])
 
     def _p_draws(self, depth: int) -> np.ndarray:
-        if depth > self.p_draws.shape[1]:  # deeper than any bounded setting: the family past _DEPTH_TOP
-            a, d, _ = self.a_draws
-            extra = np.minimum(a[:, None] * d[:, None] ** np.arange(self.p_draws.shape[1], depth)[None, :], P_MAX)
-            self.p_draws = np.concatenate([self.p_draws, extra], axis=1)
+        if depth > self.p_draws.shape[1]:  # deeper than any bounded setting: continued as past the measured depth
+            self.p_draws = extrapolate(self.p_draws, self.a_draws[1], self.p_draws.shape[1], depth)
         return self.p_draws[:, :depth]
 
     def predict(self, s: Settings, batch: float | None = None) -> Prediction:
@@ -415,7 +414,8 @@ def _break_even(model: _Model, preds: Sequence[Prediction], baseline: float, bes
         br = pr.branching
         if not br:
             continue
-        p = np.minimum(alphas[:, None] * acc.d ** np.arange(len(br))[None, :], P_MAX)
+        p = extrapolate(np.minimum(alphas[:, None] * acc.d ** np.arange(len(br))[None, :], P_MAX), acc.d,
+                        acc.known_depth, len(br))
         q = 1.0 - (1.0 - p) ** (np.asarray(br, float)[None, :] ** acc.beta)
         tok = 1000.0 * model.batch * (1.0 + np.cumprod(q, axis=1).sum(axis=1)) / pr.round_ms
         better = tok > best_curve
