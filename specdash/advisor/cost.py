@@ -28,7 +28,13 @@ per extra candidate, four times a chain's whole draft step, which d0 + d1·K can
 (``specdash/sim/scenario.py``).  A chain (K = 1) does not see e0, e1, so chains alone leave them to
 their priors and one tree launch measures them.  One tree point cannot tell a cost per draft step
 from one per round; the per-step form is SGLang's (the selection runs once per step) and the
-simulator's.  The base splits further into host time and verify GPU time,
+simulator's.  Its prior is tight — e0 ~ N(0, (0.01T̄)²): on the real bed e0 ≈ 0.027T̄ (one wide tree
+launch measures it: a tree of S steps and K candidates weighs it S·(K − 1) times), on an 8B target
+≈ 0.005T̄, and without a top-k cost of its own (the simulator's scenarios without ``topk_growth``)
+the per-token growth alone, ≈ 0.001T̄; a prior as wide as the chain step's (0.05T̄) made every
+wide tree look dear in most posterior draws before a tree was measured, and a live tune spent its
+launches walking up from small trees (issue 26).  The base splits further into host time and
+verify GPU time,
 
     b0 = h0 + g0,  b1 = h1 + g1
 
@@ -54,8 +60,8 @@ Observations (each a linear function of θ):
 
 Fit: a Gaussian prior (ms, relative to the median observed round time T̄: h0, g0 ~ N(T̄/2,
 2T̄²); h1, g1 ~ N(0, (0.035T̄)²); v0 ~ N(0.01T̄, (0.03T̄)²); v1 ~ N(0, (0.003T̄)²); d0 ~
-N(0.03T̄, (0.05T̄)²); d1, e1 ~ N(0, (0.003T̄)²); e0 ~ N(0, (0.03T̄)²)) truncated to θ ≥ 0, times the
-Gaussian likelihood
+N(0.03T̄, (0.05T̄)²); d1 ~ N(0, (0.003T̄)²); e0 ~ N(0, (0.01T̄)²); e1 ~ N(0, (0.001T̄)²)) truncated to
+θ ≥ 0, times the Gaussian likelihood
 of the observations, is a Gaussian N(m, Σ) truncated to θ ≥ 0 (m, Σ: the unconstrained ridge
 posterior).  The point estimate is its mode, the bounded least-squares solution
 ``scipy.optimize.lsq_linear(R, R·m, bounds=(0, ∞))`` with RᵀR = Σ⁻¹ — the same as bounded least
@@ -269,7 +275,7 @@ class CostFit:
 def _prior(scale: float) -> tuple[np.ndarray, np.ndarray]:
     mu0 = np.array([0.5 * scale, 0.0, 0.5 * scale, 0.0, 0.01 * scale, 0.0, 0.03 * scale, 0.0, 0.0, 0.0])
     sd0 = np.array([math.sqrt(2) * scale, 0.05 * scale / math.sqrt(2), math.sqrt(2) * scale, 0.05 * scale / math.sqrt(2),
-                    0.03 * scale, 0.003 * scale, 0.05 * scale, 0.003 * scale, 0.03 * scale, 0.003 * scale])
+                    0.03 * scale, 0.003 * scale, 0.05 * scale, 0.003 * scale, 0.01 * scale, 0.001 * scale])
     return mu0, sd0
 
 
