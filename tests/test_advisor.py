@@ -79,12 +79,15 @@ def test_round_time_derivations():
 
 
 def test_cost_fit_recovers_known_parameters_and_batch_growth():
-    true = np.array([9.0, 0.12, 0.05, 0.03, 0.4, 0.01])  # b0 b1 v0 v1 d0 d1 (ms)
+    from specdash.advisor import cost_features
+
+    # b0 b1 v0 v1 d0 d1 e0 e1 (ms): e0, e1 what each extra tree candidate adds to a draft step
+    true = np.array([9.0, 0.12, 0.05, 0.03, 0.4, 0.01, 0.1, 0.01])
     ms = []
-    for s in (Settings(1, 1, 2), Settings(3, 1, 4), Settings(3, 4, 16), Settings(5, 2, 8), Settings(2, 8, 16)):
+    for s in (Settings(1, 1, 2), Settings(3, 1, 4), Settings(3, 4, 16), Settings(5, 2, 8), Settings(2, 8, 16),
+              Settings(6, 2, 7), Settings(2, 4, 24)):  # trees of few and many nodes per step: v0 apart from e0
         for b in (1, 8, 32):
-            n1 = s.draft_tokens - 1
-            t = true @ np.array([1, b, n1, b * n1, s.steps, s.steps * b * s.topk])
+            t = true @ cost_features(s, b)
             ms.append(Measurement(s, 1000 * b * 2.0 / t, concurrency=b, accept_length=2.0))
     fit = fit_cost(ms)
     assert fit.identifiable_split
@@ -336,3 +339,36 @@ def test_measurement_from_run_summary():
     assert base.settings is None
     adv = advise([m, base])
     assert adv.baseline_tok_s == 90.0
+
+
+def test_prefill_share_of_a_clients_tok_s_is_not_charged_to_the_rounds():
+    """A client's tok/s holds the prefills: 1000 · B / tok/s = T / τ + c (c ms per output token).  The decode
+    round comes from τ · TPOT and c = 1000 · B / tok/s − TPOT is added back per token, so a setting of
+    another accept length is predicted right; fitting T to 1000 · B · τ / tok/s charged each round τ · c."""
+    from specdash.advisor.advise import _Model
+
+    c = 0.12  # ms per output token (the calibrated real bed: ~25 ms of prefill over 256 tokens)
+
+    def round_ms(s):  # a chain step 0.02 ms, each extra tree candidate 0.03 ms a step, verify 0.004 ms a token
+        return 2.9 + 0.004 * (s.draft_tokens - 1) + s.steps * (0.02 + 0.03 * (s.topk - 1))
+
+    hist = {Settings(2, 1, 3): [300, 200, 500], Settings(5, 1, 6): [300, 200, 150, 120, 80, 150],
+            Settings(3, 4, 8): [150, 200, 250, 400]}
+    ms = []
+    for s, h in hist.items():
+        tau = 1 + sum(k * n for k, n in enumerate(h)) / sum(h)
+        tok = 1000.0 * tau / (round_ms(s) + tau * c)
+        ms.append(Measurement(s, tok, accept_length=tau, accept_histogram=h, tpot_ms=round_ms(s) / tau))
+    assert ms[0].round_time_ms() == (pytest.approx(round_ms(Settings(2, 1, 3))), "TPOT")
+    assert ms[0].overhead_ms_per_token() == pytest.approx(c)
+    model = _Model(ms, 1)
+    assert model.c(1) == pytest.approx(c)
+    for m in ms:  # the decode rounds fitted as they are; tok/s = 1000 · τ / (T + τ · c) with the model's τ
+        tok, tau, t, _ = model._point(m.settings)
+        assert t == pytest.approx(round_ms(m.settings), rel=0.01)
+        assert tok == pytest.approx(1000.0 * tau / (t + tau * c))
+    # without TPOT (the old round time from tok/s alone) the same data charge the deep tree more
+    bare = [Measurement(m.settings, m.output_tok_s, accept_length=m.accept_length,
+                        accept_histogram=m.accept_histogram) for m in ms]
+    assert _Model(bare, 1).c(1) == 0.0
+    assert bare[2].round_time_ms()[0] > round_ms(Settings(3, 4, 8)) * 1.08

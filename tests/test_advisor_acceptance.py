@@ -1,11 +1,22 @@
-"""Per-position acceptance pooled over chains of different depths."""
+"""Per-position acceptance pooled over chains of different depths, and what it predicts past the deepest
+measured position."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from specdash.advisor import Measurement, Settings, advise
-from specdash.advisor.acceptance import pooled_position_acceptance
+from specdash.advisor.acceptance import (
+    P_MAX,
+    expected_accept_length,
+    fit_acceptance,
+    pooled_position_acceptance,
+    tree_branching,
+)
 
 
 def test_a_shorter_chain_does_not_count_as_failing_deeper_positions():
@@ -28,3 +39,51 @@ def test_an_adaptive_steps0_tier_is_never_the_current_or_a_suggestion():
     assert all(p.settings.steps >= 1 for p in adv.predictions)
     with pytest.raises(ValueError):
         advise(ms[:1], 90.0)
+
+
+# --- past the deepest measured position (issue 21's real-bed finding) ----------------------------------
+
+REAL = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "real-2026-12-02" / "runs"
+
+
+def _real_run(tag: str) -> dict:
+    (path,) = REAL.glob(f"*-real-smol-eagle3-{tag}/summary.json")
+    return json.loads(path.read_text(encoding="utf-8"))["runs"][0]
+
+
+def test_past_the_measured_depth_acceptance_keeps_the_last_measured_rate_on_the_real_bed():
+    """Told only the real 3/1/4 launch (rates 0.689, 0.710, 0.764 rising), the family alone read d > 1 and
+    predicted 0.797, 0.839, 0.883 at positions 4-6 of 6/1/7 (measured 0.768, 0.771, 0.713) and accept length
+    3.321 (measured 3.097).  Past position 3 the prediction now keeps position 3's rate; the measured accept
+    length of 6/1/7 lies in the widened interval."""
+    fit = fit_acceptance([Measurement.from_run(_real_run("3-1-4"))])
+    assert fit.depth == 3 and fit.d > 1.0  # the family still describes the rise within positions 1-3
+    p = fit.probs(6)
+    assert p[:3] == pytest.approx([0.689, 0.710, 0.764], abs=0.002)
+    assert p[3:] == pytest.approx([p[2]] * 3, abs=1e-12)
+    assert fit.family_probs(6)[5] == pytest.approx(0.883, abs=0.002)  # what it was
+    st = Settings(6, 1, 7)
+    tau = expected_accept_length(p, tree_branching(p, st, fit.beta), fit.beta)
+    measured = _real_run("6-1-7")["accept_length"]
+    assert tau == pytest.approx(3.223, abs=0.002) and measured == pytest.approx(3.097, abs=0.001)
+    rng = np.random.default_rng(0)
+    a, d, _ = fit.draws(400, rng)
+    draws = 1.0 + np.cumprod(fit.prob_draws(a, d, 6, rng), axis=1).sum(axis=1)
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    assert lo < measured < tau < hi
+    # within the measured depth nothing changed: 2/1/3 from the counts
+    assert fit.probs(2) == pytest.approx(p[:2])
+
+
+def test_where_acceptance_decays_the_extrapolation_is_the_family():
+    """d ≤ 1: p_D · d^(i − D) is α·d^(i − 1) itself past the measured depth (no counts to update it)."""
+    fit = fit_acceptance([Measurement(Settings(2, 1, 3), 100.0, accept_length=2.2)])
+    assert fit.depth == 2 and fit.d < 1.0 and not fit.counts
+    assert fit.probs(8) == pytest.approx(fit.family_probs(8), rel=1e-12)
+    # the draws past it spread wider with distance (the random walk), never above P_MAX
+    rng = np.random.default_rng(1)
+    a, d, _ = fit.draws(2000, rng)
+    pd = fit.prob_draws(a, d, 8, rng)
+    assert pd.max() <= P_MAX
+    spread = np.std(np.log(pd / (1 - pd)), axis=0)
+    assert spread[7] > spread[4] > spread[1]

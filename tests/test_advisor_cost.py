@@ -11,11 +11,13 @@ import pytest
 
 from specdash.advisor import (
     COST_NAMES,
+    THETA_NAMES,
     Measurement,
     PhaseTimes,
     Settings,
     advise,
     candidate_grid,
+    cost_features,
     fit_cost,
     truncated_normal_draws,
 )
@@ -40,18 +42,20 @@ TINY_BASELINE = 833.0
 def test_tiny_model_case_pulls_the_unconstrained_fit_negative_but_no_cost_is_negative():
     """The advisor before the bounds (plain ridge) fitted on TINY: b0 3.147, v0 +0.0762,
     v1 +0.0004, d0 −0.0468, d1 −0.0045 ms → −0.051 ms per draft step at concurrency 1, and ranked
-    steps 8 / topk 8 / draft tokens 9 first (each extra draft step "saved" time).  The bounded fit
-    holds d0 = d1 = 0 and names them."""
+    steps 8 / topk 8 / draft tokens 9 first (each extra draft step "saved" time).  With the tree
+    term of its own (e0 + e1·B per draft step per extra candidate) the same ridge fit reads d0 + d1
+    −0.058 ms and e0 −0.021 ms.  The bounded fit holds d0 = d1 = e0 = 0 and names them."""
     fit = fit_cost(TINY)
     unc = dict(zip(COST_NAMES, fit.unconstrained_w, strict=True))
     print("unconstrained", {k: round(v, 4) for k, v in unc.items()})
     print("bounded", dict(zip(COST_NAMES, fit.w.round(4).tolist(), strict=True)))
-    assert unc["d0"] + unc["d1"] == pytest.approx(-0.051, abs=0.01)  # the old −0.05 ms per draft step
+    assert unc["d0"] + unc["d1"] == pytest.approx(-0.058, abs=0.01)  # (−0.051 with the shared d1·B·K slope)
+    assert unc["e0"] == pytest.approx(-0.021, abs=0.01)
     assert np.all(fit.w >= 0) and np.all(fit.theta >= 0)
     assert fit.per_token_ms(1)[1] >= 0 and fit.per_token_ms(1)[0] >= 0
-    assert "d0" in fit.at_bound
+    assert "d0" in fit.at_bound and "e0" in fit.at_bound
     model = _Model(TINY, 1, seed=0)
-    assert model.w_draws.shape == (400, 6) and model.w_draws.min() >= 0.0
+    assert model.w_draws.shape == (400, 8) and model.w_draws.min() >= 0.0
     for s in candidate_grid():
         assert fit.round_ms(s, 1) >= fit.round_ms(Settings(1, 1, 2), 1) - 1e-9  # nothing is cheaper than the 1-chain
     adv = advise(TINY, TINY_BASELINE, current=Settings(3, 1, 4))
@@ -65,12 +69,11 @@ def test_tiny_model_case_pulls_the_unconstrained_fit_negative_but_no_cost_is_neg
 
 
 def test_bounded_fit_equals_the_unconstrained_one_when_no_bound_binds():
-    true = np.array([9.0, 0.12, 0.05, 0.03, 0.4, 0.01])
+    true = np.array([9.0, 0.12, 0.05, 0.03, 0.4, 0.01, 0.2, 0.01])  # COST_NAMES, ms
     ms = []
     for s in (Settings(1, 1, 2), Settings(3, 1, 4), Settings(3, 4, 16), Settings(5, 2, 8)):
         for b in (1, 8, 32):
-            n1 = s.draft_tokens - 1
-            t = true @ np.array([1, b, n1, b * n1, s.steps, s.steps * b * s.topk])
+            t = true @ cost_features(s, b)
             ms.append(Measurement(s, 1000 * b * 2.0 / t, concurrency=b, accept_length=2.0))
     fit = fit_cost(ms)
     assert fit.at_bound == ()
@@ -189,7 +192,8 @@ def test_timer_rows_recover_known_parameters_where_throughput_alone_cannot():
     with_timer = fit_cost(ms)
     without = fit_cost([Measurement(m.settings, m.output_tok_s, m.concurrency, m.accept_length) for m in ms])
     assert with_timer.identifiable_split and not without.identifiable_split
-    got = dict(zip(("h0", "h1", "g0", "g1", "v0", "v1", "d0", "d1"), with_timer.theta, strict=True))
+    got = dict(zip(THETA_NAMES, with_timer.theta, strict=True))
+    assert got["e0"] < 1e-3 and got["e1"] < 1e-4  # chains only: no tree cost to see, held near 0 by the prior
     for k, v in theta.items():
         assert got[k] == pytest.approx(v, rel=0.08, abs=2e-4), k
     v_t, d_t = with_timer.per_token_ms(1)

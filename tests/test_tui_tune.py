@@ -137,3 +137,33 @@ async def test_suggestions_show_the_profiles_newest_sweep(tmp_path: Path) -> Non
         shown = screen_text(app, "#advice-sweep")
         sp = res["sweep"][0]["speedup"]
         assert f"c1: ×{sp:.2f}" in shown and "c2: ×" in shown and res["note"] in shown
+
+
+def test_the_live_tune_panel_shows_one_table_per_concurrency():
+    """The dashboard's live-tune section (tune_text) lists the tune's concurrency first and the adaptive
+    schedule's high concurrency in a table of its own: a concurrency-16 tier is never read beside the
+    concurrency-1 settings (issue 26: "best by measurement: 2/1/3 13,379 tok/s" against ~1,860)."""
+    from specdash.tui.livetune import TuneStatus, tune_text
+
+    def row(s, src, launch, tok, c, **kw):
+        st = {"speculative_num_steps": s[0], "speculative_eagle_topk": s[1], "speculative_num_draft_tokens": s[2]}
+        return {"settings": st, "source": src, "launch": launch, "output_tok_s": tok, "interval": None,
+                "accept_length": 2.5, "concurrency": c, **kw}
+
+    report = {"launches": 3, "exploration_launches": 2, "budget": 8, "launch_log": [{"role": "baseline"},
+              {"role": "live"}, {"role": "explore"}], "live": {"used": True, "pairs": []},
+              "fast_explore": {"concurrency": 1},
+              "measured": [{"settings": None, "source": "launch", "launch": 0, "output_tok_s": 800.0,
+                            "interval": None, "accept_length": None, "concurrency": 1},
+                           row((3, 1, 4), "tier", 1, 850.0, 1), row((7, 1, 8), "tier", 1, 870.0, 1),
+                           row((3, 1, 4), "tier", 1, 13379.0, 16, **{"for": "adaptive schedule"}),
+                           row((7, 2, 15), "launch", 2, 890.0, 1)],
+              "best": {"speculative_num_steps": 7, "speculative_eagle_topk": 2, "speculative_num_draft_tokens": 15},
+              "stop_reason": "budget", "recommendation": {"text": "7/2/15"}, "time": {}}
+    status = TuneStatus(running=False, profile="p", suite="s", concurrency=1, report=report, started=0.0,
+                        finished=1.0)
+    text = tune_text(status)
+    c1, c16 = text.index("concurrency 1 (the tune's concurrency)"), text.index("concurrency 16 (for the adaptive")
+    assert c1 < c16
+    assert "13379.0" in text[c16:] and "13379.0" not in text[c1:c16]
+    assert "890.0" in text[c1:c16] and "890.0" not in text[c16:]

@@ -53,18 +53,19 @@ def _analytic(scenario, conc, max_tokens, prompts, seed, x) -> float:
                     conc, max_new_tokens=max_tokens, time_scale=1.0, prompts=prompts, seed=seed)["output_tok_s_total"]
 
 
-# (scenario, target, draft, start, max tokens, time scale): 4 prompts at concurrency 1
-@pytest.mark.parametrize("scenario,model,draft,start,max_tokens,time_scale", [
-    ("small-fast-decay", "sim:tiny-llama", "sim:tiny-llama-eagle3", (3, 1, 4), 512, 1.0),
-    pytest.param("real-smol", "sim:smollm2-135m", "sim:smollm2-135m-eagle3", (3, 1, 4), 256, 1.0, marks=pytest.mark.xfail(
-        strict=True, reason="known gap (issue 21): on the calibrated real-smol scenario the tune stops at 9/2/14, "
-        "4.7 % below the analytic best 7/2/15 for this suite — the cost model's draft term (d0 + d1·B·K) cannot "
-        "follow the fitted top-k growth of the draft step (×5.1 at top-k 2), so trees with fewer steps are "
-        "mispredicted; strict, so it reports when fixed")),
+# (scenario, target, draft, start, max tokens, time scale, prompts) at concurrency 1.  real-smol runs 12 prompts:
+# with 4 its launches' acceptance sampling moves each setting's tok/s by ±2-4 % (seeded, so the same settings
+# always err the same way) against a tree-over-chain margin of 2.6 % at the top, and which setting read lucky
+# decided the pick (9/2/14 at 4.7 %, 8/1/9 at 2.7 % below the best in some runs); with 12 the spread is about
+# halved and the space's top — the topk-2 trees at steps 6-8 and the chains at steps 8-10 — lies within 1.2 %
+# of the best (7/2/15), its deepest chains within 1.7 %.
+@pytest.mark.parametrize("scenario,model,draft,start,max_tokens,time_scale,n_prompts", [
+    ("small-fast-decay", "sim:tiny-llama", "sim:tiny-llama-eagle3", (3, 1, 4), 512, 1.0, 4),
+    ("real-smol", "sim:smollm2-135m", "sim:smollm2-135m-eagle3", (3, 1, 4), 256, 1.0, 12),
 ])
 def test_tune_pick_within_2_percent_of_the_spaces_analytic_best(tmp_path, scenario, model, draft, start, max_tokens,
-                                                                  time_scale):
-    prompts = [f"prompt number {i} about topic {i * 7}" for i in range(4)]
+                                                                  time_scale, n_prompts):
+    prompts = [f"prompt number {i} about topic {i * 7}" for i in range(n_prompts)]
     prof = load_profile(str(sim_profile(tmp_path, f"f-{scenario}", scenario=scenario, model=model, draft=draft,
                                         spec=start, time_scale=time_scale)))
     suite = parse_suite({"suite": {"name": "f", "max_tokens": max_tokens, "concurrency": 1, "warmup": 1,

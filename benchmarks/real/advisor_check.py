@@ -4,8 +4,10 @@
 For each way of choosing what the advisor is told (SGLang's own start 3/1/4 alone; one deep chain; every
 chain; every launch but one, for each launch), it fits specdash's acceptance model
 (:func:`specdash.advisor.acceptance.fit_acceptance`: α, d, β with the measured per-position counts as data)
-on those launches only, then predicts every launch it was NOT given — accept length and, for chains, the
-conditional acceptance of each draft position — and prints the error.  Inputs: a real results folder's
+on those launches only, then predicts every launch it was NOT given — accept length with its 95 % interval
+(400 posterior draws) and, for chains, the conditional acceptance of each draft position — and prints the
+error.  Past the deepest position the given launches reached, the model keeps the last measured rate and
+widens its interval (``specdash/advisor/acceptance.py``, "Past the deepest measured position").  Inputs: a real results folder's
 run directories (``summary.json`` RUNs).
 
 Usage::
@@ -19,6 +21,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 
 def load(folder: Path) -> list[dict]:
@@ -45,15 +49,23 @@ def predict(train: list[dict], test: list[dict]) -> list[dict]:
     from specdash.advisor.measurement import Measurement
 
     fit = fit_acceptance([Measurement.from_run(r) for r in train])
+    rng = np.random.default_rng(0)
+    a, d, b = fit.draws(400, rng)
+    p_draws = fit.prob_draws(a, d, 16, rng)
     out = []
     for r in test:
         m = Measurement.from_run(r)
         st = m.settings
         p = fit.probs(st.steps)
-        tau = expected_accept_length(p, tree_branching(p, st, fit.beta), fit.beta)
+        br = tree_branching(p, st, fit.beta)
+        tau = expected_accept_length(p, br, fit.beta)
+        q = 1.0 - (1.0 - p_draws[:, :len(br)]) ** (np.asarray(br, float)[None, :] ** b[:, None])
+        lo, hi = np.percentile(1.0 + np.cumprod(q, axis=1).sum(axis=1), [2.5, 97.5])
         row = {"setting": label(r), "measured_accept_length": round(r["accept_length"], 3),
                "predicted_accept_length": round(float(tau), 3),
-               "error": round(float(tau) - r["accept_length"], 3)}
+               "predicted_ci95": [round(float(lo), 3), round(float(hi), 3)],
+               "error": round(float(tau) - r["accept_length"], 3),
+               "measured_depth": fit.depth}
         if st.topk == 1 and r.get("accept_histogram"):
             meas = [round(s / n, 3) if n else None for s, n in position_counts(r["accept_histogram"], st.steps)]
             row["measured_by_position"] = meas
@@ -91,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             extra = ""
             if "measured_by_position" in row:
                 extra = f"  positions measured {row['measured_by_position']} predicted {row['predicted_by_position']}"
+            lo, hi = row["predicted_ci95"]
             print(f"  {row['setting']:>6}: accept length measured {row['measured_accept_length']:.3f} "
-                  f"predicted {row['predicted_accept_length']:.3f} ({row['error']:+.3f}){extra}")
+                  f"predicted {row['predicted_accept_length']:.3f} [{lo:.3f}, {hi:.3f}] ({row['error']:+.3f}){extra}")
     return 0
 
 

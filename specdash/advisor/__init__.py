@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from specdash.advisor.acceptance import (
     D_MAX,
+    EXTRAPOLATION_LOGIT_SD,
     P_MAX,
     PRIOR_BETA,
     PRIOR_D,
@@ -49,8 +50,10 @@ from specdash.advisor.acceptance import (
     chain_accept_length,
     expected_accept_by_position,
     expected_accept_length,
+    extrapolate,
     fit_acceptance,
     leviathan_tokens_per_round,
+    measured_depth,
     position_acceptance,
     position_counts,
     position_probs,
@@ -92,12 +95,14 @@ from specdash.advisor.planner import (
 from specdash.advisor.schedule import AdaptiveSchedule, BatchPlan, SlotPlan, adaptive_schedule
 
 __all__ = [
-    "COST_NAMES", "DRAFT_GRID", "D_MAX", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX", "REL_NOISE", "SIGMA_FLOOR",
+    "COST_NAMES", "DRAFT_GRID", "D_MAX", "EXTRAPOLATION_LOGIT_SD", "N_DRAWS", "PRIOR_BETA", "PRIOR_D", "P_MAX",
+    "REL_NOISE", "SIGMA_FLOOR",
     "STEPS_GRID", "TAU_SE", "THETA_NAMES", "TIMER_REL_NOISE", "TOPK_GRID", "AcceptanceFit", "AdaptiveSchedule",
     "Advice", "BatchPlan", "BreakEven", "CostFit", "Measurement", "PhaseTimes", "PositionEstimate", "Prediction",
     "Settings", "SlotPlan", "Suggestion", "TunePlanner", "_effective", "adaptive_schedule", "advise",
     "candidate_grid", "chain", "chain_accept_length", "cheapest_matching_chain", "cost_features", "deepening_chain",
-    "expected_accept_by_position", "expected_accept_length", "fit_acceptance", "fit_cost", "leviathan_tokens_per_round", "pooled_histogram",
+    "expected_accept_by_position", "expected_accept_length", "extrapolate", "fit_acceptance", "fit_cost",
+    "leviathan_tokens_per_round", "measured_depth", "pooled_histogram",
     "position_acceptance", "position_counts", "position_probs", "residual_correction", "round_ms_from_decode_log",
     "simulated_acceptance_candidates", "tier_measurable", "tree_branching", "tree_branchings", "truncated_normal_draws",
 ]

@@ -40,9 +40,39 @@ p̂_i = α·d^(i−1) taken as a Beta prior worth :data:`PRIOR_ROUNDS` rounds:
     p_i = (m·p̂_i + s_i) / (m + n_i)          m = PRIOR_ROUNDS
 
 (its draws, for the intervals, are Beta(m·p̂_i + s_i, m·(1 − p̂_i) + n_i − s_i) around each
-parameter draw).  With a few hundred rounds the measured rate decides; past the deepest
-measured position, and without chain histograms, the family alone extrapolates, as before.
-Trees use the same p_i for their accepted path (below).
+parameter draw).  With a few hundred rounds the measured rate decides; without chain histograms
+the family alone describes the positions the measurements reached.  Trees use the same p_i for
+their accepted path (below).
+
+Past the deepest measured position (conservative extrapolation)
+---------------------------------------------------------------
+Let D be the deepest draft position any measurement reached (:func:`measured_depth`: min(S, N − 1)
+over the speculative measurements with an accept length; 1 before any).  Within 1..D the data fit
+the family; beyond D nothing does, and the family's d may exceed 1 there because conditional
+acceptance *rose* over the measured positions.  A rise is a selection effect — the rounds that
+reach deep positions are the easy prompts' (a per-prompt mixture of rates, each decaying) — and it
+cannot go on: conditional acceptance never exceeds the easiest prompts' own rate.  So beyond D
+the prediction keeps the last measured rate and lets only a decay continue:
+
+    p_i = p_D · min(d, 1)^(i − D)            i > D
+
+(p_D as above: the family updated with the counts where they exist).  Where acceptance decays
+(d ≤ 1) this is the family itself; where it rose it stops rising at D.  The intervals widen
+instead (the planner should launch to find out, not trust the point): each parameter draw's
+extrapolated log-odds take a random walk, logit p_i = logit(p_D · min(d, 1)^(i − D)) + Σ_{j=D+1}^{i}
+ε_j, ε_j ~ N(0, :data:`EXTRAPOLATION_LOGIT_SD`²) — 0.25 a position, about how far one position's rate
+moves between the real bed's launches and positions (below), so three positions out the 95 % band
+spans ± 0.85 in log-odds (0.76 → 0.57 … 0.88).  Checked on the real bed (SmolLM2-135M + its trained
+EAGLE3 head, SGLang 0.5.14, ``benchmarks/real/advisor_check.py`` on
+``benchmarks/results/real-2026-12-02``), told only the 3/1/4 launch (positions 1–3 measured 0.689,
+0.710, 0.764; accept lengths with their 95 % intervals from 400 draws):
+
+* before (the family alone, d 1.05): positions 4–6 of 6/1/7 predicted 0.797, 0.839, 0.883 (measured
+  0.768, 0.771, 0.713); accept length 6/1/7 3.321 [3.159, 3.487] for 3.097 measured (+0.224, outside
+  its interval), 5/1/6 3.101 (+0.079), 4/1/5 2.851 (+0.049);
+* after: 0.764 at each of positions 4–6; 6/1/7 3.223 [3.064, 3.382] (+0.126, inside — the rest is the
+  two launches' positions 1–3 differing: 6/1/7's own were 0.661, 0.709, 0.752), 5/1/6 3.056 (+0.034),
+  4/1/5 2.838 (+0.037); the tree 3/4/8 and 2/1/3 (within the measured depth) unchanged.
 
 Tree model (topk > 1, an assumption, stated here)
 -------------------------------------------------
@@ -100,6 +130,11 @@ TAU_SE = 0.05  # default standard error of an accept length without histogram
 #: position (module docstring, "Measured positions"): 20 rounds — a launch measures hundreds, so the
 #: counts decide where they exist and the family fills in where they are few.
 PRIOR_ROUNDS = 20.0
+#: sd (log-odds, per position) of the random walk the extrapolated acceptance takes past the deepest
+#: measured position (module docstring, "Past the deepest measured position"): on the real bed one
+#: position's rate moves by up to ≈ 0.05 (≈ 0.25 in log-odds at 0.7) between launches (position 1:
+#: 0.661–0.689 over six) and from the last measured position to the next ones (6/1/7: −0.05 … +0.01)
+EXTRAPOLATION_LOGIT_SD = 0.25
 
 # --- acceptance ---------------------------------------------------------------------------------
 
@@ -193,6 +228,27 @@ def leviathan_tokens_per_round(alpha: float, gamma: int) -> float:
 def position_probs(alpha: float, d: float, depth: int) -> np.ndarray:
     """p_i = α · d^(i-1), i = 1..depth, capped at ``P_MAX``."""
     return np.minimum(alpha * d ** np.arange(depth), P_MAX)
+
+
+def extrapolate(p: np.ndarray, d, measured: int, depth: int) -> np.ndarray:
+    """``p`` (positions 1..``measured`` in its last axis, or more) continued to ``depth`` positions past
+    the deepest measured one: p_i = p_D · min(d, 1)^(i − D), D = ``measured`` (module docstring, "Past
+    the deepest measured position"); ``d`` a scalar or one value per row of ``p``."""
+    p = np.asarray(p, float)
+    D = max(1, min(int(measured), p.shape[-1]))
+    if depth <= D:
+        return p[..., :depth].copy()
+    d = np.minimum(np.asarray(d, float), 1.0)
+    k = np.arange(1, depth - D + 1)
+    tail = p[..., D - 1:D] * (d[..., None] if d.ndim else d) ** k
+    return np.concatenate([p[..., :D], np.minimum(tail, P_MAX)], axis=-1)
+
+
+def measured_depth(measurements: Sequence[Measurement]) -> int:
+    """The deepest draft position any speculative measurement with an accept length reached:
+    max min(S, N − 1); 0 without one."""
+    return max((min(m.settings.steps, m.settings.draft_tokens - 1) for m in _spec(measurements)
+                if m.tau() is not None), default=0)
 
 
 def _q(p, k, beta):
@@ -294,6 +350,9 @@ class AcceptanceFit:
     #: pooled chain (accepted, reached) per position (:func:`chain_position_counts`); predictions
     #: update the family's p̂_i with them ("Measured positions")
     counts: tuple[tuple[int, int], ...] = ()
+    #: the deepest position a measurement reached (:func:`measured_depth`); past it the prediction
+    #: extrapolates conservatively ("Past the deepest measured position")
+    depth: int = 0
 
     @property
     def alpha(self) -> float:
@@ -313,15 +372,22 @@ class AcceptanceFit:
         sd = np.sqrt(np.clip(np.diag(self.cov), 0, None))
         return {"alpha": a * (1 - a) * sd[0], "d": d * (1 - d / D_MAX) * sd[1], "beta": b * sd[2]}
 
+    @property
+    def known_depth(self) -> int:
+        """D of "Past the deepest measured position": the measured depth, at least 1."""
+        return max(1, int(self.depth))
+
     def probs(self, depth: int) -> np.ndarray:
         """p_i for i = 1..``depth``: the fitted family, updated with the pooled chain counts where
-        they exist (module docstring, "Measured positions")."""
-        p = position_probs(self.alpha, self.d, depth)
-        k = min(depth, len(self.counts))
+        they exist (module docstring, "Measured positions"), and past the deepest measured position
+        the last measured rate with only a decay continued ("Past the deepest measured position")."""
+        D = self.known_depth
+        p = position_probs(self.alpha, self.d, max(1, min(depth, D)))
+        k = min(len(p), len(self.counts))
         if k:
             s, n = np.asarray(self.counts[:k], float).T
             p[:k] = np.minimum((PRIOR_ROUNDS * p[:k] + s) / (PRIOR_ROUNDS + n), P_MAX)
-        return p
+        return extrapolate(p, self.d, D, depth)
 
     def family_probs(self, depth: int) -> np.ndarray:
         """p̂_i = α·d^(i−1) alone (no counts): the fitted family, for what-ifs on α."""
@@ -333,16 +399,25 @@ class AcceptanceFit:
 
     def prob_draws(self, alpha: np.ndarray, d: np.ndarray, depth: int, rng: np.random.Generator) -> np.ndarray:
         """Per-position acceptance draws, shape (len(alpha), depth): the family at each parameter
-        draw (α, d), and at the measured positions a Beta draw of its conjugate update with the
-        pooled chain counts (module docstring, "Measured positions")."""
-        p = np.minimum(np.asarray(alpha, float)[:, None] * np.asarray(d, float)[:, None] ** np.arange(depth)[None, :],
-                       P_MAX)
-        k = min(depth, len(self.counts))
+        draw (α, d), at the measured positions a Beta draw of its conjugate update with the pooled
+        chain counts (module docstring, "Measured positions"), and past the deepest measured
+        position the draw's last measured rate, min(d, 1) a position and a random walk in log-odds
+        ("Past the deepest measured position")."""
+        D = self.known_depth
+        d = np.asarray(d, float)
+        top = max(1, min(depth, D))
+        p = np.minimum(np.asarray(alpha, float)[:, None] * d[:, None] ** np.arange(top)[None, :], P_MAX)
+        k = min(top, len(self.counts))
         if k:
             s, n = np.asarray(self.counts[:k], float).T
             prior = np.clip(p[:, :k], 1e-6, 1 - 1e-6) * PRIOR_ROUNDS
             p[:, :k] = np.minimum(rng.beta(prior + s, PRIOR_ROUNDS - prior + (n - s)), P_MAX)
-        return p
+        out = extrapolate(p, d, D, depth)
+        if depth > D:
+            tail = np.clip(out[:, D:], 1e-6, 1 - 1e-6)
+            walk = np.cumsum(rng.normal(0.0, EXTRAPOLATION_LOGIT_SD, tail.shape), axis=1)
+            out[:, D:] = np.minimum(_sigmoid(np.log(tail / (1 - tail)) + walk), P_MAX)
+        return out
 
 
 def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
@@ -408,4 +483,4 @@ def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
     jac = res.jac if res is not None else np.diag(1 / prior_sd)
     cov = np.linalg.pinv(jac.T @ jac)
     return AcceptanceFit(np.asarray(x, float), cov, has_tree, n_pos, n_tau,
-                         tuple(chain_position_counts(measurements)))
+                         tuple(chain_position_counts(measurements)), measured_depth(measurements))

@@ -2,11 +2,20 @@
 
 Prediction and ranking
 ----------------------
-    predicted tok/s = 1000 · B · τ(setting) / T(setting)
+    predicted tok/s = 1000 · B · τ(setting) / (T(setting) + τ(setting) · c_B)
 
-which is SGLang's own score in ``scripts/playground/bench_speculative.py`` (``speed =
+which without c is SGLang's own score in ``scripts/playground/bench_speculative.py`` (``speed =
 acc_length / step_time`` per request, step_time from ``step_time_dict``) times B; τ from the
-acceptance model (:mod:`.acceptance`), T (ms per round) from the cost model (:mod:`.cost`).
+acceptance model (:mod:`.acceptance`), T (ms per decode round) from the cost model (:mod:`.cost`).
+c_B (ms per output token, :func:`prefill_ms_per_token`) is the part of a client's tok/s that is not
+decode rounds — the prefills, amortised over each request's tokens: a client measures
+1000 · B / tok/s = TTFT/M + TPOT · (M − 1)/M per token (M tokens a request), so the decode round
+T = τ · TPOT and c_B = 1000 · B / tok/s − TPOT, the same for every speculative setting of one
+suite and load (the median over the launches at B; 0 where none has TPOT, as for adaptive tiers and
+decode-log figures, which hold no prefill).  Fitting T to 1000 · B · τ / tok/s instead (before)
+charged every round τ · c_B more, a cost proportional to the accept length that the round-time
+features cannot follow: on the calibrated real bed (c ≈ 0.1 ms a token, rounds 3–4 ms) it read a
+tree of τ 3.7 about 1 % dearer against a chain of τ 3.0 than it is.
 The 95 % interval comes from 400 joint draws of the acceptance parameters (Laplace) and of
 the cost parameters (the truncated posterior: every drawn cost ≥ 0), widened by the model's
 misfit at the measured settings.  Candidates: steps 1..10, topk {1, 2, 4, 8, 16}, draft tokens
@@ -20,8 +29,8 @@ allocation runs once per (steps, topk) for every draft-token count
 
 Break-even: holding d, β and the costs, the first-position acceptance α* at which the best
 candidate equals the baseline tok/s, with the accept length that setting then needs
-(τ* = baseline · T / (1000 · B)), and how much cheaper the round would have to be at the
-current acceptance.
+(τ* = baseline · T / (1000 · B − baseline · c_B)), and how much cheaper the round would have to be
+at the current acceptance.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from specdash.advisor.acceptance import (
     _q,
     expected_accept_by_position,
     expected_accept_length,
+    extrapolate,
     fit_acceptance,
     pooled_position_acceptance,
     position_probs,
@@ -59,7 +69,8 @@ CHAIN_TAU_SE = 0.02
 _DEPTH_TOP = 64  # positions of the acceptance draws made up front (steps are bounded at 64; more on demand)
 
 _COST_WORDS = {"v0": "verify cost per draft token", "v1": "growth of the verify cost with batch",
-               "d0": "draft cost per step", "d1": "growth of the draft cost with batch · topk"}
+               "d0": "draft cost per step", "d1": "growth of the draft cost with batch",
+               "e0": "tree cost per draft step and extra candidate", "e1": "growth of the tree cost with batch"}
 
 # --- advice ----------------------------------------------------------------------------------------
 
@@ -166,7 +177,8 @@ class Advice:
                 out.append(f"  {p.position:>8}  {p.p:>19.3f}  [{p.lo:.3f}, {p.hi:.3f}]  {p.unconditional:>11.3f}")
         v, dstep = self.cost.per_token_ms(self.batch)
         out.append(f"round cost at concurrency {self.batch}: base {self.cost.w[0] + self.cost.w[1] * self.batch:.2f} ms"
-                   f" + {v:.3f} ms per draft token (verify) + {dstep:.3f} ms per draft step")
+                   f" + {v:.3f} ms per draft token (verify) + {dstep:.3f} ms per draft step"
+                   f" + {self.cost.tree_ms_per_step(self.batch):.3f} ms per draft step per extra tree candidate")
         if self.cost.n_timer and self.current is not None:
             ph = self.cost.phase_ms(self.current, self.batch)
             out.append(f"  {self.current.label()}: host {ph['host']:.3f} ms + verify GPU {ph['verify']:.3f} ms + "
@@ -196,6 +208,18 @@ def _baseline_tok_s(baseline: float | Measurement | None) -> tuple[float | None,
     if isinstance(baseline, Measurement):
         return baseline.tok_s(), baseline.concurrency
     return float(baseline), None
+
+
+def prefill_ms_per_token(measurements: Sequence[Measurement]) -> dict[int, float]:
+    """c_B (module docstring) by concurrency B: the median over the speculative measurements at B with
+    both a tok/s and a TPOT of max(0, 1000 · B / tok/s − TPOT) ms per output token; batches without
+    such a measurement are absent (c = 0 there)."""
+    by: dict[int, list[float]] = {}
+    for m in _spec(measurements):
+        c = m.overhead_ms_per_token()
+        if c is not None:
+            by.setdefault(max(1, int(m.concurrency)), []).append(c)
+    return {b: float(np.median(v)) for b, v in by.items()}
 
 
 def chain_tau_bounds(measurements: Sequence[Measurement]) -> dict[int, tuple[float, float]]:
@@ -239,6 +263,7 @@ class _Model:
         # updated with the pooled chain counts at the measured positions
         self.p_draws = self.acc.prob_draws(self.a_draws[0], self.a_draws[1], _DEPTH_TOP, rng)
         self.chain_taus = chain_tau_bounds(measurements)
+        self.prefill = prefill_ms_per_token(measurements)
         # Model misfit: rms log-error of the point predictions at the measured settings (this
         # batch), beyond the measurement noise.  It widens every interval (see predict()).
         self.misfit = 0.0
@@ -256,7 +281,11 @@ class _Model:
         br = self.branching(s)
         tau = self._tau(s, br)
         t = self.cost.round_ms(s, b)
-        return 1000.0 * b * tau / t, tau, t, br
+        return 1000.0 * b * tau / (t + tau * self.c(b)), tau, t, br
+
+    def c(self, batch: float) -> float:
+        """c_B, ms per output token not in decode rounds (module docstring); 0 where unmeasured."""
+        return self.prefill.get(max(1, round(batch)), 0.0)
 
     def _tau(self, s: Settings, br: list[int]) -> float:
         key = (s.steps, s.topk, s.draft_tokens)
@@ -292,10 +321,8 @@ class _Model:
         return list(fam[s.draft_tokens])
 
     def _p_draws(self, depth: int) -> np.ndarray:
-        if depth > self.p_draws.shape[1]:  # deeper than any bounded setting: the family past _DEPTH_TOP
-            a, d, _ = self.a_draws
-            extra = np.minimum(a[:, None] * d[:, None] ** np.arange(self.p_draws.shape[1], depth)[None, :], P_MAX)
-            self.p_draws = np.concatenate([self.p_draws, extra], axis=1)
+        if depth > self.p_draws.shape[1]:  # deeper than any bounded setting: continued as past the measured depth
+            self.p_draws = extrapolate(self.p_draws, self.a_draws[1], self.p_draws.shape[1], depth)
         return self.p_draws[:, :depth]
 
     def predict(self, s: Settings, batch: float | None = None) -> Prediction:
@@ -333,9 +360,9 @@ class _Model:
                         taus[j] = np.clip(taus[j], lo_t, hi_t)
             else:
                 taus = np.ones((len(chunk), N_DRAWS))
-            feats = np.stack([cost_features(s, bsz) for s in chunk], axis=0)  # (settings, 6)
+            feats = np.stack([cost_features(s, bsz) for s in chunk], axis=0)  # (settings, 8)
             ts = np.maximum(feats @ self.w_draws.T, t_floor)  # (settings, draws)
-            toks = 1000.0 * bsz * taus / ts
+            toks = 1000.0 * bsz * taus / (ts + taus * self.c(bsz))
             los, his = np.percentile(toks, [2.5, 97.5], axis=1)
             for j, (s, (tok, tau, t, brj)) in enumerate(zip(chunk, points, strict=True)):
                 lo, hi = min(float(los[j]), tok), max(float(his[j]), tok)
@@ -406,6 +433,7 @@ def _why(model: _Model, cand: Prediction, cur: Prediction | None, cur_meas: Meas
 def _break_even(model: _Model, preds: Sequence[Prediction], baseline: float, best: Prediction) -> BreakEven:
     """α* where the best candidate's predicted tok/s equals the baseline (d, β, costs held)."""
     acc = model.acc
+    c = model.c(model.batch)
     alphas = np.linspace(0.005, P_MAX, 400)
     best_curve = np.zeros_like(alphas)
     best_idx = np.zeros(alphas.size, int)
@@ -413,13 +441,15 @@ def _break_even(model: _Model, preds: Sequence[Prediction], baseline: float, bes
         br = pr.branching
         if not br:
             continue
-        p = np.minimum(alphas[:, None] * acc.d ** np.arange(len(br))[None, :], P_MAX)
+        p = extrapolate(np.minimum(alphas[:, None] * acc.d ** np.arange(len(br))[None, :], P_MAX), acc.d,
+                        acc.known_depth, len(br))
         q = 1.0 - (1.0 - p) ** (np.asarray(br, float)[None, :] ** acc.beta)
-        tok = 1000.0 * model.batch * (1.0 + np.cumprod(q, axis=1).sum(axis=1)) / pr.round_ms
+        tau = 1.0 + np.cumprod(q, axis=1).sum(axis=1)
+        tok = 1000.0 * model.batch * tau / (pr.round_ms + tau * c)
         better = tok > best_curve
         best_curve = np.where(better, tok, best_curve)
         best_idx = np.where(better, j, best_idx)
-    t_needed = 1000.0 * model.batch * best.accept_length / baseline
+    t_needed = 1000.0 * model.batch * best.accept_length / baseline - best.accept_length * c
     cheaper = max(0.0, (1.0 - t_needed / best.round_ms) * 100.0)
     over = np.nonzero(best_curve >= baseline)[0]
     if over.size == 0:
@@ -432,7 +462,7 @@ def _break_even(model: _Model, preds: Sequence[Prediction], baseline: float, bes
         a_star = float(alphas[0])
     pr = preds[int(best_idx[i])]
     s = pr.settings
-    tau_star = baseline * pr.round_ms / (1000.0 * model.batch)
+    tau_star = baseline * pr.round_ms / max(1e-9, 1000.0 * model.batch - baseline * c)
     rate = (tau_star - 1.0) / (s.draft_tokens - 1) if s.draft_tokens > 1 else None
     return BreakEven(a_star, s, tau_star, rate, cheaper, acc.alpha)
 

@@ -5,23 +5,44 @@ Cost model
 Time of one verify round (one draft phase + one verify forward of the whole batch), in ms per
 round, at concurrency B (requests per round) for steps S, topk K, draft tokens N:
 
-    T(S, K, N, B) = b0 + b1·B + (v0 + v1·B)·(N - 1) + F·(d0 + d1·B·K),    F = max(S, 1)
+    T(S, K, N, B) = b0 + b1·B + (v0 + v1·B)·(N - 1) + F·(d0 + d1·B + (K − 1)·(e0 + e1·B)),    F = max(S, 1)
 
 b0 + b1·B (ms per round, ms per round per request): the target forward and the fixed
 per-round work; v0 + v1·B (ms per draft token per round): the extra verify cost of each draft
-token (grows with B·N tokens once compute-bound); d0 + d1·B·K (ms per draft forward): one draft
-forward of B·K tokens.  A round runs F = S draft forwards: S − 1 in the draft's CUDA graph plus
-the draft-extend forward after the previous verify, which yields the first draft token
+token (grows with B·N tokens once compute-bound); d0 + d1·B (ms per draft forward): one chain
+draft forward of B tokens; e0 + e1·B (ms per draft forward per extra candidate, K − 1 of them):
+what a tree's width adds to each draft step — the B·K-token forward, SGLang's top-k selection
+over K² scores (``select_top_k_tokens`` in ``srt/speculative/eagle_utils.py``) and the tree's
+bookkeeping.  A round runs F = S draft forwards: S − 1 in the draft's CUDA graph plus the
+draft-extend forward after the previous verify, which yields the first draft token
 (``srt/speculative/eagle_worker_v2.py``; at the adaptive steps-0 tier only that draft-extend
-runs, hence F = max(S, 1)).  The base splits further into host time and verify GPU time,
+runs, hence F = max(S, 1)).
+
+The tree term is its own (issue 21): it was d1·B·K before, one slope shared by the batch and the
+tree's width, so at one stream a tree's draft step could cost at most what the chains' fitted
+d0 + d1 allowed per candidate.  The real bed (SmolLM2-135M + its trained EAGLE3 head, SGLang 0.5.14,
+one H200, ``benchmarks/results/real-2026-12-02``) says otherwise: every chain round 2.90–3.00 ms
+whatever its steps (≈ 0.02 ms a draft step) but the tree 3/4/8 3.71 ms — ≈ 0.08 ms per draft step
+per extra candidate, four times a chain's whole draft step, which d0 + d1·K cannot follow (with d0 ≥
+0, chains and trees cannot both fit); the simulator's ``draft.topk_growth`` has this form
+(``specdash/sim/scenario.py``).  A chain (K = 1) does not see e0, e1, so chains alone leave them to
+their priors and one tree launch measures them.  One tree point cannot tell a cost per draft step
+from one per round; the per-step form is SGLang's (the selection runs once per step) and the
+simulator's.  Its prior is tight — e0 ~ N(0, (0.01T̄)²): on the real bed e0 ≈ 0.027T̄ (one wide tree
+launch measures it: a tree of S steps and K candidates weighs it S·(K − 1) times), on an 8B target
+≈ 0.005T̄, and without a top-k cost of its own (the simulator's scenarios without ``topk_growth``)
+the per-token growth alone, ≈ 0.001T̄; a prior as wide as the chain step's (0.05T̄) made every
+wide tree look dear in most posterior draws before a tree was measured, and a live tune spent its
+launches walking up from small trees (issue 26).  The base splits further into host time and
+verify GPU time,
 
     b0 = h0 + g0,  b1 = h1 + g1
 
 h (ms per round, per request): scheduling, sampling and launch work the device timer does not
 see; g: the GPU time of the verify forward's base.  The fitted parameters are
-θ = (h0, h1, g0, g1, v0, v1, d0, d1) (:data:`THETA_NAMES`), all **non-negative**: no phase of
-a round can take negative time.  ``w`` = (b0, b1, v0, v1, d0, d1) (:data:`COST_NAMES`) is what
-predictions use.
+θ = (h0, h1, g0, g1, v0, v1, d0, d1, e0, e1) (:data:`THETA_NAMES`), all **non-negative**: no phase
+of a round can take negative time.  ``w`` = (b0, b1, v0, v1, d0, d1, e0, e1) (:data:`COST_NAMES`)
+is what predictions use.
 
 Observations (each a linear function of θ):
 
@@ -30,7 +51,7 @@ Observations (each a linear function of θ):
   1000 · τ · #running-req / gen_throughput), relative error ``rel_noise`` (3 %);
 * with the device timer (:class:`~specdash.advisor.measurement.PhaseTimes`), per-phase GPU
   time, ms per round: verify = 1000 · Δtarget_verify / rounds = g0 + g1·B + (v0 + v1·B)·(N − 1),
-  and draft = 1000 · (Δeagle_draft + Δeagle_draft_extend) / rounds = F·(d0 + d1·B·K) (so
+  and draft = 1000 · (Δeagle_draft + Δeagle_draft_extend) / rounds = F·(d0 + d1·B + (K − 1)·(e0 + e1·B)) (so
   draft / F is ms per draft step), relative error ``timer_rel_noise`` (5 %: the timer itself
   is exact, the linear model is not — the draft-extend forward covers the B·N verified tokens,
   not B·K).  One adaptive launch's counter pools its tiers (SGLang does not split it by tier):
@@ -39,7 +60,8 @@ Observations (each a linear function of θ):
 
 Fit: a Gaussian prior (ms, relative to the median observed round time T̄: h0, g0 ~ N(T̄/2,
 2T̄²); h1, g1 ~ N(0, (0.035T̄)²); v0 ~ N(0.01T̄, (0.03T̄)²); v1 ~ N(0, (0.003T̄)²); d0 ~
-N(0.03T̄, (0.05T̄)²); d1 ~ N(0, (0.003T̄)²)) truncated to θ ≥ 0, times the Gaussian likelihood
+N(0.03T̄, (0.05T̄)²); d1 ~ N(0, (0.003T̄)²); e0 ~ N(0, (0.01T̄)²); e1 ~ N(0, (0.001T̄)²)) truncated to
+θ ≥ 0, times the Gaussian likelihood
 of the observations, is a Gaussian N(m, Σ) truncated to θ ≥ 0 (m, Σ: the unconstrained ridge
 posterior).  The point estimate is its mode, the bounded least-squares solution
 ``scipy.optimize.lsq_linear(R, R·m, bounds=(0, ∞))`` with RᵀR = Σ⁻¹ — the same as bounded least
@@ -68,11 +90,12 @@ TIMER_REL_NOISE = 0.05  # default relative error of a device-timer phase time (m
 
 # --- cost ----------------------------------------------------------------------------------------
 
-COST_NAMES = ("b0", "b1", "v0", "v1", "d0", "d1")
-THETA_NAMES = ("h0", "h1", "g0", "g1", "v0", "v1", "d0", "d1")
+COST_NAMES = ("b0", "b1", "v0", "v1", "d0", "d1", "e0", "e1")
+THETA_NAMES = ("h0", "h1", "g0", "g1", "v0", "v1", "d0", "d1", "e0", "e1")
 #: w = THETA_TO_W @ θ: b0 = h0 + g0, b1 = h1 + g1, the rest as they are.
-THETA_TO_W = np.array([[1, 0, 1, 0, 0, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0],
-                       [0, 0, 0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0, 1]], float)
+THETA_TO_W = np.zeros((len(COST_NAMES), len(THETA_NAMES)))
+THETA_TO_W[0, [0, 2]] = THETA_TO_W[1, [1, 3]] = 1.0
+THETA_TO_W[2:, 4:] = np.eye(len(COST_NAMES) - 2)
 
 
 def chain_settings(steps: int) -> Settings:
@@ -86,25 +109,27 @@ def draft_forwards(s: Settings) -> int:
 
 
 def cost_features(s: Settings, batch: float) -> np.ndarray:
-    """[1, B, N-1, B·(N-1), F, F·B·K] for T = b0 + b1·B + (v0 + v1·B)(N-1) + F(d0 + d1·B·K)."""
+    """[1, B, N-1, B·(N-1), F, F·B, F·(K-1), F·B·(K-1)] for
+    T = b0 + b1·B + (v0 + v1·B)(N-1) + F(d0 + d1·B + (K-1)(e0 + e1·B))."""
     n1 = s.draft_tokens - 1
     f = draft_forwards(s)
-    return np.array([1.0, batch, n1, batch * n1, f, f * batch * s.topk], float)
+    k1 = max(int(s.topk), 1) - 1
+    return np.array([1.0, batch, n1, batch * n1, f, f * batch, f * k1, f * k1 * batch], float)
 
 
 def _theta_round(s: Settings, batch: float) -> np.ndarray:
     x = cost_features(s, batch)
-    return np.array([x[0], x[1], x[0], x[1], x[2], x[3], x[4], x[5]], float)
+    return np.concatenate([[x[0], x[1], x[0], x[1]], x[2:]])
 
 
 def _theta_verify(s: Settings, batch: float) -> np.ndarray:
     n1 = s.draft_tokens - 1
-    return np.array([0.0, 0.0, 1.0, batch, n1, batch * n1, 0.0, 0.0])
+    return np.array([0.0, 0.0, 1.0, batch, n1, batch * n1, 0.0, 0.0, 0.0, 0.0])
 
 
 def _theta_draft(s: Settings, batch: float) -> np.ndarray:
-    f = draft_forwards(s)
-    return np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, f, f * batch * s.topk])
+    x = cost_features(s, batch)
+    return np.concatenate([np.zeros(6), x[4:]])
 
 
 def _std_normal_between(a: np.ndarray, b: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -214,6 +239,10 @@ class CostFit:
         """(verify ms per extra draft token, draft ms per step at topk 1) at this batch."""
         return float(self.w[2] + self.w[3] * batch), float(self.w[4] + self.w[5] * batch)
 
+    def tree_ms_per_step(self, batch: float) -> float:
+        """ms a draft step costs per extra candidate (topk − 1 of them) at this batch: e0 + e1·B."""
+        return float(self.w[6] + self.w[7] * batch)
+
     def phase_ms(self, s: Settings, batch: float) -> dict[str, float]:
         """One round split into host, verify GPU and draft GPU ms (sums to :meth:`round_ms`
         before its floor)."""
@@ -233,6 +262,7 @@ class CostFit:
         out = {"params_ms": dict(zip(COST_NAMES, self.w.tolist(), strict=True)),
                "params_sd_ms": dict(zip(COST_NAMES, sd.tolist(), strict=True)),
                "verify_ms_per_draft_token": v, "draft_ms_per_step": d,
+               "tree_ms_per_step_per_extra_candidate": self.tree_ms_per_step(batch),
                "base_ms": float(self.w[0] + self.w[1] * batch), "measured_settings": self.n_settings,
                "split_identified": self.identifiable_split, "sources": self.sources,
                "timer_observations": self.n_timer, "at_bound": list(self.at_bound)}
@@ -243,9 +273,9 @@ class CostFit:
 
 
 def _prior(scale: float) -> tuple[np.ndarray, np.ndarray]:
-    mu0 = np.array([0.5 * scale, 0.0, 0.5 * scale, 0.0, 0.01 * scale, 0.0, 0.03 * scale, 0.0])
+    mu0 = np.array([0.5 * scale, 0.0, 0.5 * scale, 0.0, 0.01 * scale, 0.0, 0.03 * scale, 0.0, 0.0, 0.0])
     sd0 = np.array([math.sqrt(2) * scale, 0.05 * scale / math.sqrt(2), math.sqrt(2) * scale, 0.05 * scale / math.sqrt(2),
-                    0.03 * scale, 0.003 * scale, 0.05 * scale, 0.003 * scale])
+                    0.03 * scale, 0.003 * scale, 0.05 * scale, 0.003 * scale, 0.01 * scale, 0.001 * scale])
     return mu0, sd0
 
 

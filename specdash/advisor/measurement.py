@@ -274,12 +274,16 @@ class Measurement:
         return None
 
     def round_time_ms(self) -> tuple[float | None, str]:
-        """Observed time of one verify round (ms) and its source: 1000 · B · τ / tok/s, else the
-        decode log's round time, else τ · TPOT."""
+        """Observed time of one verify round (ms) and its source: τ · TPOT when both TPOT and tok/s are
+        known (the decode round alone: a client's tok/s also holds the prefills, see
+        :meth:`overhead_ms_per_token`), else 1000 · B · τ / tok/s (a decode-log or tier figure holds
+        no prefill), else the decode log's round time, else τ · TPOT."""
         b = max(1, int(self.concurrency))
         tau = self.tau() if self.settings is not None else 1.0
         if tau is None:
             return None, "no accept length"
+        if self.tpot_ms and self.tpot_ms > 0 and self.output_tok_s and self.output_tok_s > 0:
+            return float(self.tpot_ms) * tau, "TPOT"
         if self.output_tok_s and self.output_tok_s > 0:
             return 1000.0 * b * tau / float(self.output_tok_s), "output tok/s"
         if self.round_ms:
@@ -287,6 +291,14 @@ class Measurement:
         if self.tpot_ms:
             return float(self.tpot_ms) * tau, "TPOT"
         return None, "no timing"
+
+    def overhead_ms_per_token(self) -> float | None:
+        """ms per output token of this measurement's tok/s that is not decode rounds: max(0, 1000 · B /
+        tok/s − TPOT) — the prefills amortised over each request's tokens (1000 · B / tok/s = TTFT/M +
+        TPOT · (M − 1)/M for M tokens a request); None without both figures."""
+        if not (self.tpot_ms and self.tpot_ms > 0 and self.output_tok_s and self.output_tok_s > 0):
+            return None
+        return max(0.0, 1000.0 * max(1, int(self.concurrency)) / float(self.output_tok_s) - float(self.tpot_ms))
 
     def tok_s(self) -> float | None:
         """Output tok/s, derived from the round time when only that is known."""

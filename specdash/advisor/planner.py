@@ -127,6 +127,10 @@ def deepening_chain(measurements: Sequence[Measurement], adv: Advice) -> Setting
 #: measurement (issue 26: the relaunch tune found its pick by its fourth launch and spent four more).
 MIN_EI = 0.004
 
+#: :data:`MIN_EI` of a live tune (``TunePlanner``'s ``live_margin``): a launch there must be expected to buy
+#: about half the noise of one measured setting (1-2 %), not a fraction of it.
+LIVE_MIN_EI = 0.01
+
 
 def expected_gain(p: Prediction, best: float) -> float:
     """E[max(0, X − best)] (tok/s) for a prediction taken as log-normal: median ``p.tok_s``, σ from its 95 %
@@ -242,11 +246,21 @@ class TunePlanner:
 
     Launches are counted as distinct :attr:`Measurement.launch` ids (tiers of one launch count
     once; a measurement without an id is a launch of its own).
+
+    ``live_margin`` (``tune --live``, where launches are the dear part: issue 26's target is six in
+    all): after the live chain launch only settings the model says *can* win by more than the
+    incumbent's interval are candidates — the upper end of their (corrected) interval beats the best
+    measured by more than that one's relative standard error, at least ``live_margin`` — picked by the
+    same optimistic score, and the search stops once no candidate's expected improvement reaches
+    :data:`LIVE_MIN_EI` of the best (a launch buys less than about half a measurement's noise).  The
+    cheapest-matching and deepening chains are not launched on their own account there (the live
+    launch measured a short and a deep chain already).  The launch cap itself is the tune's
+    (:func:`specdash.bench.tune.tune`, ``max_launches``).
     """
 
     def __init__(self, start: Settings, budget: int = 8, *, baseline: float | Measurement | None = None,
                  candidates: Sequence[Settings] | None = None, min_gain: float = 0.01, seed: int = 0,
-                 concurrency: int | None = None, min_ei: float = MIN_EI):
+                 concurrency: int | None = None, min_ei: float = MIN_EI, live_margin: float | None = None):
         eff = _effective(start.steps, start.topk, start.draft_tokens)
         self.start = eff or start
         self.budget = int(budget)
@@ -256,6 +270,7 @@ class TunePlanner:
         self.seed = seed
         self.concurrency = None if concurrency is None else max(1, int(concurrency))
         self.min_ei = float(min_ei)
+        self.live_margin = None if live_margin is None else float(live_margin)
         self.reason = ""
         self.last_advice: Advice | None = None
 
@@ -361,6 +376,8 @@ class TunePlanner:
         if self.start not in measured:
             self.reason = "measure the starting settings"
             return self.start
+        if self.live_margin is not None:
+            return self._next_live(measurements, last=self.budget - launched == 1)
         cut = cheapest_matching_chain(measurements)
         if cut is not None and cut not in measured:
             h = pooled_histogram(measurements)
@@ -397,6 +414,37 @@ class TunePlanner:
         pick = max(open_preds, key=lambda p: p.tok_s + kappa * (p.hi - p.tok_s))
         self.reason = (f"predicted {pick.tok_s:.1f} tok/s [{pick.lo:.1f}, {pick.hi:.1f}] vs best measured "
                        f"{best_meas:.1f} ({'exploit' if kappa == 0 else 'optimistic'} pick)")
+        return pick.settings
+
+    def _next_live(self, measurements: Sequence[Measurement], last: bool = False) -> Settings | None:
+        """:meth:`next_settings` under ``live_margin`` (class docstring); ``last``: the tune can afford one
+        more launch only (the pick is then pure exploit)."""
+        adv, _, open_preds = self._open(measurements)
+        scores = self._scores(measurements, adv)
+        inc = max(scores, key=scores.get)
+        best_meas = scores[inc]
+        margin = max(self.live_margin, self._noise(measurements).get(inc) or 0.0)
+        can = [p for p in open_preds if p.hi >= best_meas * (1.0 + margin)]
+        if not can:
+            self.reason = (f"no unmeasured setting can beat the best measured ({inc.label()}, {best_meas:.1f} tok/s) "
+                           f"by more than its interval (+{margin:.1%}; upper interval ends)")
+            return None
+        gains = [expected_gain(p, best_meas) for p in can]
+        top = max(range(len(can)), key=gains.__getitem__)
+        if gains[top] < LIVE_MIN_EI * best_meas:
+            self.reason = (f"no setting that can beat the best measured ({inc.label()}, {best_meas:.1f} tok/s) is "
+                           f"expected to gain {LIVE_MIN_EI:.0%} of it (largest expected improvement "
+                           f"{gains[top] / best_meas:.2%}, {can[top].settings.label()})")
+            return None
+        # before any tree is measured the tree gain β and the tree cost e0 rest on priors: the first tree
+        # launch goes where the upper interval end is highest (what one launch can teach about both is most
+        # where the model is least sure it loses); then the optimistic score, exploit for the last launch
+        no_tree = not any(m.settings.topk > 1 for m in _spec(measurements))
+        kappa = 0.0 if last else (1.0 if no_tree else 0.5)
+        pick = max(can, key=lambda p: p.tok_s + kappa * (p.hi - p.tok_s))
+        self.reason = (f"predicted {pick.tok_s:.1f} tok/s [{pick.lo:.1f}, {pick.hi:.1f}]: can beat the best measured "
+                       f"({inc.label()}, {best_meas:.1f}) by more than its interval (+{margin:.1%}; "
+                       f"{'exploit' if kappa == 0 else 'optimistic' if kappa < 1 else 'upper-end'} pick)")
         return pick.settings
 
     def chain_tiers(self, measurements: Sequence[Measurement], *, max_tiers: int = 3) -> list[int]:

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from specdash.advisor.acceptance import P_MAX
+from specdash.advisor.acceptance import P_MAX, extrapolate
 from specdash.advisor.advise import _Model
 from specdash.advisor.cost import cost_features
 from specdash.advisor.measurement import STEPS_GRID, Measurement, Settings, _spec, candidate_grid, chain
@@ -187,13 +187,17 @@ def _baseline_at(base: Mapping[int, float], b: int) -> float | None:
     return 1000.0 * b / t
 
 
-def _chain_tau(alpha: np.ndarray, d: float | np.ndarray, steps: int) -> np.ndarray:
-    """τ of the chain with ``steps`` steps, p_i = min(α d^(i−1), P_MAX); α (and d) broadcast."""
+def _chain_tau(alpha: np.ndarray, d: float | np.ndarray, steps: int, known: int | None = None) -> np.ndarray:
+    """τ of the chain with ``steps`` steps, p_i = min(α d^(i−1), P_MAX); α (and d) broadcast; past
+    position ``known`` (the deepest measured) continued as :func:`specdash.advisor.acceptance.extrapolate`
+    says (the last measured rate, only a decay continuing)."""
     alpha = np.asarray(alpha, float)
     if steps == 0:
         return np.ones_like(alpha)
     d = np.asarray(d, float)
     p = np.minimum(alpha[..., None] * d[..., None] ** np.arange(steps), P_MAX)
+    if known is not None and steps > known:
+        p = extrapolate(p, d, known, steps)
     return 1.0 + np.cumprod(p, axis=-1).sum(axis=-1)
 
 
@@ -204,10 +208,11 @@ def _crossing(model: _Model, lo: int, hi: int, batch: float, off: float | None =
     t_hi = model.cost.round_ms(chain(hi), batch)
     d = model.acc.d
     if lo == 0 and off is not None:
-        f = 1000.0 * batch * _chain_tau(_ALPHAS, d, hi) / t_hi - off
+        f = 1000.0 * batch * _chain_tau(_ALPHAS, d, hi, model.acc.known_depth) / t_hi - off
     else:
         t_lo = model.cost.round_ms(chain(lo), batch)
-        f = _chain_tau(_ALPHAS, d, hi) / t_hi - _chain_tau(_ALPHAS, d, lo) / t_lo
+        known = model.acc.known_depth
+        f = _chain_tau(_ALPHAS, d, hi, known) / t_hi - _chain_tau(_ALPHAS, d, lo, known) / t_lo
     over = np.nonzero(f >= 0)[0]
     if over.size == 0:
         return None
@@ -220,7 +225,7 @@ def _crossing(model: _Model, lo: int, hi: int, batch: float, off: float | None =
 
 def _ema(model: _Model, steps: int, alpha: float) -> float:
     """Expected accepted drafts per request per round at chain ``steps`` (bonus excluded)."""
-    return float(_chain_tau(np.array([alpha]), model.acc.d, steps)[0]) - 1.0
+    return float(_chain_tau(np.array([alpha]), model.acc.d, steps, model.acc.known_depth)[0]) - 1.0
 
 
 def _transition(model: _Model, lo: int, hi: int, batches: Sequence[int],
@@ -323,18 +328,18 @@ def adaptive_schedule(
 
     # joint posterior draws → the spread of the best steps per batch size
     a, d, _ = model.a_draws
-    draw_tau = np.stack([_chain_tau(a, d, k) for k in steps_list], axis=1)  # (draws, steps)
+    draw_tau = np.stack([_chain_tau(a, d, k, model.acc.known_depth) for k in steps_list], axis=1)  # (draws, steps)
     floor = 0.05 * model.cost.scale_ms
 
     def draw_best(b: int) -> np.ndarray:
-        feats = np.stack([cost_features(chain(k), b) for k in steps_list], axis=0)  # (steps, 6)
+        feats = np.stack([cost_features(chain(k), b) for k in steps_list], axis=0)  # (steps, 8)
         toks = 1000.0 * b * draw_tau / np.maximum(model.w_draws @ feats.T, floor)
         if b in off_cap:
             toks[:, 0] = np.minimum(toks[:, 0], off_cap[b])
         return np.asarray(steps_list)[np.argmax(toks, axis=1)]
 
     def best_at_alpha(b: int, alpha: float) -> int:
-        tau = {k: float(_chain_tau(np.array([alpha]), model.acc.d, k)[0]) for k in steps_list}
+        tau = {k: float(_chain_tau(np.array([alpha]), model.acc.d, k, model.acc.known_depth)[0]) for k in steps_list}
         toks = {k: 1000.0 * b * tau[k] / model.cost.round_ms(chain(k), b) for k in steps_list}
         toks[0] = min(toks[0], off_cap.get(b, toks[0]))
         return max(steps_list, key=lambda k: (toks[k], -k))

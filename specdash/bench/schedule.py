@@ -314,6 +314,33 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
 VERIFY_MARGIN = 0.03
 
 
+def verification_wanted(measurements, best, baseline, *, version: str, concurrency: int,
+                        sweep: Sequence[int] | None = None, batch_sizes: Sequence[int] | None = None) -> bool:
+    """Whether :func:`schedule_and_verify` would launch its A/B now (no launch here: the model's schedule
+    for ``version``, expressible as a config, predicted to beat ``best`` by :data:`VERIFY_MARGIN` at some
+    sweep concurrency) — a live tune asks before it spends its last two launches on exploration."""
+    from specdash.advisor import adaptive_schedule
+    from specdash.sglang.versions import has_feature
+
+    if not has_feature("adaptive_spec", version):
+        return False
+    sweep = sorted({int(c) for c in (sweep or default_sweep(concurrency, batch_sizes)) if int(c) >= 1})
+    try:
+        sched = adaptive_schedule(measurements, schedule_sizes(batch_sizes, sweep), baseline=baseline, static=best)
+    except ValueError:
+        return False
+    slots, _ = release_slots(sched, version)
+    if render(slots, version)[0] is None:
+        return False
+    pred = {p.batch_size: p for p in sched.batches}
+    for c in sweep:
+        near = min(pred, key=lambda b: (abs(b - c), b)) if pred else None
+        p = pred.get(near) if near is not None else None
+        if p and p.static_tok_s and p.schedule_tok_s / p.static_tok_s >= 1.0 + VERIFY_MARGIN:
+            return True
+    return False
+
+
 def load_ranges(rows: Sequence[dict[str, Any]], best) -> tuple[list[dict[str, Any]], str, bool]:
     """The recommendation per load range from the schedule's A/B rows (one per concurrency, ascending):
     ``(ranges, verdict, adaptive_recommended)``.

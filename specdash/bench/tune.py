@@ -351,6 +351,16 @@ def _time_left(t_start: float, max_time_s: float | None, log: LaunchLog, launche
 
 # -- the loop ------------------------------------------------------------------------------------
 
+#: ``tune --live``: after the live chain launch a setting gets a launch of its own only when the model
+#: predicts it beats the best measured by more than that one's 95 % interval, at least this share
+#: (:class:`~specdash.advisor.TunePlanner`'s ``live_margin``; issue 26: live tunes spent 9-11 launches)
+LIVE_MARGIN = 0.01
+
+#: ``tune --live``: launches in all (baseline, live, explorations, the final A/B's own launch and the adaptive
+#: schedule's A/B) unless ``max_launches`` says otherwise (issue 26's target: a live tune is worth it when it
+#: costs fewer launches than relaunching, which took 8-10)
+LIVE_MAX_LAUNCHES = 6
+
 @dataclass
 class _Row:
     measurement: Any
@@ -463,7 +473,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
                opts=None, preset_dir: Path | None = None, live: bool = False, chain_budget: int = 3,
                sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True,
                max_time_s: float | None = None, baseline_run: dict | None = None,
-               baseline_notes: Sequence[str] = (), fast_explore: bool = False, fresh_ab: bool = False) -> dict:
+               baseline_notes: Sequence[str] = (), fast_explore: bool = False, fresh_ab: bool = False,
+               max_launches: int | None = None) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -492,6 +503,11 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             stop reason says so.  The first two launches (baseline, start) always run.
         baseline_run: a RUN without speculation measured earlier (:func:`load_baseline_run`) in
             place of the baseline launch; ``baseline_notes`` go into the report.
+        max_launches: every launch of the tune at most (baseline included); default
+            :data:`LIVE_MAX_LAUNCHES` with ``live``, none without.  The last two go to the adaptive
+            schedule's A/B when the model predicts it pays (:func:`specdash.bench.schedule.verification_wanted`),
+            else to exploration; a final A/B or a verification that does not fit is left out and the report
+            says so.
         fast_explore: (``specdash tune`` turns it on unless ``--full-start``) start the exploration and
             live launches with SGLang's cheaper start-up options
             (:mod:`specdash.bench.explore`: no server warm-up request, decode CUDA graphs only up to the
@@ -551,7 +567,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     if cand_note:
         say(f"tune: {cand_note}")
     planner = TunePlanner(start, budget=budget, baseline=baseline, candidates=candidates,
-                          concurrency=int(getattr(opts, "concurrency", None) or suite.suite.concurrency or 1))
+                          concurrency=int(getattr(opts, "concurrency", None) or suite.suite.concurrency or 1),
+                          live_margin=LIVE_MARGIN if live_plan is not None else None)
     explorer = _Explorer(fast_explore, version, later, suite)
     rows: list[_Row] = [_Row(baseline, base_run.get("run_dir"))]
     measurements: list[Measurement] = [baseline]
@@ -571,6 +588,28 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         chain_cap = max(0, min(int(chain_budget), budget))
     else:
         chain_cap = 0
+    if max_launches is None and live_plan is not None:
+        max_launches = LIVE_MAX_LAUNCHES
+    if max_launches is not None:  # the planner's own budget counts speculative launches only
+        planner.budget = max(1, min(planner.budget, int(max_launches) - len(log.entries)))
+    cap_notes: list[str] = []
+
+    def cap_reached(what: str) -> str | None:
+        """Why ``what`` (one more launch) does not fit the launch cap, or None."""
+        if max_launches is None:
+            return None
+        left = int(max_launches) - len(log.entries)
+        if left <= 0:
+            return f"the launch cap of {max_launches} is spent ({what} left out)"
+        if scheduling and left == 2 and what == "exploration":
+            from specdash.bench.schedule import verification_wanted
+
+            if verification_wanted(measurements, planner.best(measurements), baseline, version=version,
+                                   concurrency=explorer.concurrency, sweep=sweep,
+                                   batch_sizes=live_plan.batch_sizes if live_plan else None):
+                return (f"the last two of the {max_launches} launches go to the adaptive schedule's A/B (the model "
+                        "predicts it beats the pick)")
+        return None
 
     async def live_launch(a: int, b: int, why: str) -> None:
         say(f"tune: launch #{len(log.entries) + 1} (live {live_plan.launches + 1}/{chain_cap}): chain tiers "
@@ -608,6 +647,10 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         if nxt != planner.start and (stop_note := _time_left(t_start, max_time_s, log)):
             say(f"tune: stop — {stop_note} (next would have been {nxt.label()})")
             break
+        if (cap := cap_reached("exploration")) is not None:
+            say(f"tune: stop — {cap} (next would have been {nxt.label()})")
+            planner.reason = cap
+            break
         if live_plan is not None and tier_measurable(nxt) and live_plan.launches < chain_cap:
             partner = live_plan.partner(nxt.steps, planner, measurements)
             await live_launch(min(nxt.steps, partner), max(nxt.steps, partner),
@@ -644,6 +687,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         say(f"tune: best {best.label()}; final A/B against {profile.name} with the baseline (fresh launches)")
         _, cmp = await log.ab(profile, variant(profile, best.steps, best.topk, best.draft_tokens, suffix="best"),
                               baseline_of(profile), suite, later, rounds=1)
+    elif best != planner.start and records_of.get(best) is None and (cap := cap_reached("the final A/B")):
+        say(f"tune: best {best.label()} (no final A/B: {cap}; it was measured as an adaptive tier)")
+        cap_notes.append(cap)
     elif best != planner.start:
         if records_of.get(best) is None:  # measured as a tier only: the winner gets a launch of its own
             say(f"tune: launch #{len(log.entries) + 1}: the best, {best.label()}, by a launch of its own (it was "
@@ -668,8 +714,16 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     if live_plan is not None and explorer.full_capture and (
             not live_plan.batch_sizes or max(live_plan.batch_sizes) < max(explorer.full_capture)):
         live_plan.batch_sizes = list(explorer.full_capture)  # the live launches captured a cut list
+    from specdash.bench.schedule import verification_wanted
+
     if scheduling and (sched_note := _time_left(t_start, max_time_s, log, 2)):
         say(f"tune: adaptive config skipped — {sched_note}")
+    elif scheduling and max_launches is not None and int(max_launches) - len(log.entries) < 2 and \
+            verification_wanted(measurements, best, baseline, version=version, concurrency=explorer.concurrency,
+                                sweep=sweep, batch_sizes=live_plan.batch_sizes if live_plan else None):
+        sched_note = f"the adaptive schedule's A/B does not fit the launch cap of {max_launches}"
+        cap_notes.append(sched_note)
+        say(f"tune: adaptive config not verified — {sched_note}")
     elif scheduling:
         from specdash.bench.schedule import schedule_and_verify
 
@@ -713,6 +767,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "candidates_note": cand_note,
         "max_time_s": max_time_s,
         "time_budget_cut": [n for n in (stop_note, ab_note, sched_note) if n],
+        "max_launches": max_launches,
+        "launch_cap_cut": cap_notes,
         "fast_explore": explorer.to_json(),
         "baseline_reused": None if baseline_run is None else {
             "run_dir": baseline_run.get("run_dir"), "output_tok_s": baseline_run.get("output_tok_s"),

@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="--live: concurrencies the adaptive config is verified at (default: the suite's and a high "
                         "one, max(16, 4 × it))")
     p.add_argument("--no-schedule", action="store_true", help="--live: skip the adaptive config")
+    p.add_argument("--max-launches", type=int, default=None, metavar="N",
+                   help="--live: launches in all, baseline, final A/B and the schedule's A/B included (default 6)")
     p.add_argument("--no-final-ab", action="store_true",
                    help="skip the final A/B of the best against the start and the baseline (by default it pairs the "
                         "requests of their exploration launches: no launch of its own, except one for a best "
@@ -86,14 +88,16 @@ def _tune(args: argparse.Namespace, progress) -> int:
     from specdash.profile import load_profile, load_suite
     from specdash.sglang.process import install_signal_handlers
 
-    for flag, value in (("--budget", args.budget), ("--chain-launches", args.chain_launches)):
+    for flag, value in (("--budget", args.budget), ("--chain-launches", args.chain_launches),
+                        ("--max-launches", args.max_launches if args.max_launches is not None else 2)):
         try:
             B.bounded_int(value, lo=1, hi=B.MAX_BUDGET, what=flag, why="each is a server launch")
         except B.InputError as exc:
             raise UsageError(str(exc)) from None
     if not args.live:
         given = [f for f, on in (("--sweep", args.sweep), ("--no-schedule", args.no_schedule),
-                                 ("--chain-launches", args.chain_launches != 3)) if on]
+                                 ("--chain-launches", args.chain_launches != 3),
+                                 ("--max-launches", args.max_launches is not None)) if on]
         if given:
             raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --live "
                              "(the relaunch loop has no chain launches "
@@ -140,7 +144,8 @@ def _tune(args: argparse.Namespace, progress) -> int:
                                   chain_budget=args.chain_launches, sweep=sweep,
                                   schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab,
                                   max_time_s=args.max_time, baseline_run=base_run, baseline_notes=base_notes,
-                                  fast_explore=not args.full_start, fresh_ab=args.fresh_ab))
+                                  fast_explore=not args.full_start, fresh_ab=args.fresh_ab,
+                                  max_launches=args.max_launches))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)
