@@ -38,6 +38,41 @@ def test_grid_rows_are_the_runs_and_positions_follow_the_histogram():
     assert {r["target"] for r in rows} == {"smol"}
 
 
+RES2 = ROOT / "benchmarks" / "results" / "real-2026-12-03"
+
+
+def test_grid_of_two_machines_judges_each_against_its_own_baseline():
+    """real-2026-12-03: run directories one folder per loaned machine; every ratio within one machine."""
+    collect = _load("collect")
+    rows = collect.rows(RES2)
+    assert json.loads((RES2 / "grid.json").read_text()) == json.loads(json.dumps(rows))
+    assert {r["machine"] for r in rows} == {"machine-x", "machine-a"}
+    spec = {(r["steps"], r["topk"], r["draft_tokens"]) for r in rows if r["algorithm"] == "EAGLE3"}
+    assert len(spec) == 23 and any(k > 1 for _, k, _ in spec)
+    assert {r["concurrency"] for r in rows} == {1, 4, 16}
+    base = {(r["machine"], r["concurrency"]): r["output_tok_s"] for r in rows if r["algorithm"] is None}
+    for r in rows:
+        assert r["speedup_vs_baseline"] == round(r["output_tok_s"] / base[r["machine"], r["concurrency"]], 4)
+    # the same greedy chain on two loans: the same verify rounds, hence the same accept length to the digit
+    twice = [r for r in rows if (r["steps"], r["topk"], r["draft_tokens"], r["concurrency"]) == (5, 1, 6, 1)]
+    assert len(twice) == 2 and twice[0]["accept_length"] == twice[1]["accept_length"] == 3.0218
+
+
+def test_tunes_rows_follow_the_tune_reports_and_the_grid():
+    collect = _load("collect")
+    tuned = collect.tunes(RES2, collect.rows(RES2))
+    assert json.loads((RES2 / "tunes.json").read_text()) == json.loads(json.dumps(tuned))
+    live = next(t for t in tuned if t["mode"] == "live")
+    assert live["start"] == {"steps": 3, "topk": 4, "draft_tokens": 5} and live["concurrency"] == 4
+    assert live["pick"] == {"steps": 10, "topk": 4, "draft_tokens": 40} and live["pick_tok_s"] is None
+    assert live["grid_best"] == {"steps": 5, "topk": 4, "draft_tokens": 16} and live["grid_best_machine"] == "machine-x"
+    # not in the grid: the gap from the two speedups, each over its own machine's baseline
+    assert live["pick_speedup"] == round(live["pick_measured_tok_s"] / live["tune_baseline_tok_s"], 4)
+    assert live["gap_pct"] == round(100 * (live["grid_best_speedup"] - live["pick_speedup"])
+                                    / live["grid_best_speedup"], 2)
+    assert live["launches"] == 4 and not live["adaptive_schedule"]
+
+
 def test_calibrated_scenario_reproduces_every_measured_accept_length():
     """The scenario real-smol's acceptance (alpha, decay, prompt_sigma, tree_gain) against the six launches."""
     from specdash.sim.scenario import load_scenario

@@ -26,6 +26,9 @@
 #                histogram gives the per-position acceptance of positions 1-6) on the held-out suite real-smol.
 #   grid         one launch per point of POINTS (baseline and S,K,D), each swept over concurrency SWEEP (1,4,16)
 #                in that launch; ~2 min a point: 4 points a call. benchmarks/real/collect.py makes grid.json.
+#   grid-par     the same grid, ~12 points a call: every point's server launched at once, measured one at a time
+#                (the others SIGSTOPped) with `specdash --bench --url` under the point's own profile.
+#   tune         `specdash tune` (relaunch or --live) per entry of TUNES (MODE:C:S,K,D) on the real server.
 # Results come back under $OUT (at most 8 files): steps.log, train.jsonl, draft.tar.part-* (the draft, <= 15 MB
 # each), data.jsonl.xz (the training answers, build-train only), <phase>.tar.gz (everything else).
 set -uo pipefail
@@ -242,6 +245,35 @@ except Exception as e: print('unreadable', e)")"
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tail -c 20000 "$W"/server-301*.log > "$W/servers-tail.log" 2> /dev/null
   tar -C "$W" -czf "$OUT/grid-par.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err servers-tail.log 2> /dev/null
+  exit 0
+fi
+if [ "$PHASE" = tune ]; then
+  # the tuner on the real server, as a user runs it: one `specdash tune` per entry of TUNES, MODE:C:S,K,D
+  # (MODE relaunch | live, C the suite's concurrency, S,K,D the start), each launching its own servers under
+  # --max-time (what the phase has left); the tune report JSON, its run directories and wall time come back.
+  build_target || { log "no target"; exit 1; }
+  unpack_carried_draft
+  SD="$PY -m specdash"; mkdir -p "$W/prof" "$W/runs" "$W/presets"
+  for t in ${TUNES:?TUNES}; do
+    IFS=: read -r mode c start <<< "$t"; IFS=, read -r s k d <<< "$start"
+    n="real-smol-eagle3-$s-$k-$d"; prof="$W/prof/$n.toml"; suite="$W/prof/real-smol-c$c.toml"
+    sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
+        -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$prof"
+    sed -e "s/^concurrency = .*/concurrency = $c/" profiles/suites/real-smol.toml > "$suite"
+    [ "$(left)" -lt 240 ] && { log "skip tune $t: $(left) s left"; continue; }
+    flags=""; [ "$mode" = live ] && flags="--live"
+    t1=$(date +%s)
+    timeout $(( $(left) - 15 )) $SD tune --profile "$prof" --suite "$suite" $flags --max-time $(( $(left) - 45 )) \
+      ${TUNE_FLAGS:-} --out "$W/runs" --save-to "$W/presets" --json > "$W/tune-$mode-c$c-$n.json" 2> "$W/tune-$mode-c$c-$n.err"
+    log "tune $t exit $? in $(( $(date +%s) - t1 )) s: $($PY -c "
+import json,sys
+try:
+    d=json.load(open('$W/tune-$mode-c$c-$n.json')); print({k: d.get(k) for k in ('best','launches','launches_by_purpose','stop_reason','time')})
+except Exception as e: print('unreadable', e)")"
+    pkill -9 -f sglang.launch_server 2> /dev/null
+  done
+  find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
+  tar -C "$W" -czf "$OUT/tune.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof presets tune-*.json tune-*.err 2> /dev/null
   exit 0
 fi
 echo "unknown phase $PHASE"; exit 2
