@@ -132,9 +132,9 @@ def test_full_start_turns_it_off(tmp_path):
 
 
 def test_a_live_tune_plans_its_schedule_over_the_uncut_capture_list(tmp_path):
-    """The live launches capture decode graphs up to batch 1 only (the profile's own
-    --cuda-graph-max-bs-decode 16 cut for c1); the adaptive schedule still plans over the 12 sizes SGLang
-    captures without the cut, and its sweep and verification launches are full ones."""
+    """A c1 live tune whose first live launch is also measured at c16: that launch keeps the profile's
+    own --cuda-graph-max-bs-decode 16 (no cut below the highest concurrency it measures); the adaptive
+    schedule plans over the 12 sizes SGLang captures, and its sweep and verification launches are full ones."""
     from tests.test_tune_live import suite, versioned_profile
 
     p = versioned_profile(tmp_path, "lv", "0.5.14", spec=(1, 1, 2), time_scale=8.0)
@@ -143,8 +143,11 @@ def test_a_live_tune_plans_its_schedule_over_the_uncut_capture_list(tmp_path):
                               chain_budget=1, opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
                               preset_dir=tmp_path / "presets", final_ab=False, fast_explore=True))
     live = [e for e in report["launch_log"] if e["role"] == "live"]
-    assert live and live[0]["fast_start"] == ["--skip-server-warmup", "--cuda-graph-max-bs-decode", "1"]
-    assert _manifest(live[0]["run_dir"])["cuda_graph_bs"] == [1]
+    # the first live launch is also measured at the schedule's high concurrency (16): its capture list is
+    # not cut below that (the profile's own 16), else that pass would run without CUDA graphs
+    assert report["live"]["pairs"][0]["also"]["concurrency"] == 16
+    assert live and live[0]["fast_start"] == ["--skip-server-warmup"]
+    assert _manifest(live[0]["run_dir"])["cuda_graph_bs"] == default_spec_capture_bs(16)
     sched = report["adaptive_schedule"]
     assert sched is not None and sched["batch_sizes"] == default_spec_capture_bs(16)
     for e in report["launch_log"]:

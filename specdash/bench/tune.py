@@ -305,13 +305,19 @@ class _Explorer:
         self.full_capture: list[int] | None = None
         self.launches: list[dict[str, Any]] = []
 
-    def prepare(self, prof):
-        """``prof`` with the exploration flags (itself when disabled or nothing applies)."""
+    def prepare(self, prof, *, concurrency: int | None = None):
+        """``prof`` with the exploration flags (itself when disabled or nothing applies).
+
+        ``concurrency``: the highest concurrency this launch is measured at when above the tune's (a live
+        launch's second pass at the schedule's high concurrency): the capture list is cut no lower than that,
+        else the high pass would run its batches without CUDA graphs (seen on the real bed, SGLang 0.5.14:
+        c16 at 1,084 tok/s under a cut to batch 4 against ~3,870 for a static launch of the same chain)."""
         if not self.enabled:
             return prof
         from specdash.bench.explore import exploration_profile
 
-        out, plan = exploration_profile(prof, version=self.version, concurrency=self.concurrency,
+        conc = max(self.concurrency, int(concurrency or 0))
+        out, plan = exploration_profile(prof, version=self.version, concurrency=conc,
                                         captured_bs=self.captured, open_loop=self.open_loop)
         if any(f.startswith("--cuda-graph-max-bs") for f in plan.flags):
             self._graph_flag_used = True
@@ -615,7 +621,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         say(f"tune: launch #{len(log.entries) + 1} (live {live_plan.launches + 1}/{chain_cap}): chain tiers "
             f"steps {a} and {b} in one adaptive launch — {why}")
         also = high if (high is not None and live_plan.launches == 0) else None
-        res = await live_plan.measure_pair(log, suite, later, a, b, prepare=explorer.prepare, also_at=also)
+        prep = explorer.prepare if also is None else (lambda p: explorer.prepare(p, concurrency=also))
+        res = await live_plan.measure_pair(log, suite, later, a, b, prepare=prep, also_at=also)
         explorer.learn(log.entries[res.launch])
         pairs.append(res.to_json())
         for m in res.measurements:
