@@ -8,11 +8,13 @@ on those launches only, then predicts every launch it was NOT given — accept l
 (400 posterior draws) and, for chains, the conditional acceptance of each draft position — and prints the
 error.  Past the deepest position the given launches reached, the model keeps the last measured rate and
 widens its interval (``specdash/advisor/acceptance.py``, "Past the deepest measured position").  Inputs: a real results folder's
-run directories (``summary.json`` RUNs).
+run directories (``summary.json`` RUNs under ``runs/`` and ``tunes/``, one folder down or two: the RUNs at
+``--concurrency``, default 1; a setting measured on several machines counts once, its first run).
 
 Usage::
 
     python3 benchmarks/real/advisor_check.py benchmarks/results/real-2026-12-02 [--json]
+    python3 benchmarks/real/advisor_check.py benchmarks/results/real-2026-12-03 --concurrency 4 --json
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from pathlib import Path
 import numpy as np
 
 
-def load(folder: Path) -> list[dict]:
-    runs = []
-    for s in sorted(folder.glob("runs/*/summary.json")):
+def load(folder: Path, concurrency: int = 1) -> list[dict]:
+    runs, seen = [], set()
+    for s in sorted([*folder.glob("runs/**/summary.json"), *folder.glob("tunes/**/summary.json")]):
         for r in json.loads(s.read_text())["runs"]:
-            if (r.get("effective") or {}).get("speculative_algorithm") == "EAGLE3":
+            if ((r.get("effective") or {}).get("speculative_algorithm") == "EAGLE3" and r.get("accept_histogram")
+                    and r.get("concurrency", 1) == concurrency and not r.get("tiers") and label(r) not in seen):
+                seen.add(label(r))
                 runs.append(r)
     return runs
 
@@ -78,15 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--no-leave-one-out", action="store_true", help="only the told-some plans")
     a = ap.parse_args(argv)
-    runs = load(a.folder)
+    runs = load(a.folder, a.concurrency)
     by = {label(r): r for r in runs}
     plans = {
         "told 3/1/4 (SGLang's start) only": ["3/1/4"],
         "told 6/1/7 only": ["6/1/7"],
         "told every chain": [k for k in by if k.split("/")[1] == "1"],
     }
-    for k in by:
+    for k in ([] if a.no_leave_one_out else by):
         plans[f"all but {k}"] = [j for j in by if j != k]
     report = {}
     for name, told in plans.items():
