@@ -147,7 +147,7 @@ class _FakeClient:
     def __init__(self, latency):
         self.latency, self.inflight, self.peak = latency, 0, 0
 
-    async def generate_stream(self, text, params, rid=None):
+    async def generate_stream(self, text, params, rid=None, **_request_fields):
         import time
 
         self.inflight += 1
