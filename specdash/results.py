@@ -294,6 +294,8 @@ class TuneReport(TypedDict):
     candidates_note: str | None
     max_time_s: float | None
     time_budget_cut: list[str]
+    max_launches: int | None
+    launch_cap_cut: list[str]
     fast_explore: dict[str, Any]
     baseline_reused: dict[str, Any] | None
     start: dict[str, Any]

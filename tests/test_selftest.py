@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 import pytest
@@ -24,9 +23,7 @@ def tiny(tmp_path_factory):
 
 def test_separates_wiring_by_a_wide_margin(tiny):
     draft, sample = tiny
-    t0 = time.perf_counter()
-    rep = run_selftest(draft, sample)
-    assert time.perf_counter() - t0 < 10
+    rep = run_selftest(draft, sample)  # its speed is a benchmark: benchmarks/selftest_time.py
     acc = {v.name: v.accuracy for v in rep.variants}
     assert acc["wired"] > 0.8
     assert acc["one_layer"] < 0.1 and acc["shifted"] < 0.1 and acc["d2t_absolute"] < 0.1

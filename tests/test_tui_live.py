@@ -74,6 +74,9 @@ class SlowClient:
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
         self.fail_metrics = False
+        #: time.monotonic() when the last /metrics answer was made: the collector's clock in the test below,
+        #: so its rate is the fake's 100 tokens/s exactly, however late the event loop runs
+        self.t_metrics = time.monotonic()
 
     async def _call(self, name: str):
         self.active[name] = self.active.get(name, 0) + 1
@@ -87,8 +90,9 @@ class SlowClient:
         await self._call("metrics")
         if self.fail_metrics:
             raise ConnectionError("refused")
-        tokens = int(time.monotonic() * 100)
-        return (f'sglang:realtime_tokens_total{{mode="decode"}} {tokens}\nsglang:num_running_reqs 2\n'
+        self.t_metrics = time.monotonic()
+        tokens = self.t_metrics * 100
+        return (f'sglang:realtime_tokens_total{{mode="decode"}} {tokens!r}\nsglang:num_running_reqs 2\n'
                 "sglang:num_queue_reqs 0\n")
 
     async def server_info(self):
@@ -98,19 +102,18 @@ class SlowClient:
 
 async def test_polls_never_overlap_and_failures_stay_local() -> None:
     client = SlowClient(delay=0.05)
-    col = LiveCollector(client, intervals=PollIntervals(metrics=0.01, server_info=0.01, gpu=0.01), gpu_source="off")
+    col = LiveCollector(client, intervals=PollIntervals(metrics=0.01, server_info=0.01, gpu=0.01), gpu_source="off",
+                        clock=lambda: client.t_metrics)
     await col.start()
-    await asyncio.sleep(0.6)
+    await until(lambda: col.polls.get("metrics", 0) >= 4 and col.polls.get("server_info", 0) >= 4)
     assert client.max_active == {"metrics": 1, "server_info": 1}
-    assert col.polls["metrics"] >= 4
     snap = col.snapshot()
     assert snap.latest_metrics.running == 2.0
-    assert snap.latest_metrics.tok_s == pytest.approx(100.0, rel=0.3)  # 100 tokens per second of the fake
+    assert snap.latest_metrics.tok_s == pytest.approx(100.0, rel=1e-6)  # 100 tokens per second of the fake
     client.fail_metrics = True
-    await until(lambda: "metrics" in col.snapshot().errors, timeout=3)
+    await until(lambda: "metrics" in col.snapshot().errors)
     n_info = col.polls["server_info"]
-    await asyncio.sleep(0.2)
-    assert col.polls["server_info"] > n_info  # the other loops go on
+    await until(lambda: col.polls["server_info"] > n_info)  # the other loops go on
     assert "refused" in col.snapshot().errors["metrics"]
     await col.stop()
     assert not col.running

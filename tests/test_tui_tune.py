@@ -66,6 +66,15 @@ async def test_live_panel_shows_the_adaptive_tier_and_its_history(tmp_path: Path
     assert [p for p in children() if p.pid not in before] == []
 
 
+def _analytic(settings: dict) -> float:
+    """The healthy scenario's analytic output tok/s for ``settings`` (a tune report's ``best`` / ``start``) at the
+    test's load: concurrency 1, 192 tokens a request (:func:`specdash.sim.expected.expected`, model time)."""
+    from specdash.sim.expected import expected
+
+    return expected({**settings, "speculative_algorithm": "EAGLE3"}, "healthy", 1, max_new_tokens=192,
+                    time_scale=1.0)["output_tok_s_total"]
+
+
 async def test_live_tune_action_tunes_applies_and_leaves_nothing_behind(tmp_path: Path) -> None:
     """``a``: confirm, the dashboard's server stops, tune --live runs (a baseline, one adaptive launch of two
     chain tiers), its report and summary appear in the Suggestions panel, and the best settings are
@@ -96,7 +105,10 @@ async def test_live_tune_action_tunes_applies_and_leaves_nothing_behind(tmp_path
         assert Path(st.tune_dir, "tune.json").is_file()
         assert json.loads(Path(st.tune_dir, "tune.json").read_text())["best"] == rep["best"]
         best = rep["best"]
-        assert best != rep["start"] and best["speculative_num_steps"] < 8
+        # it moved off the far too deep chain: to a shallower one, or (a tune steered by wall-clock measurements
+        # on a loaded machine may go wide instead) to a setting the simulator's own model rates above the start
+        assert best != rep["start"]
+        assert best["speculative_num_steps"] < 8 or _analytic(best) > _analytic(rep["start"]), (best, rep["start"])
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", what="apply question")
         await pilot.press("y")
         await wait_for(pilot, lambda: s.profile.speculative.num_steps == best["speculative_num_steps"],

@@ -129,8 +129,40 @@ def state_dir() -> Path:
     return Path(base) / "specdash" / "servers"
 
 
+#: Ports :func:`free_port` picks from start here (below the kernel's ephemeral range when that leaves room).
+PICKED_PORTS_FROM = 20000
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (``ip_local_port_range``); Linux's
+    default when it cannot be read."""
+    try:
+        lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago (bind to port 0, then release)."""
+    """A TCP port that was free on ``host`` a moment ago, for a server that binds it next.
+
+    Picked at random below the kernel's ephemeral range (from :data:`PICKED_PORTS_FROM`) and checked
+    by binding it: every outgoing connection takes its local port from the ephemeral range, so a port
+    the kernel hands out for port 0 can be taken by any connection of any process between this check and
+    the server's bind — on a busy machine a launch then failed with "address already in use".  Where the
+    range leaves no room below it, or 50 picks are all taken, the kernel picks (bind to port 0)."""
+    import random
+
+    lo, _ = _ephemeral_range()
+    if lo - PICKED_PORTS_FROM >= 1000:
+        for _ in range(50):
+            port = random.randrange(PICKED_PORTS_FROM, lo)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]

@@ -610,12 +610,13 @@ class Api:
 
     async def sim_truth(self, request: Request) -> Response:
         records = request.query_params.get("records", "1") not in ("0", "false")
+        windows = request.query_params.get("decode_windows", "0") not in ("0", "false")
         since = request.query_params.get("since")
         try:
             since_f = float(since) if since else None
         except ValueError:
             return error_response("since must be a number (time.time())")
-        return json_response(self.srv.truth(include_records=records, since=since_f))
+        return json_response(self.srv.truth(include_records=records, since=since_f, decode_windows=windows))
 
     async def sim_gpus(self, request: Request) -> Response:
         return json_response(self.srv.gpus())

@@ -82,6 +82,9 @@ class SimRequest:
         "hist",
         "internal",
         "log_metrics",
+        "m_finished",
+        "m_first",
+        "m_received",
         "max_new_tokens",
         "prompt_key",
         "prompt_tokens",
@@ -120,6 +123,10 @@ class SimRequest:
         self.t_first: float | None = None
         self.t_finished: float | None = None
         self.t_last_emit = 0.0
+        #: the engine's model clock (:attr:`Engine.model_clock`, s) at receipt, first token and finish
+        self.m_received = 0.0
+        self.m_first: float | None = None
+        self.m_finished: float | None = None
         self.completion = 0
         self.verify_ct = 0
         self.correct = 0
@@ -175,7 +182,20 @@ class SimRequest:
 @dataclass
 class Truth:
     """Ground truth the simulator publishes at ``/sim/truth`` (user requests only: the
-    start-up warm-up and health checks are excluded)."""
+    start-up warm-up and health checks are excluded).
+
+    Times: ``t_*`` are wall clock (``time.time()``, s); ``busy_s`` and the ``model_*`` figures are the
+    *model clock* (:attr:`Engine.model_clock`, s): the scenario's planned time of the iterations (model ms
+    ÷ time scale, jitter included), which a loaded machine cannot stretch.  A record (``requests``) has
+    ``t_received`` / ``t_first_token`` / ``t_finished`` and ``model_received`` (the model clock at
+    receipt), ``model_ttft_s`` and ``model_e2e_s`` (the model time from receipt to the first token and
+    to the finish: the iterations begun after receipt).  ``decode_windows`` (``?decode_windows=1``): one
+    entry per ``Decode batch`` line, warm-up included — ``index`` (0-based, in log order), ``t``,
+    ``elapsed_s`` (the wall time the line's ``gen throughput`` divides by), ``running``, ``tokens`` /
+    ``request_rounds`` / ``accepted_drafts`` (what the line reports), ``reported_steps`` (the tiers of the
+    batches whose results it reports: lagged under adaptive), ``run_steps`` (the tiers of the batches run
+    in its window), ``prefills`` (prefill batches in its window) and ``idle`` (the scheduler waited for
+    work in its window)."""
 
     tokens_emitted: int = 0
     verify_rounds: int = 0
@@ -188,6 +208,10 @@ class Truth:
     sum_completion_finished: int = 0
     sum_verify_finished: int = 0
     records: deque = field(default_factory=lambda: deque(maxlen=MAX_TRUTH_RECORDS))
+    #: ``Decode batch`` lines logged so far (all requests, warm-up included: the lines of the log)
+    decode_lines: int = 0
+    #: one entry per decode line, what its window really held (:meth:`Engine._decode_log`)
+    decode_windows: deque = field(default_factory=lambda: deque(maxlen=MAX_TRUTH_RECORDS))
 
 
 class Engine:
@@ -209,6 +233,10 @@ class Engine:
         #: time.monotonic() at the end of the last iteration (:meth:`_spend`); None after idling
         self._last_end: float | None = None
         self._busy: deque[tuple[float, float]] = deque(maxlen=4096)
+        #: the model clock (s): the planned wall time (model ms / time scale) of every iteration begun so far,
+        #: idle time excluded — what the clock would read had every sleep been exact; a request's
+        #: ``model_e2e_s`` is its reading at the finish minus at receipt (:meth:`_finish`)
+        self.model_clock = 0.0
         self._prefix_cache: dict[str, int] = {}
         spec = cfg.spec
         self._branching = tree_branching(spec.steps, spec.topk, spec.num_draft_tokens) if spec else []
@@ -229,6 +257,12 @@ class Engine:
         # own decode line (one line of lag already), so a line reports the batch LAG - 1 before it.
         self._report_lag: deque[tuple[int, int, int]] = deque()
         self._win_graph = True
+        #: what the decode-log window holds besides its counts: the steps of the batches its line reports
+        #: (lagged under adaptive), of the batches that ran in it, prefill batches and idle waits in it
+        self._win_rep_steps: set[int] = set()
+        self._win_run_steps: set[int] = set()
+        self._win_prefills = 0
+        self._win_idle = False
         self._last_decode_log = time.time()
         self._last_prefill_log = time.time()
         self.last_gen_throughput = 0.0
@@ -294,6 +328,7 @@ class Engine:
     def enqueue(self, r: SimRequest) -> None:
         """Put a request in the waiting queue and wake the scheduler."""
         r.t_received = time.time()
+        r.m_received = self.model_clock
         r.t_dispatch = r.t_received + 0.0004
         self.waiting.append(r)
         self._wake.set()
@@ -378,6 +413,7 @@ class Engine:
         machine this exceeds the plan (``model_ms / time_scale``: sleeps overshoot, the deadline clock
         restarts after falling 50 ms behind); the truth of what was emitted is this, not the plan."""
         wall = max(0.0, model_ms) / 1000.0 / self.cfg.time_scale
+        self.model_clock += wall
         now = time.monotonic()
         if now - self._deadline > 0.05:  # idle (or far behind): restart the clock
             self._deadline = now
@@ -441,6 +477,7 @@ class Engine:
         would otherwise run that much faster than modelled (seen as a 20x faster request right after one
         that followed a long idle, on a loaded machine)."""
         self._wake.clear()
+        self._win_idle = True
         await self._wake.wait()
         self._deadline = time.monotonic()
 
@@ -501,6 +538,7 @@ class Engine:
             self.running.append(r)
             self._emit(r, 1, now)
         self.truth.prefill_batches += 1
+        self._win_prefills += 1
         elapsed = max(1e-6, now - self._last_prefill_log)
         self._last_prefill_log = now
         usage = self.tokens_in_use / max(1, self.cfg.max_total_tokens)
@@ -591,14 +629,18 @@ class Engine:
                     self.log.scheduler(ev.line)
         self.truth.decode_iterations += 1
         self._decode_iters += 1
-        batch_result = (tokens, len(running), accepted_total)
+        steps_run = spec.steps if spec is not None else 0
+        batch_result = (tokens, len(running), accepted_total, steps_run)
         if ctl is not None:
             self._report_lag.append(batch_result)
             batch_result = (self._report_lag.popleft() if len(self._report_lag) >= OVERLAP_REPORT_LAG_BATCHES
-                            else (0, 0, 0))
+                            else (0, 0, 0, None))
         self._win_tokens += batch_result[0]
         self._win_req_rounds += batch_result[1]
         self._win_accepted += batch_result[2]
+        if batch_result[3] is not None:
+            self._win_rep_steps.add(batch_result[3])
+        self._win_run_steps.add(steps_run)
         self._win_graph = not eager
         if self.metrics:
             self.metrics.sched_counter(self.metrics.cuda_graph_passes,
@@ -631,6 +673,15 @@ class Engine:
         parts.append(f"cuda graph: {self._win_graph}, gen throughput (token/s): {thr:.2f}, "
                      f"#queue-req: {len(self.waiting)}{self._occupancy(now)}")
         self.log.scheduler(", ".join(parts))
+        t = self.truth
+        t.decode_windows.append({
+            "index": t.decode_lines, "t": now, "elapsed_s": elapsed, "running": batch,
+            "tokens": self._win_tokens, "request_rounds": self._win_req_rounds, "accepted_drafts": self._win_accepted,
+            "reported_steps": sorted(self._win_rep_steps), "run_steps": sorted(self._win_run_steps),
+            "prefills": self._win_prefills, "idle": self._win_idle})
+        t.decode_lines += 1
+        self._win_rep_steps, self._win_run_steps = set(), set()
+        self._win_prefills, self._win_idle = 0, False
         m = self.metrics
         if m:
             m.sched_counter(m.realtime_tokens, "decode").inc(self._win_tokens)
@@ -673,6 +724,7 @@ class Engine:
         m = self.metrics
         if first:
             r.t_first = now
+            r.m_first = self.model_clock
         elif m and r.log_metrics:
             m.itl.observe((now - r.t_last_emit) / n)
         r.t_last_emit = now
@@ -690,6 +742,7 @@ class Engine:
         r.finish_reason = reason
         r.aborted = reason.get("type") == "abort"
         r.t_finished = time.time()
+        r.m_finished = self.model_clock
         r.event.set()
         if r.aborted:
             return
@@ -703,6 +756,9 @@ class Engine:
                 "prompt_tokens": r.prompt_tokens, "cached_tokens": r.cached_tokens,
                 "completion_tokens": r.completion, "verify_ct": r.verify_ct, "accepted_drafts": r.correct,
                 "category": r.category, "alpha": round(r.alpha, 6),
+                "model_received": r.m_received,
+                "model_ttft_s": (r.m_first - r.m_received) if r.m_first is not None else None,
+                "model_e2e_s": r.m_finished - r.m_received,
             })
         m = self.metrics
         if metrics and m and r.log_metrics:
@@ -729,8 +785,10 @@ class Engine:
             return None
         return self.lifetime_accept_num / self.lifetime_accept_den
 
-    def truth_json(self, *, include_records: bool = True, since: float | None = None) -> dict[str, Any]:
-        """The ``/sim/truth`` figures (see :class:`Truth`)."""
+    def truth_json(self, *, include_records: bool = True, since: float | None = None,
+                   decode_windows: bool = False) -> dict[str, Any]:
+        """The ``/sim/truth`` figures (see :class:`Truth`); ``decode_windows``: add the per-line entries
+        (``decode_windows``, see :meth:`_decode_log`)."""
         t = self.truth
         spec = self.cfg.spec
         out: dict[str, Any] = {
@@ -741,6 +799,8 @@ class Engine:
             "decode_iterations": t.decode_iterations,
             "prefill_batches": t.prefill_batches,
             "busy_s": t.busy_s,
+            "model_clock": self.model_clock,
+            "decode_lines": t.decode_lines,
             "finished_requests": t.finished_requests,
             "accept_length": (t.sum_completion_finished / t.sum_verify_finished) if t.sum_verify_finished else None,
             "accept_length_rounds": ((t.verify_rounds + t.accepted_drafts) / t.verify_rounds)
@@ -751,6 +811,8 @@ class Engine:
             "waiting": len(self.waiting),
             "tiers": self.tier_truth.to_json() if self.cfg.adaptive is not None else None,
         }
+        if decode_windows:
+            out["decode_windows"] = list(t.decode_windows)
         if include_records:
             recs = list(t.records)
             if since is not None:

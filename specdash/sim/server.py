@@ -562,8 +562,10 @@ class SimServer:
                 "model_type": self.target.config.get("model_type"), "architectures": self.target.architectures,
                 "simulated": True}
 
-    def truth(self, *, include_records: bool = True, since: float | None = None) -> dict[str, Any]:
-        """``/sim/truth``: the engine's counts plus scenario, settings and wiring."""
+    def truth(self, *, include_records: bool = True, since: float | None = None,
+              decode_windows: bool = False) -> dict[str, Any]:
+        """``/sim/truth``: the engine's counts plus scenario, settings and wiring (``decode_windows``: with
+        the engine's per-decode-line entries, :meth:`specdash.sim.engine.Engine.truth_json`)."""
         out = {"simulated": True, "version": self.version, "seed": self.opts.seed, "time_scale": self.time_scale,
                "scenario": {"name": self.sc.name, "path": self.sc.path, "description": self.sc.description,
                             "alpha": self.sc.acceptance.alpha, "decay": self.sc.acceptance.decay,
@@ -583,7 +585,8 @@ class SimServer:
                "wiring": self.wiring.to_json(), "started_at": self.started_at, "ready": self.ready,
                "adaptive": self.adaptive.truth()}
         if self.engine is not None:
-            out.update(self.engine.truth_json(include_records=include_records, since=since))
+            out.update(self.engine.truth_json(include_records=include_records, since=since,
+                                              decode_windows=decode_windows))
         return out
 
     def gpus(self) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,10 +30,11 @@ SEEDS_FIVE = [
 
 
 def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port that was free a moment ago on 127.0.0.1 (:func:`specdash.sglang.process.free_port`: outside
+    the range outgoing connections take theirs from)."""
+    from specdash.sglang.process import free_port as pick
+
+    return pick("127.0.0.1")
 
 
 class SimProcess:
