@@ -140,13 +140,10 @@ def _jsonable(value):
     return value
 
 
-def _module_constants(wheel: Wheel, path: str) -> dict[str, ast.AST]:
-    """Top-level ``NAME = <expr>`` / ``NAME: T = <expr>`` of a module, plus names it imports from
-    other ``sglang`` modules (resolved one level)."""
+
+def _top_level_assignments(tree: ast.Module) -> dict[str, ast.AST]:
+    """``NAME = value`` and ``NAME: T = value`` at a module's top level: name -> value node."""
     out: dict[str, ast.AST] = {}
-    tree = wheel.tree(path)
-    if tree is None:
-        return out
     for node in tree.body:
         if isinstance(node, ast.Assign):
             for t in node.targets:
@@ -154,6 +151,15 @@ def _module_constants(wheel: Wheel, path: str) -> dict[str, ast.AST]:
                     out[t.id] = node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             out[node.target.id] = node.value
+    return out
+
+def _module_constants(wheel: Wheel, path: str) -> dict[str, ast.AST]:
+    """Top-level ``NAME = <expr>`` / ``NAME: T = <expr>`` of a module, plus names it imports from
+    other ``sglang`` modules (resolved one level)."""
+    tree = wheel.tree(path)
+    if tree is None:
+        return {}
+    out = _top_level_assignments(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sglang."):
             other = node.module.replace(".", "/") + ".py"
@@ -165,15 +171,8 @@ def _module_constants(wheel: Wheel, path: str) -> dict[str, ast.AST]:
                 if local in out:
                     continue
                 if consts is None:
-                    consts = {}
                     ot = wheel.tree(other)
-                    for n in (ot.body if ot else []):
-                        if isinstance(n, ast.Assign):
-                            for t in n.targets:
-                                if isinstance(t, ast.Name):
-                                    consts[t.id] = n.value
-                        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None:
-                            consts[n.target.id] = n.value
+                    consts = _top_level_assignments(ot) if ot else {}
                 if alias.name in consts:
                     out[local] = consts[alias.name]
     return out
