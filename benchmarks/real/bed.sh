@@ -58,6 +58,10 @@ unpack_carried_draft() {  # draft parts carried in this call or copied by earlie
       && log "carried draft unpacked: $(sha256sum /root/models/smol-eagle3/model.safetensors | cut -c1-12)"
   fi
 }
+point_profile() {  # point_profile NAME S K D: profiles/real-smol-eagle3.toml at steps S / top-k K / draft tokens D
+  sed -e "s/^name = .*/name = \"$1\"/" -e "s/^num_steps = .*/num_steps = $2/" -e "s/^eagle_topk = .*/eagle_topk = $3/" \
+      -e "s/^num_draft_tokens = .*/num_draft_tokens = $4/" profiles/real-smol-eagle3.toml
+}
 serve() {  # serve DIR PORT [extra args]: SGLang in its own session, waits for /health
   local dir=$1 port=$2; shift 2
   setsid $PY -m sglang.launch_server --model-path "$dir" --port "$port" $SGLANG_FLAGS --cuda-graph-max-bs-decode 128 \
@@ -146,8 +150,7 @@ if [ "$PHASE" = train-eval ]; then
   for pt in ${EVAL_POINTS:-6,1,7}; do
     IFS=, read -r s k d <<< "$pt"
     n="real-smol-eagle3-$s-$k-$d"
-    sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
-        -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$W/prof/$n.toml"
+    point_profile "$n" "$s" "$k" "$d" > "$W/prof/$n.toml"
     [ "$(left)" -lt 150 ] && { log "skip $pt: $(left) s left"; continue; }
     timeout $(( $(left) - 20 )) $SD --bench --profile "$W/prof/$n.toml" --suite real-smol --out "$W/runs" --json \
       > "$W/bench-$n.json" 2> "$W/bench-$n.err"
@@ -173,8 +176,7 @@ if [ "$PHASE" = grid ]; then
     if [ "$pt" = baseline ]; then n=real-smol-baseline; prof=profiles/real-smol-baseline.toml
     else
       IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; prof="$W/prof/$n.toml"
-      sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
-          -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$prof"
+      point_profile "$n" "$s" "$k" "$d" > "$prof"
     fi
     [ "$(left)" -lt 170 ] && { log "skip $pt: $(left) s left"; continue; }
     timeout $(( $(left) - 20 )) $SD --bench --profile "$prof" --suite real-smol --baseline none \
@@ -257,8 +259,7 @@ if [ "$PHASE" = tune ]; then
   for t in ${TUNES:?TUNES}; do
     IFS=: read -r mode c start <<< "$t"; IFS=, read -r s k d <<< "$start"
     n="real-smol-eagle3-$s-$k-$d"; prof="$W/prof/$n.toml"; suite="$W/prof/real-smol-c$c.toml"
-    sed -e "s/^name = .*/name = \"$n\"/" -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
-        -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" profiles/real-smol-eagle3.toml > "$prof"
+    point_profile "$n" "$s" "$k" "$d" > "$prof"
     sed -e "s/^concurrency = .*/concurrency = $c/" profiles/suites/real-smol.toml > "$suite"
     [ "$(left)" -lt 240 ] && { log "skip tune $t: $(left) s left"; continue; }
     flags=""; [ "$mode" = live ] && flags="--live"
