@@ -200,13 +200,14 @@ if [ "$PHASE" = grid-par ]; then
   i=0; PORTS=""
   for pt in ${POINTS:?POINTS}; do
     port=$((30100 + i)); i=$((i + 1))
-    if [ "$pt" = baseline ]; then n=real-smol-baseline; base=profiles/real-smol-baseline.toml
+    # baseline, baseline-end ...: the baseline again (the call's drift: first and last point of POINTS)
+    if [ "${pt%%-*}" = baseline ]; then n=real-smol-$pt; base=profiles/real-smol-baseline.toml
     elif [ "$pt" = ngram ]; then n=real-smol-ngram; base=profiles/real-smol-ngram.toml
     else IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; base=profiles/real-smol-eagle3.toml; fi
     prof="$W/prof/$n.toml"
     sed -e "s/^name = .*/name = \"$n\"/" -e "s/^port = .*/port = $port/" -e "s/^mem_fraction_static = .*/mem_fraction_static = 0.9/" \
         -e 's/"--cuda-graph-max-bs-decode", "48"\]/"--cuda-graph-max-bs-decode", "48", "--max-total-tokens", "65536"]/' "$base" > "$prof"
-    [ "$pt" = baseline ] || [ "$pt" = ngram ] || sed -i -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
+    [ "${pt%%-*}" = baseline ] || [ "$pt" = ngram ] || sed -i -e "s/^num_steps = .*/num_steps = $s/" -e "s/^eagle_topk = .*/eagle_topk = $k/" \
         -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" "$prof"
     $SD profile show "$prof" --json > "$W/prof/$n.show.json" 2> "$W/prof/$n.show.err"
     $PY -c "import json,sys; print('\0'.join(json.load(open(sys.argv[1]))['argv']), end='')" "$W/prof/$n.show.json" > "$W/prof/$n.argv"

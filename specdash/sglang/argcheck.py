@@ -57,7 +57,8 @@ class ArgCheck:
     ``exception`` / ``message`` / ``where`` (``sglang/….py:line in func``) for a refusal or an import failure;
     ``argparse_error``: the ``error: …`` line argparse printed (exit 2); ``resolved``: ServerArgs field →
     the value SGLang will use; ``warnings``: WARNING lines SGLang logged while resolving; ``stubbed``:
-    modules stood in for; ``seconds``: wall time; ``device_added`` / ``gpu_memory_assumed``: the CUDA
+    modules stood in for; ``seconds``: wall time, of which ``import_seconds`` went to importing SGLang's
+    ``srt.server_args`` (torch included) in the child; ``device_added`` / ``gpu_memory_assumed``: the CUDA
     device was emulated (no GPU visible) and its memory assumed.
     """
 
@@ -72,6 +73,7 @@ class ArgCheck:
     warnings: list[str] = field(default_factory=list)
     stubbed: list[str] = field(default_factory=list)
     seconds: float | None = None
+    import_seconds: float | None = None
     device_added: bool = False
     gpu_memory_assumed: bool = False
     note: str | None = None

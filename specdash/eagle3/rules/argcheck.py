@@ -69,7 +69,8 @@ def rule_argcheck(ctx: RuleContext) -> None:
     chk = run_argcheck(python, argv, env, gpu_memory_mib=mib)
     ver = chk.sglang_version or installed
     red = redact_argv(argv)
-    ev = {"python": python, "sglang_version": ver, "seconds": chk.seconds, "stubbed": chk.stubbed, "argv": red}
+    ev = {"python": python, "sglang_version": ver, "seconds": chk.seconds, "import_seconds": chk.import_seconds,
+          "stubbed": chk.stubbed, "argv": red}
     if ver and ctx.source in ("cli", "profile") and ver.split("+")[0] != ctx.version:
         ctx.add("ARGCHECK", "warning",
                 f"the doctor judges SGLang {ctx.version} ({ctx.judged}), but {python} has SGLang {ver}: the launch runs "
