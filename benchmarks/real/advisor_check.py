@@ -11,10 +11,20 @@ widens its interval (``specdash/advisor/acceptance.py``, "Past the deepest measu
 run directories (``summary.json`` RUNs under ``runs/`` and ``tunes/``, one folder down or two: the RUNs at
 ``--concurrency``, default 1; a setting measured on several machines counts once, its first run).
 
+``--tree-model rank`` puts a candidate tree model beside the advisor's on the same splits (the evidence for its
+next model change, issue 21): SGLang's own tree built node by node — ``steps`` rounds of top-k expansion of the
+``topk`` best frontier nodes by path score, all ``topk²`` children of a round scored, then the
+``draft_tokens − 1`` best of all candidates kept (``select_top_k_tokens`` and ``organize_draft_results`` in
+``python/sglang/srt/speculative/eagle_utils.py``, 0.5.14) — with the target's token the draft's rank-r child at
+depth i with probability π_1 = p_i (the chain's acceptance at that position, pooled from the told chains) and
+π_r = (1 − p_i)(1 − ρ)ρ^(r−2) for r ≥ 2, the draft's scores taken as π (a calibrated draft); τ = 1 + the expected
+accepted nodes, exactly, over the kept tree.  One parameter, ρ, fitted on the told trees (0.6 when none is told).
+
 Usage::
 
     python3 benchmarks/real/advisor_check.py benchmarks/results/real-2026-12-02 [--json]
     python3 benchmarks/real/advisor_check.py benchmarks/results/real-2026-12-03 --concurrency 4 --json
+    python3 benchmarks/real/advisor_check.py benchmarks/results/real-2026-12-03 --concurrency 4 --tree-model rank
 """
 
 from __future__ import annotations
@@ -78,12 +88,83 @@ def predict(train: list[dict], test: list[dict]) -> list[dict]:
     return out
 
 
+RANK_PRIOR_RHO = 0.6
+
+
+def rank_tree_accept_length(steps: int, topk: int, draft_tokens: int, p: list[float], rho: float) -> float:
+    """τ of (steps, topk, draft_tokens) under the rank model (module docstring, ``--tree-model rank``); ``p``:
+    top-1 acceptance by depth (at least ``steps`` entries)."""
+    k = max(1, topk)
+    ranks = np.arange(1, k + 1)
+    nodes: list[tuple[float, int, float]] = []  # (path score, parent index or -1, π of the node)
+    beam = [(-1, 1.0)]
+    for depth in range(steps):
+        pi = np.where(ranks == 1, p[depth], (1 - p[depth]) * (1 - rho) * rho ** np.maximum(ranks - 2, 0))
+        cand = []
+        for parent, score in beam:
+            for r in range(k):
+                nodes.append((score * pi[r], parent, float(pi[r])))
+                cand.append((len(nodes) - 1, score * pi[r]))
+        beam = sorted(cand, key=lambda c: -c[1])[:k]
+    kept = sorted(range(len(nodes)), key=lambda i: -nodes[i][0])[:max(draft_tokens - 1, 0)]
+    children: dict[int, list[int]] = {}
+    for i in kept:
+        children.setdefault(nodes[i][1], []).append(i)
+
+    def accepted(i: int) -> float:
+        return sum(nodes[c][2] * (1 + accepted(c)) for c in children.get(i, []))
+    return 1.0 + accepted(-1)
+
+
+def predict_rank(train: list[dict], test: list[dict]) -> list[dict]:
+    """The rank model's predictions for ``test`` from ``train`` (rows as :func:`predict`, no interval)."""
+    from scipy.optimize import minimize_scalar
+
+    from specdash.advisor.acceptance import position_counts
+
+    acc: dict[int, list[int]] = {}
+    for r in train:
+        st = r["effective"]
+        if st["speculative_eagle_topk"] == 1 and r.get("accept_histogram"):
+            for i, (s, n) in enumerate(position_counts(r["accept_histogram"], st["speculative_num_steps"])):
+                a = acc.setdefault(i, [0, 0])
+                a[0] += s
+                a[1] += n
+    if not acc:
+        return []
+    p = [acc[i][0] / acc[i][1] for i in sorted(acc) if acc[i][1]]
+    p += [p[-1]] * 16  # past the deepest told position: the last rate kept (as the advisor does)
+
+    def shape(r: dict) -> tuple[int, int, int]:
+        e = r["effective"]
+        return e["speculative_num_steps"], e["speculative_eagle_topk"], e["speculative_num_draft_tokens"]
+    trees = [r for r in train if shape(r)[1] > 1]
+    rho = RANK_PRIOR_RHO
+    if trees:
+        rho = float(minimize_scalar(lambda x: sum((rank_tree_accept_length(*shape(r), p, x) - r["accept_length"]) ** 2
+                                                  for r in trees), bounds=(0.01, 0.99), method="bounded").x)
+    out = []
+    for r in test:
+        tau = rank_tree_accept_length(*shape(r), p, rho)
+        out.append({"setting": label(r), "measured_accept_length": round(r["accept_length"], 3),
+                    "predicted_accept_length": round(tau, 3), "error": round(tau - r["accept_length"], 3),
+                    "rho": round(rho, 3), "rho_fitted": bool(trees)})
+    return out
+
+
+def _errors(rows: list[dict], trees_only: bool = True) -> str:
+    e = [r["error"] for r in rows if not trees_only or r["setting"].split("/")[1] != "1"]
+    return f"trees: rms error {float(np.sqrt(np.mean(np.square(e)))):.3f}, worst {max(e, key=abs):+.3f}" if e else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--no-leave-one-out", action="store_true", help="only the told-some plans")
+    ap.add_argument("--tree-model", choices=("advisor", "rank"), default="advisor",
+                    help="rank: the candidate tree model beside the advisor's (module docstring)")
     a = ap.parse_args(argv)
     runs = load(a.folder, a.concurrency)
     by = {label(r): r for r in runs}
@@ -91,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         "told 3/1/4 (SGLang's start) only": ["3/1/4"],
         "told 6/1/7 only": ["6/1/7"],
         "told every chain": [k for k in by if k.split("/")[1] == "1"],
+        "told every chain and the trees of steps <= 6": [k for k in by if k.split("/")[1] == "1"
+                                                          or int(k.split("/")[0]) <= 6],
     }
     for k in ([] if a.no_leave_one_out else by):
         plans[f"all but {k}"] = [j for j in by if j != k]
@@ -100,18 +183,20 @@ def main(argv: list[str] | None = None) -> int:
         test = [r for k, r in by.items() if k not in told]
         if train and test:
             report[name] = predict(train, test)
+            if a.tree_model == "rank":
+                report[f"{name} [rank model]"] = predict_rank(train, test)
     if a.json:
         print(json.dumps(report, indent=1))
         return 0
     for name, rows in report.items():
-        print(f"{name}:")
+        print(f"{name}: {_errors(rows)}")
         for row in rows:
             extra = ""
             if "measured_by_position" in row:
                 extra = f"  positions measured {row['measured_by_position']} predicted {row['predicted_by_position']}"
-            lo, hi = row["predicted_ci95"]
+            ci = " [{:.3f}, {:.3f}]".format(*row["predicted_ci95"]) if "predicted_ci95" in row else ""
             print(f"  {row['setting']:>6}: accept length measured {row['measured_accept_length']:.3f} "
-                  f"predicted {row['predicted_accept_length']:.3f} [{lo:.3f}, {hi:.3f}] ({row['error']:+.3f}){extra}")
+                  f"predicted {row['predicted_accept_length']:.3f}{ci} ({row['error']:+.3f}){extra}")
     return 0
 
 
