@@ -98,8 +98,8 @@ hold at most 1 + K + (S - 1)·K² tokens.  The advisor models the accepted path 
 * β is fitted when runs with topk > 1 were measured, otherwise the prior β = 0.3 is used and
   the output says so.  The prior is deliberately modest: top-1 acceptance 0.6 then gives 0.75
   within 4 siblings and 0.82 within 8 (the usual size of the top-1 → top-5 gap of draft heads),
-  and it is consistent with the seeds' tree run (16 draft tokens: accept length ≈ 2.1, 2.0–2.5
-  in the server metrics, where the chain of 16 gave 1.9): with the seeds' fitted α ≈ 0.59,
+  and it is consistent with a public EAGLE3 deployment's tree run (16 draft tokens: accept length ≈ 2.1,
+  2.0–2.5 in the server metrics, where the chain of 16 gave 1.9): with that run's fitted α ≈ 0.59,
   d ≈ 0.68 the model gives 2.3–2.4 for topk 4–8 at β = 0.3, but 2.6–2.8 at β = 0.5.
 
 """

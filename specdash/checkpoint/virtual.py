@@ -5,8 +5,8 @@ must run on a laptop with nothing downloaded.  A virtual model is a ``config.jso
 a tensor list (names, shapes, dtypes) with the shapes of the real model it stands for,
 so the preflight doctor and the simulator treat it exactly like a directory on disk.
 Shapes follow the public configs of the models named (Llama-3.1-8B-Instruct and its
-EAGLE3 head ``lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B``; Kimi-K2.5 and the seeds'
-1.2 B-parameter EAGLE3 head with hidden 7168, fc [7168, 21504], draft vocab 32000).
+EAGLE3 head ``lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B``; Kimi-K2.5 and a trained
+1.2 B-parameter EAGLE3 head for it with hidden 7168, fc [7168, 21504], draft vocab 32000).
 """
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ def _catalogue() -> dict[str, tuple[dict, dict, dict]]:
     cat["llama-3.1-8b-eagle3"] = _eagle3_draft(4096, 4096, 32, 8, 14336, 128256, 32000, 2048)
     cat["llama-3.1-8b-eagle3-layers0"] = _eagle3_draft(4096, 4096, 32, 8, 14336, 128256, 32000, 2048,
                                                        layer_prefix="layers.0")
-    # The golden recordings' tiny models (../shared/sglang/golden/env/models, built by
-    # ../shared/sglang/gpu/make_models.py): a 155.7 M-parameter Llama and its EAGLE3 heads.
+    # The tiny models the real-server recordings were made with: a 155.7 M-parameter Llama and its EAGLE3
+    # heads (random weights, shapes as here).
     tiny = _llama_target(1024, 8, 16, 4, 2816, 32000, 4096)
     cat["tiny-llama"] = (tiny, _target_tensors(tiny), {})
     cat["tiny-llama-eagle3"] = _eagle3_draft(1024, 1024, 16, 4, 2816, 32000, 8000, 4096)

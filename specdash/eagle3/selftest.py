@@ -1,6 +1,6 @@
 """``specdash draft selftest DRAFT --sample FILE [--target DIR]``: run the draft head alone.
 
-The seeds' lesson (Kimi-K2.5, ``test_drafter_standalone.py``): when a served head collapses,
+The lesson of a Kimi-K2.5 EAGLE3 deployment (its draft tested standalone): when a served head collapses,
 run it outside the server on a sample from its own training data.  Good step-0 accuracy there
 plus a collapse when served means the *wiring* is wrong (algorithm, aux layers, keys, d2t); a
 bad score here means the *training* (or the export) is.  This module reimplements SGLang's

@@ -16,8 +16,8 @@ Format (SGLang's ``utils/common.py::configure_logger`` and
   read ``cpu graph``/``npu graph``/``musa graph``; PD-decode and MFU add fields.
 
 Fields are read generically (``key: value`` parts split on ``", "``), so fields a
-version adds land in ``extra`` instead of breaking the parser.  Checked against every
-``server.log`` of ``../shared/sglang/golden/runs/``.
+version adds land in ``extra`` instead of breaking the parser.  Checked against the ``server.log``
+of real SGLang 0.5.14 runs (an H100 and an H200).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The simulated server's HTTP API (Starlette): SGLang's endpoints and shapes, plus ``/sim/*``.
 
-Shapes follow the recordings of a real SGLang 0.5.14 server
-(``../shared/sglang/golden/runs/*/``: ``generate_stream.sse``, ``generate_nonstream.json``,
-``chat_stream.sse``, ``completions_stream.sse``, ``server_info.json``, ``model_info.json``,
-``v1_models.json``) and the 0.5.23 ``http_server.py`` / ``tokenizer_manager.py`` for what changed:
+Shapes follow recordings of a real SGLang 0.5.14 server (``/generate`` streamed and not,
+``/v1/chat/completions`` and ``/v1/completions`` streamed, ``/server_info``, ``/model_info``,
+``/v1/models``) and the 0.5.23 ``http_server.py`` / ``tokenizer_manager.py`` for what changed:
 
 * ``/generate`` SSE events are ``data: <compact JSON>\\n\\n`` ending with ``data: [DONE]``;
   ``text``/``output_ids`` are cumulative unless ``--incremental-streaming-output``; one

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-#: The seeds' five benchmark prompts (``profiles/suites/seeds-five.toml``; ../shared/seeds/004_*.txt).
+#: The five benchmark prompts of the suite ``seeds-five`` (``profiles/suites/seeds-five.toml``).
 SEEDS_FIVE = [
     "Explain the theory of general relativity in simple terms.",
     "Write a Python function that implements merge sort with detailed comments.",

@@ -1,10 +1,9 @@
 """Fake tokenizer and text for the simulator: token counts, output words, prompt categories.
 
 No real tokenizer is loaded (the simulator stays light).  Prompt length is estimated at
-~3.6 characters per token plus a BOS token (the golden tiny Llama tokenised
+~3.6 characters per token plus a BOS token (a tiny Llama served by real SGLang 0.5.14 tokenised
 "The quick brown fox jumps over the lazy dog. The server" — 55 characters — into 17
-tokens, ``../shared/sglang/golden/runs/*/generate_stream.sse``).  Output tokens follow the
-golden recordings' structure: greedy ids advance by one in the "hot" range
+tokens in its ``/generate`` stream).  Output tokens follow that server's recorded structure: greedy ids advance by one in the "hot" range
 [1000, 9000) (``output_ids`` 1323, 1324, … there), starting at an id derived from the
 seed and the prompt, so the same prompt gives the same text with and without
 speculation (lossless, as the golden runs show).  Each id maps to a deterministic

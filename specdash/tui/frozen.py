@@ -1,8 +1,8 @@
 """Fixed, deterministic dashboard data for SVG snapshot tests (no server, no clock).
 
 :func:`frozen_view` builds a :class:`~specdash.tui.state.ViewState` that looks like two
-minutes of a healthy simulated EAGLE3 run (``healthy``) or of the seeds' wrong-algorithm
-fault (``wrong_algo``: preflight ALGO_MISMATCH, then VERIFY_COLLAPSE).  Every number comes
+minutes of a healthy simulated EAGLE3 run (``healthy``) or of an EAGLE3 draft served as ``EAGLE``
+(``wrong_algo``: preflight ALGO_MISMATCH, then VERIFY_COLLAPSE).  Every number comes
 from closed-form expressions so the pictures never change between runs.  Findings are
 written here (not produced by the doctor) so a wording change in the rules does not break
 the UI snapshots.
