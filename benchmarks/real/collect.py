@@ -7,7 +7,7 @@ concurrency) becomes one row ``{"target", "draft", "steps", "topk", "draft_token
 null), plus what a reader of the grid needs beside it: ``algorithm``, ``accept_rate``,
 ``accept_by_position`` (specdash's own, from the pooled verify-round histogram), ``tpot_ms_p50``, ``ttft_ms_p50``, ``requests`` and
 ``speedup_vs_baseline`` (output tok/s over the baseline row of the same concurrency *and machine*, when there is
-one) and ``machine``: run directories may sit one folder down, ``runs/<machine>/<run>/``, one folder per lent GPU
+one; over the mean of several, their drift printed) and ``machine``: run directories may sit one folder down, ``runs/<machine>/<run>/``, one folder per lent GPU
 machine — tok/s compare only within one machine (the card and the host differ between loans), so every ratio is
 taken against that folder's own baseline.
 
@@ -77,7 +77,16 @@ def rows(folder: Path) -> list[dict]:
                 "requests": run.get("requests"),
                 "run_dir": str(summ.parent.relative_to(folder)),
             })
-    base = {(r["machine"], r["concurrency"]): r["output_tok_s"] for r in out if r["algorithm"] is None and r["output_tok_s"]}
+    bases: dict[tuple, list[float]] = {}
+    for r in out:
+        if r["algorithm"] is None and r["output_tok_s"]:
+            bases.setdefault((r["machine"], r["concurrency"]), []).append(r["output_tok_s"])
+    # several baselines on one machine (bed.sh grid-par's baseline ... baseline-end): their mean, the drift said
+    base = {k: sum(v) / len(v) for k, v in bases.items()}
+    for (machine, conc), v in sorted(bases.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if len(v) > 1:
+            print(f"baseline drift on {machine} at c{conc}: {' / '.join(f'{x:.1f}' for x in v)} tok/s "
+                  f"({(max(v) - min(v)) / min(v):.1%}); ratios taken against their mean", file=sys.stderr)
     for r in out:
         b = base.get((r["machine"], r["concurrency"]))
         r["speedup_vs_baseline"] = round(r["output_tok_s"] / b, 4) if b and r["output_tok_s"] else None
