@@ -12,7 +12,7 @@ run directories (``summary.json`` RUNs under ``runs/`` and ``tunes/``, one folde
 ``--concurrency``, default 1; a setting measured on several machines counts once, its first run).
 
 ``--tree-model rank`` puts a candidate tree model beside the advisor's on the same splits (the evidence for its
-next model change, issue 21): SGLang's own tree built node by node — ``steps`` rounds of top-k expansion of the
+next model change, issue 21; :mod:`specdash.sglang.tree`): SGLang's own tree built node by node — ``steps`` rounds of top-k expansion of the
 ``topk`` best frontier nodes by path score, all ``topk²`` children of a round scored, then the
 ``draft_tokens − 1`` best of all candidates kept (``select_top_k_tokens`` and ``organize_draft_results`` in
 ``python/sglang/srt/speculative/eagle_utils.py``, 0.5.14) — with the target's token the draft's rank-r child at
@@ -91,36 +91,12 @@ def predict(train: list[dict], test: list[dict]) -> list[dict]:
 RANK_PRIOR_RHO = 0.6
 
 
-def rank_tree_accept_length(steps: int, topk: int, draft_tokens: int, p: list[float], rho: float) -> float:
-    """τ of (steps, topk, draft_tokens) under the rank model (module docstring, ``--tree-model rank``); ``p``:
-    top-1 acceptance by depth (at least ``steps`` entries)."""
-    k = max(1, topk)
-    ranks = np.arange(1, k + 1)
-    nodes: list[tuple[float, int, float]] = []  # (path score, parent index or -1, π of the node)
-    beam = [(-1, 1.0)]
-    for depth in range(steps):
-        pi = np.where(ranks == 1, p[depth], (1 - p[depth]) * (1 - rho) * rho ** np.maximum(ranks - 2, 0))
-        cand = []
-        for parent, score in beam:
-            for r in range(k):
-                nodes.append((score * pi[r], parent, float(pi[r])))
-                cand.append((len(nodes) - 1, score * pi[r]))
-        beam = sorted(cand, key=lambda c: -c[1])[:k]
-    kept = sorted(range(len(nodes)), key=lambda i: -nodes[i][0])[:max(draft_tokens - 1, 0)]
-    children: dict[int, list[int]] = {}
-    for i in kept:
-        children.setdefault(nodes[i][1], []).append(i)
-
-    def accepted(i: int) -> float:
-        return sum(nodes[c][2] * (1 + accepted(c)) for c in children.get(i, []))
-    return 1.0 + accepted(-1)
-
-
 def predict_rank(train: list[dict], test: list[dict]) -> list[dict]:
     """The rank model's predictions for ``test`` from ``train`` (rows as :func:`predict`, no interval)."""
     from scipy.optimize import minimize_scalar
 
     from specdash.advisor.acceptance import position_counts
+    from specdash.sglang.tree import accept_length as rank_tree_accept_length
 
     acc: dict[int, list[int]] = {}
     for r in train:
