@@ -14,8 +14,8 @@ run directories (``summary.json`` RUNs under ``runs/`` and ``tunes/``, one folde
 ``--tree-model rank`` puts a candidate tree model beside the advisor's on the same splits (the evidence for its
 next model change, issue 21; :mod:`specdash.sglang.tree`): SGLang's own tree built node by node — ``steps`` rounds of top-k expansion of the
 ``topk`` best frontier nodes by path score, all ``topk²`` children of a round scored, then the
-``draft_tokens − 1`` best of all candidates kept (``select_top_k_tokens`` and ``organize_draft_results`` in
-``python/sglang/srt/speculative/eagle_utils.py``, 0.5.14) — with the target's token the draft's rank-r child at
+``draft_tokens − 1`` best of all candidates kept (``select_top_k_tokens`` in ``spec_utils.py`` and
+``organize_draft_results`` in ``eagle_utils.py``, ``python/sglang/srt/speculative/``, 0.5.14) — with the target's token the draft's rank-r child at
 depth i with probability π_1 = p_i (the chain's acceptance at that position, pooled from the told chains) and
 π_r = (1 − p_i)(1 − ρ)ρ^(r−2) for r ≥ 2, the draft's scores taken as π (a calibrated draft); τ = 1 + the expected
 accepted nodes, exactly, over the kept tree.  One parameter, ρ, fitted on the told trees (0.6 when none is told).

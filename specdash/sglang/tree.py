@@ -1,7 +1,7 @@
 """SGLang's EAGLE draft tree, node by node, and the acceptance of its paths by draft rank.
 
-How SGLang builds the tree (``python/sglang/srt/speculative/eagle_utils.py`` of 0.5.14:
-``select_top_k_tokens`` and ``organize_draft_results``; EAGLE-2, Li et al. 2024):
+How SGLang builds the tree (0.5.14, ``python/sglang/srt/speculative/``: ``select_top_k_tokens`` in
+``spec_utils.py``, ``organize_draft_results`` in ``eagle_utils.py``; EAGLE-2, Li et al. 2024):
 
 * the first draft step proposes the ``topk`` best children of the root; they are the first frontier;
 * each of the next ``steps − 1`` steps expands every frontier node into its ``topk`` best children, scores
