@@ -17,7 +17,7 @@ Format (SGLang's ``utils/common.py::configure_logger`` and
 
 Fields are read generically (``key: value`` parts split on ``", "``), so fields a
 version adds land in ``extra`` instead of breaking the parser.  Checked against the ``server.log``
-of real SGLang 0.5.14 runs (an H100 and an H200).
+of real SGLang 0.5.14 runs on an H200.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ that changed between releases (:data:`FEATURES`, one source of truth per fact), 
 simulator all consult this module, so a correction lands once.
 
 Sources are given per entry: SGLang's source files (read from the 0.5.23 and
-0.5.10 wheels), recordings of a real 0.5.14 server on an H100 and an H200, and SGLang pull requests.
+0.5.10 wheels), recordings of a real 0.5.14 server on an H200, and SGLang pull requests.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from specdash.sglang.release import SGLangVersion, parse_version
 
 #: The newest release specdash knows (assumed when nothing else names one).
 DEFAULT_VERSION = "0.5.23"
-#: The release recorded on real hardware (a 0.5.14 server on an H100 and an H200).
+#: The release recorded on real hardware (a 0.5.14 server on an H200).
 REAL_SERVER_VERSION = "0.5.14"
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Prometheus metrics with SGLang's names and labels (``observability/metrics_collector.py``; golden ``metrics_*.prom``).
 
 One :class:`SimMetrics` per server, on its own ``CollectorRegistry`` and exported with
-``generate_latest``.  Shapes follow a real SGLang 0.5.14 server's ``/metrics``, as recorded on an H100
+``generate_latest``.  Shapes follow a real SGLang 0.5.14 server's ``/metrics``, as recorded on an H200
 before and after a benchmark:
 
 * tokenizer metrics (per finished request) carry ``engine_type``, ``model_name``:
