@@ -12,13 +12,9 @@ run directories (``summary.json`` RUNs under ``runs/`` and ``tunes/``, one folde
 ``--concurrency``, default 1; a setting measured on several machines counts once, its first run).
 
 ``--tree-model rank`` puts a candidate tree model beside the advisor's on the same splits (the evidence for its
-next model change, issue 21; :mod:`specdash.sglang.tree`): SGLang's own tree built node by node — ``steps`` rounds of top-k expansion of the
-``topk`` best frontier nodes by path score, all ``topk²`` children of a round scored, then the
-``draft_tokens − 1`` best of all candidates kept (``select_top_k_tokens`` in ``spec_utils.py`` and
-``organize_draft_results`` in ``eagle_utils.py``, ``python/sglang/srt/speculative/``, 0.5.14) — with the target's token the draft's rank-r child at
-depth i with probability π_1 = p_i (the chain's acceptance at that position, pooled from the told chains) and
-π_r = (1 − p_i)(1 − ρ)ρ^(r−2) for r ≥ 2, the draft's scores taken as π (a calibrated draft); τ = 1 + the expected
-accepted nodes, exactly, over the kept tree.  One parameter, ρ, fitted on the told trees (0.6 when none is told).
+next model change, issue 21): SGLang's own tree built node by node, the target's token by draft rank
+(:mod:`specdash.sglang.tree`), with the told chains' pooled per-position acceptance and one parameter ρ fitted on
+the told trees (:data:`RANK_PRIOR_RHO` when none is told).
 
 Usage::
 
@@ -95,21 +91,15 @@ def predict_rank(train: list[dict], test: list[dict]) -> list[dict]:
     """The rank model's predictions for ``test`` from ``train`` (rows as :func:`predict`, no interval)."""
     from scipy.optimize import minimize_scalar
 
-    from specdash.advisor.acceptance import position_counts
+    from specdash.advisor.acceptance import chain_position_counts
+    from specdash.advisor.measurement import Measurement
     from specdash.sglang.tree import accept_length as rank_tree_accept_length
 
-    acc: dict[int, list[int]] = {}
-    for r in train:
-        st = r["effective"]
-        if st["speculative_eagle_topk"] == 1 and r.get("accept_histogram"):
-            for i, (s, n) in enumerate(position_counts(r["accept_histogram"], st["speculative_num_steps"])):
-                a = acc.setdefault(i, [0, 0])
-                a[0] += s
-                a[1] += n
-    if not acc:
+    counts = chain_position_counts([Measurement.from_run(r) for r in train])
+    if not counts:
         return []
-    p = [acc[i][0] / acc[i][1] for i in sorted(acc) if acc[i][1]]
-    p += [p[-1]] * 16  # past the deepest told position: the last rate kept (as the advisor does)
+    p = [s / n for s, n in counts]
+    p += [p[-1]] * 16  # past the deepest told position the last rate is kept (the advisor's rule where d >= 1)
 
     def shape(r: dict) -> tuple[int, int, int]:
         e = r["effective"]
@@ -128,8 +118,9 @@ def predict_rank(train: list[dict], test: list[dict]) -> list[dict]:
     return out
 
 
-def _errors(rows: list[dict], trees_only: bool = True) -> str:
-    e = [r["error"] for r in rows if not trees_only or r["setting"].split("/")[1] != "1"]
+def _errors(rows: list[dict]) -> str:
+    """The trees' rms and worst error of accept length in ``rows``."""
+    e = [r["error"] for r in rows if r["setting"].split("/")[1] != "1"]
     return f"trees: rms error {float(np.sqrt(np.mean(np.square(e)))):.3f}, worst {max(e, key=abs):+.3f}" if e else ""
 
 
