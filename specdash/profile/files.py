@@ -90,6 +90,9 @@ def _find(name: str, sub: str, kind: str) -> Path:
     if p.suffix == ".toml" or os.sep in name:
         if p.is_file():
             return p
+        if p.is_dir():
+            raise ProfileError(f"{kind} file {name!r} is a directory, not a {kind} file: give the .toml file in it"
+                               + (" (`specdash profile list` shows the profiles found)" if kind == "profile" else ""))
         raise ProfileError(f"{kind} file {name!r} does not exist")
     for d in preset_dirs():
         cand = (d / sub / f"{name}.toml") if sub else (d / f"{name}.toml")
