@@ -200,8 +200,6 @@ def test_a_written_profile_with_a_literal_api_key_is_private(tmp_path):
 
 
 def test_a_directory_given_as_profile_or_suite_is_named_as_one(tmp_path):
-    from specdash.profile import load_suite
-
     with pytest.raises(ProfileError, match=r"is a directory, not a profile file: give the \.toml file in it"):
         load_profile(str(tmp_path))
     with pytest.raises(ProfileError, match=r"is a directory, not a suite file"):
