@@ -321,7 +321,10 @@ def test_cli_rejects_bad_live_options(tmp_path, capsys):
     assert "--sweep needs two or more" in capsys.readouterr().err
     assert main(["tune", "--profile", str(prof), "--live", "--chain-launches", "0"]) == 2
     assert "--chain-launches must be at least 1" in capsys.readouterr().err
-    for flags in (["--sweep", "1,16"], ["--no-schedule"], ["--chain-launches", "2"]):  # live-only flags
+    assert main(["tune", "--profile", str(prof), "--live", "--no-schedule", "--verify-schedule"]) == 2
+    assert "contradict" in capsys.readouterr().err
+    for flags in (["--sweep", "1,16"], ["--no-schedule"], ["--chain-launches", "2"],
+                  ["--verify-schedule"]):  # live-only flags
         assert main(["tune", "--profile", str(prof), *flags]) == 2
         assert "only with --live" in capsys.readouterr().err
 
@@ -337,6 +340,28 @@ def test_live_tune_without_the_final_ab(tmp_path):
     assert roles == ["baseline", "live"] and report["launches"] == 2
     assert report["comparison"] is None and report["final_ab"] is False
     assert report["best"] in [r["settings"] for r in report["measured"]]
+
+
+def test_verify_schedule_runs_the_ab_whatever_the_model_predicts(tmp_path):
+    """--verify-schedule: the schedule's A/B (one launch a side, both sweep concurrencies in each) runs even
+    where the fit predicts no gain, and the report says it was asked for and what the model predicted."""
+    prof = load_profile(str(versioned_profile(tmp_path, "force", "0.5.14", spec=(3, 1, 4), time_scale=8.0)))
+    report = asyncio.run(tune(prof, suite(n=6), budget=1, out=tmp_path / "runs", live=True, chain_budget=1,
+                              final_ab=False, verify_schedule=True, sweep=[1, 4],
+                              opts=RunOptions(out_dir=tmp_path / "runs", preflight=False),
+                              preset_dir=tmp_path / "presets"))
+    roles = [e["role"] for e in report["launch_log"]]
+    assert roles == ["baseline", "live", "verify", "verify"], roles
+    sched = report["adaptive_schedule"]
+    rows = sched["verification"]
+    assert [r["concurrency"] for r in rows] == [1, 4]
+    for r in rows:  # measured, paired, and beside what the model expected
+        assert r["pairs"] > 0 and r["static_tok_s"] > 0 and r["adaptive_tok_s"] > 0
+        assert r["speedup"] == pytest.approx(r["adaptive_tok_s"] / r["static_tok_s"], rel=0.2)
+        assert r["predicted_gain"] is not None
+    if all(p["gain"] < 1.03 for p in sched["predicted"]):
+        assert any("verified on request" in n for n in sched["notes"])
+    assert sched["load_ranges"] and sched["verdict"]
 
 
 def test_a_recommended_schedule_becomes_the_preset_with_its_config_beside_it(tmp_path):

@@ -170,7 +170,7 @@ def _sweep_pair(measurements, baseline, c: int, best) -> tuple[int, int]:
 async def schedule_and_verify(profile, suite, measurements, best, baseline, *, version: str, log, opts, tdir: Path,
                               sweep: Sequence[int] | None = None, say: Callable[[str], None] | None = None,
                               pays: bool | None = None, batch_sizes: Sequence[int] | None = None,
-                              live=None) -> tuple[dict[str, Any], list]:
+                              live=None, force: bool = False) -> tuple[dict[str, Any], list]:
     """Plan, render, write and verify the adaptive schedule (module docstring); returns the
     report's ``adaptive_schedule``: ``{target_version, sweep, batch_sizes, sweep_pairs (the live
     pairs measured at the sweep's other concurrencies), schedule (the advisor's, JSON), config (as
@@ -182,7 +182,10 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     not measured yet first gets one live launch of two chain tiers there (the model's best chain
     at that load and the best static chain), so how the costs grow with the batch is measured,
     not taken from priors (a live tune measures its high concurrency inside its first chain launch,
-    so this is rarely needed).  The dict also has ``predicted`` (per sweep concurrency: the schedule's
+    so this is rarely needed).  ``force``: run the A/B even when the model predicts the schedule gains less
+    than :data:`VERIFY_MARGIN` everywhere (``specdash tune --verify-schedule``: the measurement decides, and
+    a model that misjudges the schedule shows up as a ``predicted_gain`` far from the measured speedup).
+    The dict also has ``predicted`` (per sweep concurrency: the schedule's
     and the pick's predicted tok/s and their ratio ``gain``) and ``load_ranges`` (:func:`load_ranges`).
     Returns (that dict, the measurements those launches added)."""
     from specdash.advisor import adaptive_schedule
@@ -268,6 +271,10 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     out["predicted"] = predicted
     worth = [r["concurrency"] for r in predicted if r["gain"] is not None and r["gain"] >= 1.0 + VERIFY_MARGIN]
     figs_pred = "; ".join(f"c{r['concurrency']}: ×{r['gain']:.3f}" for r in predicted if r["gain"] is not None)
+    if not worth and force:
+        out["notes"].append(f"verified on request (--verify-schedule): the model predicts less than "
+                            f"{VERIFY_MARGIN:.0%} over {best.label()} at every load ({figs_pred})")
+        worth = [r["concurrency"] for r in predicted]
     if not worth:
         out["verdict"] = (f"not verified: the model predicts the adaptive schedule beats {best.label()} by less than "
                           f"{VERIFY_MARGIN:.0%} at every load ({figs_pred}) — launch the static setting; "
@@ -277,7 +284,7 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
         say(f"tune: adaptive schedule: {out['verdict']}")
         return out, added
     say(f"tune: adaptive schedule for SGLang {version} ({out['format']}, slots {sorted(slots)}) written to {path}; "
-        f"predicted ×{max(r['gain'] for r in predicted if r['gain']):.2f} over {best.label()} at concurrency "
+        f"predicted ×{max((r['gain'] for r in predicted if r['gain']), default=0):.2f} over {best.label()} at concurrency "
         f"{', '.join(map(str, worth))}: verifying it at concurrency {', '.join(map(str, sweep))} (one launch a side, "
         "every concurrency in it)")
     static = variant(profile, best.steps, best.topk, best.draft_tokens, suffix="static")
@@ -315,10 +322,12 @@ VERIFY_MARGIN = 0.03
 
 
 def verification_wanted(measurements, best, baseline, *, version: str, concurrency: int,
-                        sweep: Sequence[int] | None = None, batch_sizes: Sequence[int] | None = None) -> bool:
+                        sweep: Sequence[int] | None = None, batch_sizes: Sequence[int] | None = None,
+                        force: bool = False) -> bool:
     """Whether :func:`schedule_and_verify` would launch its A/B now (no launch here: the model's schedule
     for ``version``, expressible as a config, predicted to beat ``best`` by :data:`VERIFY_MARGIN` at some
-    sweep concurrency) — a live tune asks before it spends its last two launches on exploration."""
+    sweep concurrency, or at all with ``force``) — a live tune asks before it spends its last two launches
+    on exploration."""
     from specdash.advisor import adaptive_schedule
     from specdash.sglang.versions import has_feature
 
@@ -332,6 +341,8 @@ def verification_wanted(measurements, best, baseline, *, version: str, concurren
     slots, _ = release_slots(sched, version)
     if render(slots, version)[0] is None:
         return False
+    if force:
+        return True
     pred = {p.batch_size: p for p in sched.batches}
     for c in sweep:
         near = min(pred, key=lambda b: (abs(b - c), b)) if pred else None

@@ -480,7 +480,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
                sweep: Sequence[int] | None = None, schedule: bool | None = None, final_ab: bool = True,
                max_time_s: float | None = None, baseline_run: dict | None = None,
                baseline_notes: Sequence[str] = (), fast_explore: bool = False, fresh_ab: bool = False,
-               max_launches: int | None = None) -> dict:
+               max_launches: int | None = None, verify_schedule: bool = False) -> dict:
     """Run the closed loop (see module docstring); returns the tune report dict.
 
     Args:
@@ -514,6 +514,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             schedule's A/B when the model predicts it pays (:func:`specdash.bench.schedule.verification_wanted`),
             else to exploration; a final A/B or a verification that does not fit is left out and the report
             says so.
+        verify_schedule: A/B the adaptive schedule even when the model predicts it does not pay
+            (``force`` of :func:`specdash.bench.schedule.schedule_and_verify`).
         fast_explore: (``specdash tune`` turns it on unless ``--full-start``) start the exploration and
             live launches with SGLang's cheaper start-up options
             (:mod:`specdash.bench.explore`: no server warm-up request, decode CUDA graphs only up to the
@@ -612,7 +614,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
 
             if verification_wanted(measurements, planner.best(measurements), baseline, version=version,
                                    concurrency=explorer.concurrency, sweep=sweep,
-                                   batch_sizes=live_plan.batch_sizes if live_plan else None):
+                                   batch_sizes=live_plan.batch_sizes if live_plan else None,
+                                   force=verify_schedule):
                 return (f"the last two of the {max_launches} launches go to the adaptive schedule's A/B (the model "
                         "predicts it beats the pick)")
         return None
@@ -727,7 +730,8 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         say(f"tune: adaptive config skipped — {sched_note}")
     elif scheduling and max_launches is not None and int(max_launches) - len(log.entries) < 2 and \
             verification_wanted(measurements, best, baseline, version=version, concurrency=explorer.concurrency,
-                                sweep=sweep, batch_sizes=live_plan.batch_sizes if live_plan else None):
+                                sweep=sweep, batch_sizes=live_plan.batch_sizes if live_plan else None,
+                                   force=verify_schedule):
         sched_note = f"the adaptive schedule's A/B does not fit the launch cap of {max_launches}"
         cap_notes.append(sched_note)
         say(f"tune: adaptive config not verified — {sched_note}")
@@ -737,7 +741,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         sched_report, added = await schedule_and_verify(
             profile, suite, measurements, best, baseline, version=version, log=log, opts=later, tdir=tdir.path,
             sweep=sweep, say=say, pays=advice.pays, batch_sizes=live_plan.batch_sizes if live_plan else None,
-            live=live_plan)
+            live=live_plan, force=verify_schedule)
         rows += [_Row(m, rd, {"for": "adaptive schedule"}) for m, rd in added]
 
     preset, not_saved = None, None

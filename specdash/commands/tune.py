@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="--live: concurrencies the adaptive config is verified at (default: the suite's and a high "
                         "one, max(16, 4 × it))")
     p.add_argument("--no-schedule", action="store_true", help="--live: skip the adaptive config")
+    p.add_argument("--verify-schedule", action="store_true",
+                   help="--live: A/B the adaptive config against the pick even when the fitted model predicts it "
+                        "gains less than 3%% at every load (two launches; the measurement decides)")
     p.add_argument("--max-launches", type=int, default=None, metavar="N",
                    help="--live: launches in all, baseline, final A/B and the schedule's A/B included (default 6)")
     p.add_argument("--no-final-ab", action="store_true",
@@ -96,12 +99,15 @@ def _tune(args: argparse.Namespace, progress) -> int:
             raise UsageError(str(exc)) from None
     if not args.live:
         given = [f for f, on in (("--sweep", args.sweep), ("--no-schedule", args.no_schedule),
+                                 ("--verify-schedule", args.verify_schedule),
                                  ("--chain-launches", args.chain_launches != 3),
                                  ("--max-launches", args.max_launches is not None)) if on]
         if given:
             raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --live "
                              "(the relaunch loop has no chain launches "
                              "and no adaptive schedule): add --live or drop them")
+    if args.no_schedule and args.verify_schedule:
+        raise UsageError("--no-schedule and --verify-schedule contradict each other: keep one")
     sweep = None
     if args.sweep:
         try:
@@ -145,7 +151,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
                                   schedule=False if args.no_schedule else None, final_ab=not args.no_final_ab,
                                   max_time_s=args.max_time, baseline_run=base_run, baseline_notes=base_notes,
                                   fast_explore=not args.full_start, fresh_ab=args.fresh_ab,
-                                  max_launches=args.max_launches))
+                                  max_launches=args.max_launches, verify_schedule=args.verify_schedule))
     finally:
         progress.done()
     tdir = write_tune_report(out, report)
