@@ -155,3 +155,54 @@ def test_inputs_are_checked():
         adaptive_schedule(MEASURED, [])
     with pytest.raises(ValueError):
         adaptive_schedule([Measurement(None, 100.0)], [1])
+
+
+def _switches(slot_plan, up: float, down: float, alpha: float, batch: int, batches: int = 3000, seed: int = 0) -> int:
+    """SGLang 0.5.14's controller (:class:`specdash.sglang.adaptive.AdaptivePolicy`) on one slot, fed the
+    accepted drafts of ``batch`` requests per verify round, drawn from the chain p_i = α·d^(i−1) at the
+    steps it is at; returns how many times it switched."""
+    from specdash.sglang.adaptive import AdaptivePolicy, AdaptiveSlot
+
+    rng = np.random.default_rng(seed)
+    slot = AdaptiveSlot(tuple(slot_plan.candidate_steps), up_hysteresis=up, down_hysteresis=down)
+    pol = AdaptivePolicy(slot, slot_plan.best_steps, "0.5.14")
+    moves = 0
+    for _ in range(batches):
+        k = pol.current_steps
+        p = np.minimum(alpha * DECAY ** np.arange(k), 0.995)
+        ok = rng.random((batch, k)) < p  # position i accepted given all before it were
+        acc = np.cumprod(ok, axis=1).sum(axis=1) if k else np.zeros(batch, int)
+        moves += pol.observe([int(a) for a in acc]) is not None
+    return moves
+
+
+def test_the_controller_holds_at_the_break_even_instead_of_switching_every_decision(schedule):
+    """At an acceptance where two adjacent candidates are equally fast, SGLang's controller (which keeps
+    its EMA across a switch) must not flip between them at every decision: the generated hysteresis keeps
+    a dead band (up − down ≥ SGLang's own 0.25 and ≥ 2 sd of the EMA's noise).  The break-even thresholds
+    alone (the schedule's values before the band, as generated until a real draft on SGLang 0.5.14 showed
+    60 switches in a few seconds) do flip — the check can fail."""
+    from specdash.advisor.schedule import _hysteresis
+
+    checked = 0
+    for s in schedule.slots:
+        if len(s.candidate_steps) < 2:
+            continue
+        assert s.up_hysteresis - s.down_hysteresis >= 0.25 - 1e-9, s.to_json()
+        pair = next((t for t in s.thresholds if t["alpha"] is not None and t["lo"] > 0
+                     and s.best_steps in (t["lo"], t["hi"])), None)
+        if pair is None:
+            continue
+        b = s.covers[0]
+        decisions = (3000 - 10) // 5
+        banded = _switches(s, s.up_hysteresis, s.down_hysteresis, pair["alpha"], b)
+        raw_up, raw_down = _hysteresis(list(s.candidate_steps), s.best_steps, s.thresholds, band=-np.inf)
+        raw = _switches(s, raw_up, raw_down, pair["alpha"], b)
+        print(f"slot {s.batch_size} {s.candidate_steps}: banded up {s.up_hysteresis:.3f} down "
+              f"{s.down_hysteresis:.3f} → {banded} switches; break-even only up {raw_up:.3f} down {raw_down:.3f} "
+              f"→ {raw} switches ({decisions} decisions)")
+        assert banded <= 0.05 * decisions
+        if raw_up - raw_down < 0:
+            assert raw > 4 * max(banded, 1)
+        checked += 1
+    assert checked >= 1

@@ -254,6 +254,26 @@ def test_draft_tokens_become_steps_plus_one(tmp_path, version):
         assert not mine and spec and spec[0].evidence["effective"] == 4 and spec[0].evidence["log_line"]
 
 
+def test_hysteresis_without_a_dead_band_is_a_warning(tmp_path):
+    """The config a live tune generated on SGLang 0.5.14 with a real draft before the dead band (slot "1":
+    [6, 10], up -3.728, down -3.512; slot "12": [5, 9, 10]): down ≥ up, so the controller switched at every
+    decision (60 switches in seconds).  The doctor names each slot and the EMA range that flips."""
+    cfg = {"1": {"candidate_steps": [6, 10], "up_hysteresis": -3.728, "down_hysteresis": -3.512},
+           "12": {"candidate_steps": [5, 9, 10], "up_hysteresis": -5.817, "down_hysteresis": -2.523},
+           "32": {"candidate_steps": [1, 3]}}  # SGLang's defaults: a band of 0.25
+    rep = doctor(tmp_path, "0.5.14", spec_extra=[*ADAPTIVE, "--speculative-num-steps", "10"], cfg=cfg)
+    warns = [f for f in ad(rep, "warning") if "dead band" in f.message]
+    assert sorted(f.evidence["where"] for f in warns) == ["slot '1'", "slot '12'"], rep.render()
+    one = next(f for f in warns if f.evidence["where"] == "slot '1'")
+    assert "6↔10 for an EMA in (1.77, 1.99]" in one.message and "up_hysteresis above down_hysteresis" in one.fix
+    # the same slots with SGLang's default hysteresis (up 0.0 above down -0.25): no warning
+    for slot in cfg.values():
+        slot.pop("down_hysteresis", None)
+        slot.pop("up_hysteresis", None)
+    rep = doctor(tmp_path / "ok", "0.5.14", spec_extra=[*ADAPTIVE, "--speculative-num-steps", "10"], cfg=cfg)
+    assert not [f for f in ad(rep) if "dead band" in f.message], rep.render()
+
+
 @pytest.mark.parametrize("version", ["0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.23"])
 def test_healthy_adaptive_profiles_have_only_info(tmp_path, version):
     rep = doctor(tmp_path, version, spec_extra=ADAPTIVE)

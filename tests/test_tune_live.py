@@ -359,9 +359,14 @@ def test_verify_schedule_runs_the_ab_whatever_the_model_predicts(tmp_path):
         assert r["pairs"] > 0 and r["static_tok_s"] > 0 and r["adaptive_tok_s"] > 0
         assert r["speedup"] == pytest.approx(r["adaptive_tok_s"] / r["static_tok_s"], rel=0.2)
         assert r["predicted_gain"] is not None
+        assert r["static_total_tok_s"] > 0 and r["adaptive_total_tok_s"] > 0 and r["switches"] >= 0
     if all(p["gain"] < 1.03 for p in sched["predicted"]):
         assert any("verified on request" in n for n in sched["notes"])
     assert sched["load_ranges"] and sched["verdict"]
+    from specdash.bench.tune import render_live
+
+    text = render_live(report)
+    assert "c4: adaptive " in text and "tier switches" in text and "per request" in text
 
 
 def test_a_recommended_schedule_becomes_the_preset_with_its_config_beside_it(tmp_path):

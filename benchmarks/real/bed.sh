@@ -277,7 +277,7 @@ except Exception as e: print('unreadable', e)")"
     pkill -9 -f sglang.launch_server 2> /dev/null
   done
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
-  tar -C "$W" -czf "$OUT/tune.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof presets tune-*.json tune-*.err 2> /dev/null
+  cd "$W" && tar -czf "$OUT/tune.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof presets tune-*.json tune-*.err 2> /dev/null
   exit 0
 fi
 echo "unknown phase $PHASE"; exit 2

@@ -32,7 +32,10 @@ half the time).  Hysteresis from the break-even acceptance: with d held, α*
 where the two adjacent candidates give the same tok/s (at the slot's median batch size) sets
 the EMA the controller should switch at, E_c(α*) = τ_c(α*) − 1 measured at the current step c;
 SGLang shares one up and one down value per slot, so they come from the two transitions next
-to the slot's best steps.  The predicted tok/s per batch size are given for the schedule, for
+to the slot's best steps; they are then held at least a dead band apart (up − down ≥ max(0.25,
+SGLang's default, and two standard deviations of the EMA's round-to-round noise), centred on the
+break-even: SGLang keeps the EMA across a switch, and without the band an acceptance near the
+break-even makes the controller switch at every decision (:func:`_dead_band`).  The predicted tok/s per batch size are given for the schedule, for
 the best static setting (one setting, trees included, for every batch size: the best geometric
 mean over the batch sizes) and for the no-speculation baseline when known, so a caller can
 say plainly when a static setting wins.
@@ -56,6 +59,15 @@ from specdash.advisor.cost import cost_features
 from specdash.advisor.measurement import STEPS_GRID, Measurement, Settings, _spec, candidate_grid, chain
 
 _ALPHAS = np.linspace(0.005, P_MAX, 400)
+
+
+#: SGLang's EMA weight for a slot that sets none (``AdaptiveStepSlot``'s ``ema_alpha`` default, 0.5.14).
+EMA_ALPHA = 0.2
+#: SGLang's own dead band: its defaults are up_hysteresis 0.0, down_hysteresis −0.25
+#: (``srt/speculative/adaptive_spec_params.py``, 0.5.14).
+MIN_DEAD_BAND = 0.25
+#: How many standard deviations of the EMA's noise (:func:`_ema_sd`) the dead band spans at least.
+DEAD_BAND_SD = 2.0
 
 
 @dataclass
@@ -194,11 +206,18 @@ def _chain_tau(alpha: np.ndarray, d: float | np.ndarray, steps: int, known: int 
     alpha = np.asarray(alpha, float)
     if steps == 0:
         return np.ones_like(alpha)
+    return 1.0 + _chain_reach(alpha, d, steps, known).sum(axis=-1)
+
+
+def _chain_reach(alpha: np.ndarray, d: float | np.ndarray, steps: int, known: int | None = None) -> np.ndarray:
+    """Q_j = P(accepted drafts ≥ j) = Π_{i≤j} p_i for j = 1..steps, shape ``alpha.shape + (steps,)``
+    (the rates of :func:`_chain_tau`)."""
+    alpha = np.asarray(alpha, float)
     d = np.asarray(d, float)
     p = np.minimum(alpha[..., None] * d[..., None] ** np.arange(steps), P_MAX)
     if known is not None and steps > known:
         p = extrapolate(p, d, known, steps)
-    return 1.0 + np.cumprod(p, axis=-1).sum(axis=-1)
+    return np.cumprod(p, axis=-1)
 
 
 def _crossing(model: _Model, lo: int, hi: int, batch: float, off: float | None = None) -> float | None:
@@ -228,6 +247,20 @@ def _ema(model: _Model, steps: int, alpha: float) -> float:
     return float(_chain_tau(np.array([alpha]), model.acc.d, steps, model.acc.known_depth)[0]) - 1.0
 
 
+def _ema_sd(model: _Model, steps: int, alpha: float, batch: int, ema_alpha: float = EMA_ALPHA) -> float:
+    """Standard deviation of SGLang's EMA of accepted drafts per request at chain ``steps`` in steady
+    state, from round-to-round noise alone: a request's accepted count A has P(A ≥ j) = Q_j, so
+    Var A = Σ_j (2j − 1) Q_j − (Σ_j Q_j)²; the batch mean over ``batch`` requests has Var A / batch; an
+    EMA with weight a keeps a/(2 − a) of that variance.  Requests whose acceptance differs (prompts,
+    categories) add to it, so this is a floor."""
+    if steps <= 0:
+        return 0.0
+    q = _chain_reach(np.array([alpha]), model.acc.d, steps, model.acc.known_depth)[0]
+    j = np.arange(1, steps + 1)
+    var = float(((2 * j - 1) * q).sum() - q.sum() ** 2)
+    return math.sqrt(max(var, 0.0) / max(1, int(batch)) * ema_alpha / (2.0 - ema_alpha))
+
+
 def _transition(model: _Model, lo: int, hi: int, batches: Sequence[int],
                 off: Mapping[int, float] | None = None) -> dict[str, Any]:
     """Break-even of adjacent candidates lo < hi over the slot's batch sizes (median)."""
@@ -240,8 +273,32 @@ def _transition(model: _Model, lo: int, hi: int, batches: Sequence[int],
             "drop_ema": _ema(model, hi, a)}
 
 
-def _hysteresis(cands: Sequence[int], best: int, trans: Sequence[dict[str, Any]]) -> tuple[float, float]:
-    """(up, down) from the transitions next to ``best`` (see the module docstring)."""
+def _dead_band(up: float, down: float, band: float, up_never: bool, down_never: bool) -> tuple[float, float]:
+    """(up, down) with ``up − down ≥ band``.
+
+    Both thresholds of a pair lo < hi sit at lo − 0.5 + hysteresis (climb from lo when EMA > lo − 0.5 + up,
+    drop from hi when EMA ≤ lo − 0.5 + down), and SGLang keeps the EMA across a switch.  With down ≥ up
+    an EMA between the two makes the controller climb at lo and drop back at the next decision, every
+    ``update_interval`` batches, whatever the acceptance (seen on SGLang 0.5.14 with a real draft: 60
+    switches in a few seconds).  With up − down ≥ band the EMA after a climb is above the drop threshold
+    and only rises (hi accepts more than lo), after a drop below the climb threshold and only falls, so
+    the controller moves only when the acceptance does, by more than the noise.  The band is centred on
+    the two break-even thresholds; a side that is never met (the sentinels of :func:`_hysteresis`) stays,
+    and the other moves."""
+    if up - down >= band:
+        return up, down
+    if up_never and not down_never:
+        return up, up - band
+    if down_never and not up_never:
+        return down + band, down
+    mid = 0.5 * (up + down)
+    return mid + 0.5 * band, mid - 0.5 * band
+
+
+def _hysteresis(cands: Sequence[int], best: int, trans: Sequence[dict[str, Any]],
+                band: float = MIN_DEAD_BAND) -> tuple[float, float]:
+    """(up, down) from the transitions next to ``best`` (see the module docstring), at least ``band``
+    apart (:func:`_dead_band`)."""
     by_pair = {(t["lo"], t["hi"]): t for t in trans}
     j = list(cands).index(best)
     up = down = 0.0
@@ -260,6 +317,9 @@ def _hysteresis(cands: Sequence[int], best: int, trans: Sequence[dict[str, Any]]
             down = -base - 0.01  # the lower candidate never pays: a threshold below 0 is never met
         else:
             down = down_t["drop_ema"] - base
+    up_never = up_t is not None and up_t["lo"] > 0 and up_t["rise_ema"] is None
+    down_never = down_t is not None and down_t["drop_ema"] is None
+    up, down = _dead_band(float(up), float(down), band, up_never, down_never)
     return float(up), float(down)
 
 
@@ -366,7 +426,15 @@ def adaptive_schedule(
             cands = tuple(sorted({lo, best, hi}))
         trans = [_transition(model, cands[i], cands[i + 1], g, {b: tier_tok[b][0] for b in g})
                  for i in range(len(cands) - 1)]
-        up, down = _hysteresis(cands, best, trans) if len(cands) > 1 else (0.0, 0.0)
+        if len(cands) > 1:
+            # the dead band: SGLang's own, or two standard deviations of the EMA's noise at the slot's
+            # smallest batch (the noisiest), at each move's break-even acceptance
+            sds = [_ema_sd(model, k, t["alpha"], g[0]) for t in trans if t["alpha"] is not None
+                   for k in (t["lo"], t["hi"])]
+            band = max(MIN_DEAD_BAND, DEAD_BAND_SD * max(sds, default=0.0))
+            up, down = _hysteresis(cands, best, trans, band)
+        else:
+            up, down = 0.0, 0.0
         slots.append(SlotPlan(g[0], tuple(g), cands, best, up, down, trans))
 
     batches = []

@@ -175,8 +175,10 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     report's ``adaptive_schedule``: ``{target_version, sweep, batch_sizes, sweep_pairs (the live
     pairs measured at the sweep's other concurrencies), schedule (the advisor's, JSON), config (as
     written) | None, config_path | None, format ("keyed" | "flat"), launch_steps, not_expressible |
-    None, verification: [{concurrency, speedup, ci95, verdict, pairs, static_tok_s, adaptive_tok_s,
-    predicted_gain, compare_dir}], recommended, verdict, notes}``.
+    None, verification: [{concurrency, speedup, ci95, verdict, pairs, static_tok_s, adaptive_tok_s (mean
+    per-request tok/s of the paired requests: the A/B's metric), static_total_tok_s, adaptive_total_tok_s
+    (each launch's output tok/s at that concurrency, the unit of ``predicted``), switches (the adaptive
+    launch's tier switches there), predicted_gain, compare_dir}], recommended, verdict, notes}``.
 
     ``live``: the tune's :class:`~specdash.bench.live.LivePlan` — with it, each sweep concurrency
     not measured yet first gets one live launch of two chain tiers there (the model's best chain
@@ -290,8 +292,10 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
     static = variant(profile, best.steps, best.topk, best.draft_tokens, suffix="static")
     adapt = adaptive_profile(profile, steps, path, name=f"{profile.name}-adaptive", version=version)
     o = replace(opts, repeats=opts.repeats or suite.suite.repeats)
-    _, st_recs, _ = await log.sweep(static, suite, o, sweep, "verify")
-    _, ad_recs, _ = await log.sweep(adapt, suite, o, sweep, "verify")
+    st_runs, st_recs, _ = await log.sweep(static, suite, o, sweep, "verify")
+    ad_runs, ad_recs, _ = await log.sweep(adapt, suite, o, sweep, "verify")
+    st_at = {int(r.get("concurrency") or 0): r for r in st_runs}
+    ad_at = {int(r.get("concurrency") or 0): r for r in ad_runs}
     from specdash.bench.compare import build_comparison
     from specdash.bench.report import write_comparison
     from specdash.bench.rundir import RunDir
@@ -304,10 +308,14 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
         row = {"concurrency": c, "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
                "pairs": cmp.get("pairs"), "static_tok_s": (ov.get("a") or {}).get("tok_s"),
                "adaptive_tok_s": (ov.get("b") or {}).get("tok_s"), "compare_dir": str(cdir.path),
-               "predicted_gain": pr["gain"]}
+               "predicted_gain": pr["gain"],
+               "static_total_tok_s": (st_at.get(c) or {}).get("output_tok_s"),
+               "adaptive_total_tok_s": (ad_at.get(c) or {}).get("output_tok_s"),
+               "switches": ((ad_at.get(c) or {}).get("adaptive") or {}).get("switches")}
         out["verification"].append(row)
         say(f"tune: adaptive vs static at concurrency {c}: ×{row['speedup'] or 0:.3f} "
-            f"[{_f(row['ci95'], 0)}, {_f(row['ci95'], 1)}] ({row['verdict']})")
+            f"[{_f(row['ci95'], 0)}, {_f(row['ci95'], 1)}] ({row['verdict']}; "
+            f"{row['switches'] if row['switches'] is not None else '?'} tier switches)")
     out["load_ranges"], out["verdict"], out["recommended"] = load_ranges(out["verification"], best)
     if sched.static_wins and out["recommended"]:
         out["notes"].append(f"the model expected a static setting to win ({sched.verdict}); the paired A/B says "

@@ -901,9 +901,11 @@ def render_live(report: dict) -> str:
         out.append("  adaptive schedule against the pick, by concurrency (apart from the tables above):")
         for r in sched.get("verification") or []:
             ci = r.get("ci95") or [None, None]
-            out.append(f"    c{r['concurrency']}: adaptive {_s(r.get('adaptive_tok_s'))} vs static {_s(r.get('static_tok_s'))} "
-                       f"tok/s, ×{_s(r.get('speedup'), 3)} [{_s(ci[0], 3)}, {_s(ci[1], 3)}] ({r.get('verdict')}; "
-                       f"predicted ×{_s(r.get('predicted_gain'), 3)})")
+            out.append(f"    c{r['concurrency']}: adaptive {_s(r.get('adaptive_total_tok_s'))} vs static "
+                       f"{_s(r.get('static_total_tok_s'))} tok/s (per request {_s(r.get('adaptive_tok_s'))} vs "
+                       f"{_s(r.get('static_tok_s'))}: ×{_s(r.get('speedup'), 3)} [{_s(ci[0], 3)}, {_s(ci[1], 3)}], "
+                       f"{r.get('verdict')}); predicted ×{_s(r.get('predicted_gain'), 3)}; "
+                       f"{_s(r.get('switches'), 0)} tier switches")
         if not sched.get("verification"):
             for r in sched.get("predicted") or []:
                 out.append(f"    c{r['concurrency']}: predicted ×{_s(r.get('gain'), 3)} (not verified)")

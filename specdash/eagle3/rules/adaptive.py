@@ -221,6 +221,17 @@ def _lint(ctx: RuleContext, raw: Any, path: str) -> bool:
                     "update_interval ≥ 1 (default 5)" if i.key == "update_interval" else
                     "ema_alpha in (0, 1] (default 0.2)",
                     config=path, where=i.where, key=i.key, value=i.value, version=v)
+        elif i.kind == "dead_band":
+            ctx.add("ADAPTIVE", "warning",
+                    f"{path}: {i.message} — each switch changes the draft's CUDA-graph runtime state, and an "
+                    "acceptance near the thresholds keeps it switching",
+                    f"SGLang {v} climbs from c when ema > c - 0.5 + up_hysteresis and drops back to c when "
+                    f"ema <= c - 0.5 + down_hysteresis, and keeps the EMA across a switch "
+                    f"(AdaptiveStepSlot._recompute_params, {_PARAMS_SRC}); its defaults (up 0.0, down -0.25) keep "
+                    "a band of 0.25 between the two.",
+                    "set up_hysteresis above down_hysteresis (SGLang's defaults: 0.0 and -0.25), or let "
+                    "`specdash tune --live` generate the slot", config=path, where=i.where,
+                    value=i.value, version=v)
         elif i.kind == "zero_steps":
             ok = False
             ctx.add("ADAPTIVE", "error",

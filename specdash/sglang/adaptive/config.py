@@ -6,6 +6,7 @@ Part of :mod:`specdash.sglang.adaptive` (its docstring describes the mechanism).
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -382,7 +383,8 @@ class ConfigIssue:
     scheduler, while serving), ``range`` (a number SGLang accepts that breaks the controller:
     ``update_interval`` 0 is a ``ZeroDivisionError``; ``ema_alpha`` outside (0, 1] never adapts or
     overshoots), ``zero_steps`` (a steps-0 candidate on a flat release, which has no no-drafting
-    path).  ``where``: ``"top level"`` or ``"slot '8'"``; ``fatal``: SGLang fails (else it runs
+    path), ``dead_band`` (``down_hysteresis`` ≥ ``up_hysteresis`` in a slot of two or more candidates:
+    :func:`dead_band_issue`).  ``where``: ``"top level"`` or ``"slot '8'"``; ``fatal``: SGLang fails (else it runs
     worse than meant); ``suggestion``: the nearest known key for ``unknown_key``.
     """
 
@@ -436,6 +438,29 @@ def _check_entry(d: Mapping[str, Any], where: str, version: str, keyed: bool, ou
                                    False))
 
 
+def dead_band_issue(entry: Mapping[str, Any], where: str) -> ConfigIssue | None:
+    """A ``dead_band`` issue when the slot's hysteresis leaves no dead band (None otherwise, or when a
+    value is not a number: the type check reports that).
+
+    SGLang climbs from candidate c to the next when EMA > c − 0.5 + up_hysteresis and drops from the next
+    back to c when EMA ≤ c − 0.5 + down_hysteresis (``AdaptiveStepSlot._recompute_params``,
+    ``srt/speculative/adaptive_spec_params.py``, 0.5.14; the EMA is kept across a switch).  With
+    down ≥ up an EMA between the two thresholds climbs at c and drops back at the next decision, every
+    ``update_interval`` batches, for as long as the acceptance stays there; SGLang's defaults (0.0 /
+    −0.25) keep a band of 0.25."""
+    steps = entry.get("candidate_steps", [1, 3, 7])
+    up = entry.get("up_hysteresis", 0.0)
+    down = entry.get("down_hysteresis", -0.25)
+    if not (isinstance(steps, list) and len(set(steps)) >= 2 and _number(up) and _number(down)) or down < up:
+        return None
+    c = sorted(set(int(x) for x in steps if isinstance(x, int)))
+    bands = ", ".join(f"{lo}↔{hi} for an EMA in ({lo - 0.5 + up:.2f}, {lo - 0.5 + down:.2f}]"
+                      for lo, hi in itertools.pairwise(c) if lo > 0)
+    return ConfigIssue("dead_band", where, "down_hysteresis", down,
+                       f"{where}: down_hysteresis {down:g} ≥ up_hysteresis {up:g} leaves no dead band: the controller "
+                       f"switches back and forth at every decision ({bands or 'between its candidates'})", False)
+
+
 def lint_config(raw: Any, version: str) -> list[ConfigIssue]:
     """The :class:`ConfigIssue` s of a parsed JSON config for SGLang ``version`` (empty when the
     JSON is not an object: :func:`parse_config` reports that).  Flat releases read the top-level
@@ -447,9 +472,14 @@ def lint_config(raw: Any, version: str) -> list[ConfigIssue]:
     out: list[ConfigIssue] = []
     _check_entry(raw, "top level", v, keyed, out)
     if keyed:
+        shared = {k: val for k, val in raw.items() if not str(k).isdigit()}
         for key, entry in raw.items():
             if str(key).isdigit() and isinstance(entry, dict):
                 _check_entry(entry, f"slot {str(key)!r}", v, keyed, out)
+                if (i := dead_band_issue({**shared, **entry}, f"slot {str(key)!r}")) is not None:
+                    out.append(i)
+    elif (i := dead_band_issue(raw, "top level")) is not None:
+        out.append(i)
     return out
 
 
