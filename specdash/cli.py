@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specdash import __version__
+from specdash import DEFAULT_SUITE, __version__
 
 #: The sub-commands and their one-line summaries (``specdash --help`` lists them; each has its own ``--help``).
 SUMMARIES = {
@@ -34,7 +34,7 @@ SUMMARIES = {
 }
 SUBCOMMANDS = tuple(SUMMARIES)
 DEMO_PROFILE = "demo-eagle3"
-DEMO_SUITE = "seeds-five"
+DEMO_SUITE = DEFAULT_SUITE
 
 
 def _main_parser() -> argparse.ArgumentParser:
@@ -68,7 +68,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", metavar="Q", help="A/B: also run profile Q and compare (speedup Q over P)")
     p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R "
                    "(with --sweep, 'none' runs no baseline)")
-    p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
+    p.add_argument("--suite", "-s", metavar="S", help=f"suite name or path (default: {DEFAULT_SUITE})")
     p.add_argument("--dataset", metavar="SOURCE",
                    help="prompts from a dataset instead of --suite: spec_bench[:PATH] (Spec-Bench's questions), "
                         "speed_bench[:qualitative|throughput_1k|…] (NVIDIA SPEED-Bench), a Hugging Face hub dataset "

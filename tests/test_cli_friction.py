@@ -131,6 +131,37 @@ def test_defaults_from_the_environment_and_the_config_file(tmp_path, monkeypatch
         assert rc == 2 and msg in err
 
 
+def test_the_default_suite_is_named_once():
+    """``specdash.DEFAULT_SUITE`` is the one spelling of the default suite: a shipped suite, shown by every --help
+    that offers --suite and used by every default; no other module of the package spells it (the frozen
+    dashboard data of the SVG snapshots keeps its own fixed text, as its findings do)."""
+    import ast
+    from pathlib import Path
+
+    import specdash
+    from specdash import DEFAULT_SUITE, cli
+    from specdash.commands.report import _compare_parser
+    from specdash.profile import list_suites, load_suite
+    from specdash.tui import config
+
+    assert DEFAULT_SUITE == "seeds-five" and DEFAULT_SUITE in [n for n, _ in list_suites()]
+    assert load_suite(DEFAULT_SUITE).name == DEFAULT_SUITE and len(load_suite(DEFAULT_SUITE).prompts) == 5
+    assert cli.DEMO_SUITE == config.DEMO_SUITE == DEFAULT_SUITE
+    assert _compare_parser().parse_args(["a", "b"]).suite == DEFAULT_SUITE
+    for argv, shown in ((["--help"], f"(default: {DEFAULT_SUITE})"), (["--help"], f"suite {DEFAULT_SUITE})"),
+                        (["tune", "--help"], f"default {DEFAULT_SUITE})"),
+                        (["compare", "--help"], f"default {DEFAULT_SUITE})")):
+        rc, out, _ = _run(argv)
+        assert rc == 0 and shown in " ".join(out.split()), (argv, shown)
+    pkg = Path(specdash.__file__).parent
+    spelled = sorted(
+        str(path.relative_to(pkg)) for path in pkg.rglob("*.py")
+        if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and DEFAULT_SUITE in node.value
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    )
+    assert spelled == ["__init__.py", "tui/frozen.py"]
+
+
 def test_existing_invocations_still_parse():
     from specdash.cli import _main_parser
 

@@ -17,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 
+from specdash import DEFAULT_SUITE
 from specdash.bench.runner import RunOptions
 from specdash.commands.errors import (
     INTERRUPTED_RUN,
@@ -28,7 +29,6 @@ from specdash.commands.errors import (
 )
 
 PROG = "specdash --bench"
-DEFAULT_SUITE = "seeds-five"
 
 
 #: A per-request progress line of the runner (``[profile] 3/20 prompt …``): on a terminal the bar stands for it.
@@ -539,7 +539,7 @@ def bench_profile(args):
 def bench_suite(args):
     """(the suite a bench sends, the dataset's manifest record or None): ``--dataset`` through
     :func:`specdash.profile.datasets.load_dataset_suite` (tokens counted for ``--profile``'s
-    target), else ``--suite`` (default seeds-five); then the request fields of the command line
+    target), else ``--suite`` (default :data:`specdash.DEFAULT_SUITE`); then the request fields of the command line
     (:func:`with_request_fields`)."""
     suite, record = _bench_suite(args)
     return with_request_fields(suite, args), record
