@@ -708,6 +708,10 @@ def _check_args(args) -> None:
                 raise UsageError(f"--sweep cannot be combined with --{flag.replace('_', '-')}: {why}")
         if args.rounds != 1:
             raise UsageError("--sweep runs one launch per side; --rounds does not apply")
+    elif args.rounds != 1 and not args.vs and not args.baseline:
+        raise UsageError(f"--rounds {args.rounds} alternates the launch order of an A/B, and this run has no second "
+                         "side: add --vs Q (the profile to compare; speedup = Q over P) or --baseline R, e.g. "
+                         f"specdash --bench --profile {args.profile or 'P'} --vs Q --rounds {args.rounds}")
     _check_load_args(args)
     if args.resume:
         problem = check_resume(Path(args.resume), args)
