@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specdash import __version__
+from specdash import DEFAULT_SUITE, __version__
 
 #: The sub-commands and their one-line summaries (``specdash --help`` lists them; each has its own ``--help``).
 SUMMARIES = {
@@ -34,7 +34,7 @@ SUMMARIES = {
 }
 SUBCOMMANDS = tuple(SUMMARIES)
 DEMO_PROFILE = "demo-eagle3"
-DEMO_SUITE = "seeds-five"
+DEMO_SUITE = DEFAULT_SUITE
 
 
 def _main_parser() -> argparse.ArgumentParser:
@@ -68,7 +68,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", metavar="Q", help="A/B: also run profile Q and compare (speedup Q over P)")
     p.add_argument("--baseline", metavar="R", help="no-speculation profile: also report speedup vs R "
                    "(with --sweep, 'none' runs no baseline)")
-    p.add_argument("--suite", "-s", metavar="S", help="suite name or path (default: seeds-five)")
+    p.add_argument("--suite", "-s", metavar="S", help=f"suite name or path (default: {DEFAULT_SUITE})")
     p.add_argument("--dataset", metavar="SOURCE",
                    help="prompts from a dataset instead of --suite: spec_bench[:PATH] (Spec-Bench's questions), "
                         "speed_bench[:qualitative|throughput_1k|…] (NVIDIA SPEED-Bench), a Hugging Face hub dataset "
@@ -199,8 +199,44 @@ def _internal_error(exc: Exception, argv: list[str] | None) -> int:
     return 1
 
 
+#: A runnable A/B on the simulator (shipped profiles): the example of :func:`_ab_is_not_a_command`.
+AB_EXAMPLE = "specdash --bench --profile demo-baseline --vs demo-eagle3"
+
+
+def _ab_is_not_a_command(rest: list[str]) -> int:
+    """``specdash ab …``: there is no ``ab`` command; an A/B is ``--bench --profile P --vs Q``.  Print what is
+    missing from the options given (P, Q or both) and the command line to run — theirs, completed, else
+    :data:`AB_EXAMPLE` — and the ``compare`` forms for servers or runs that already exist; exit 2."""
+    import shlex
+
+    from specdash.commands.errors import ExitCode
+
+    flags = {a.split("=", 1)[0] for a in rest}
+    has_a = bool(flags & {"--profile", "-p", "--demo"}) or any(a.startswith("-p") and a[1] != "-" for a in rest)
+    has_b = "--vs" in flags
+    missing = [part for part, given in (("--profile P (side A, the reference)", has_a),
+                                        ("--vs Q (side B; speedup = Q over P)", has_b)) if not given]
+    if "--url" in flags:  # --vs launches both sides: two servers already running are compared by `compare`
+        what, example = "--url attaches to one server; an A/B of two running servers is", \
+            "specdash compare --url URL_A --vs-url URL_B"
+    elif not rest:
+        what, example = f"missing: {' and '.join(missing)}; e.g. on the simulator", AB_EXAMPLE
+    else:
+        what = f"missing: {' and '.join(missing)}; run" if missing else "nothing is missing; run it without `ab`"
+        example = " ".join(["specdash --bench", *([] if has_a else ["--profile P"]), shlex.join(rest),
+                            *([] if has_b else ["--vs Q"])])
+    print(f"specdash: `ab` is not a command: an A/B runs with --bench, --profile P and --vs Q; {what}:\n"
+          f"  {example}\n"
+          + ("(two finished runs: " if "--url" in flags else
+             "(two servers already running: specdash compare --url URL_A --vs-url URL_B; two finished runs: ")
+          + "specdash compare RUNDIR_A RUNDIR_B)", file=sys.stderr)
+    return ExitCode.USAGE
+
+
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "ab":  # not a command (an A/B is --bench … --vs Q): say so, not argparse's "invalid choice"
+        return _ab_is_not_a_command(argv[1:])
     if argv and argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0], argv[1:])
     parser = _main_parser()

@@ -131,6 +131,74 @@ def test_defaults_from_the_environment_and_the_config_file(tmp_path, monkeypatch
         assert rc == 2 and msg in err
 
 
+def test_the_default_suite_is_named_once():
+    """``specdash.DEFAULT_SUITE`` is the one spelling of the default suite: a shipped suite, shown by every --help
+    that offers --suite and used by every default; no other module of the package spells it (the frozen
+    dashboard data of the SVG snapshots keeps its own fixed text, as its findings do)."""
+    import ast
+    from pathlib import Path
+
+    import specdash
+    from specdash import DEFAULT_SUITE, cli
+    from specdash.commands.report import _compare_parser
+    from specdash.profile import list_suites, load_suite
+    from specdash.tui import config
+
+    assert DEFAULT_SUITE == "seeds-five" and DEFAULT_SUITE in [n for n, _ in list_suites()]
+    assert load_suite(DEFAULT_SUITE).name == DEFAULT_SUITE and len(load_suite(DEFAULT_SUITE).prompts) == 5
+    assert cli.DEMO_SUITE == config.DEMO_SUITE == DEFAULT_SUITE
+    assert _compare_parser().parse_args(["a", "b"]).suite == DEFAULT_SUITE
+    for argv, shown in ((["--help"], f"(default: {DEFAULT_SUITE})"), (["--help"], f"suite {DEFAULT_SUITE})"),
+                        (["tune", "--help"], f"default {DEFAULT_SUITE})"),
+                        (["compare", "--help"], f"default {DEFAULT_SUITE})")):
+        rc, out, _ = _run(argv)
+        assert rc == 0 and shown in " ".join(out.split()), (argv, shown)
+    pkg = Path(specdash.__file__).parent
+    spelled = sorted(
+        str(path.relative_to(pkg)) for path in pkg.rglob("*.py")
+        if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and DEFAULT_SUITE in node.value
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    )
+    assert spelled == ["__init__.py", "tui/frozen.py"]
+
+
+def test_ab_is_not_a_command_and_says_what_is_missing(capsys):
+    """`specdash ab`: no argparse "invalid choice", but what an A/B needs, what is missing and a command line."""
+    from specdash.cli import AB_EXAMPLE
+
+    assert main(["ab"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("specdash: `ab` is not a command: an A/B runs with --bench, --profile P and --vs Q; "
+                          "missing: --profile P (side A, the reference) and --vs Q (side B; speedup = Q over P)")
+    assert f"\n  {AB_EXAMPLE}\n" in err and "invalid choice" not in err
+    assert "specdash compare --url URL_A --vs-url URL_B" in err and "specdash compare RUNDIR_A RUNDIR_B" in err
+    # the example runs as it is: both its profiles ship, and --bench parses it with two sides
+    from specdash.cli import _main_parser
+    from specdash.profile import load_profile
+
+    a = _main_parser().parse_args(AB_EXAMPLE.split()[1:])
+    assert a.bench and load_profile(a.profile).name == a.profile and load_profile(a.vs).name == a.vs != a.profile
+    # the user's own options, completed with what is missing
+    assert main(["ab", "--profile", "demo-eagle3", "--rounds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "missing: --vs Q (side B; speedup = Q over P); run:\n  specdash --bench --profile demo-eagle3 --rounds 2 " \
+           "--vs Q\n" in err and "missing: --profile" not in err
+    assert main(["ab", "--vs", "demo-eagle3"]) == 2
+    assert "\n  specdash --bench --profile P --vs demo-eagle3\n" in capsys.readouterr().err
+    assert main(["ab", "-pdemo-baseline", "--vs=demo-eagle3"]) == 2
+    assert "nothing is missing; run it without `ab`:\n  specdash --bench -pdemo-baseline --vs=demo-eagle3\n" \
+        in capsys.readouterr().err
+    assert main(["ab", "--url", "http://h:1"]) == 2  # --vs cannot attach: two running servers are compare's
+    assert "\n  specdash compare --url URL_A --vs-url URL_B\n" in capsys.readouterr().err
+
+
+def test_rounds_without_a_second_side_is_refused(capsys):
+    assert main(["--bench", "--demo", "--rounds", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--rounds 3 alternates the launch order of an A/B, and this run has no second side: add --vs Q" in err
+    assert "e.g. specdash --bench --profile demo-eagle3 --vs Q --rounds 3" in err
+
+
 def test_existing_invocations_still_parse():
     from specdash.cli import _main_parser
 

@@ -79,6 +79,29 @@ def test_unknown_name_suggests(tmp_path):
         load_profile("demo-eagle")
 
 
+def test_unknown_name_suggests_only_close_names():
+    # a typo or two: the one close name, not the ones that merely share a word (demo-tree, real-smol-eagle3)
+    with pytest.raises(ProfileError) as typo:
+        load_profile("demo-eagel3")
+    msg = str(typo.value)
+    assert msg.startswith("no profile named 'demo-eagel3' (searched ")
+    assert "did you mean 'demo-eagle3'? `specdash profile list` lists the profiles found" in msg
+    assert "demo-tree" not in msg and "real-smol-eagle3" not in msg
+    # nothing close (cutoff 0.4 used to offer demo-adaptive, demo-tree, demo-real-smol): no guess, the listing command
+    with pytest.raises(ProfileError) as far:
+        load_profile("my-profile")
+    msg = str(far.value)
+    assert "did you mean" not in msg and "demo-" not in msg
+    assert msg.endswith("then the current directory): `specdash profile list` lists the profiles found")
+    # suites: the same rule; the few known suites are listed inline
+    with pytest.raises(ProfileError, match=r"did you mean 'coding'\? known suites: coding, "):
+        load_suite("codng")
+    with pytest.raises(ProfileError) as suite:
+        load_suite("my-suite")
+    assert "did you mean" not in str(suite.value) and "known suites: " in str(suite.value)
+    assert "seeds-five" in str(suite.value).split("known suites: ")[1].split(", ")
+
+
 def test_env_and_home_expansion(tmp_path, monkeypatch):
     monkeypatch.setenv("MODELS", "/data/models")
     monkeypatch.setenv("HOME", "/home/u")

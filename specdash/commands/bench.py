@@ -17,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 
+from specdash import DEFAULT_SUITE
 from specdash.bench.runner import RunOptions
 from specdash.commands.errors import (
     INTERRUPTED_RUN,
@@ -28,7 +29,6 @@ from specdash.commands.errors import (
 )
 
 PROG = "specdash --bench"
-DEFAULT_SUITE = "seeds-five"
 
 
 #: A per-request progress line of the runner (``[profile] 3/20 prompt …``): on a terminal the bar stands for it.
@@ -539,7 +539,7 @@ def bench_profile(args):
 def bench_suite(args):
     """(the suite a bench sends, the dataset's manifest record or None): ``--dataset`` through
     :func:`specdash.profile.datasets.load_dataset_suite` (tokens counted for ``--profile``'s
-    target), else ``--suite`` (default seeds-five); then the request fields of the command line
+    target), else ``--suite`` (default :data:`specdash.DEFAULT_SUITE`); then the request fields of the command line
     (:func:`with_request_fields`)."""
     suite, record = _bench_suite(args)
     return with_request_fields(suite, args), record
@@ -708,6 +708,10 @@ def _check_args(args) -> None:
                 raise UsageError(f"--sweep cannot be combined with --{flag.replace('_', '-')}: {why}")
         if args.rounds != 1:
             raise UsageError("--sweep runs one launch per side; --rounds does not apply")
+    elif args.rounds != 1 and not args.vs and not args.baseline:
+        raise UsageError(f"--rounds {args.rounds} alternates the launch order of an A/B, and this run has no second "
+                         "side: add --vs Q (the profile to compare; speedup = Q over P) or --baseline R, e.g. "
+                         f"specdash --bench --profile {args.profile or 'P'} --vs Q --rounds {args.rounds}")
     _check_load_args(args)
     if args.resume:
         problem = check_resume(Path(args.resume), args)

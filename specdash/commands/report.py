@@ -33,6 +33,7 @@ import contextlib
 import json
 from pathlib import Path
 
+from specdash import DEFAULT_SUITE
 from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run, url_problem
 
 REPORT_PROG = "specdash report"
@@ -107,7 +108,8 @@ def _compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", metavar="URL_A", help="instead of run directories: run the suite against the server at "
                    "URL_A (A) and then the one at --vs-url (B), both already started, and compare them")
     p.add_argument("--vs-url", metavar="URL_B", help="with --url: server B")
-    p.add_argument("--suite", "-s", metavar="S", default="seeds-five", help="with --url: suite (name or path)")
+    p.add_argument("--suite", "-s", metavar="S", default=DEFAULT_SUITE,
+                   help=f"with --url: suite (name or path; default {DEFAULT_SUITE})")
     p.add_argument("--max-tokens", type=int, metavar="N", help="with --url: override the suite's max_tokens")
     p.add_argument("--repeats", type=int, metavar="N", help="with --url: override the suite's repeats")
     p.add_argument("--api-key", metavar="KEY", help="with --url: API key of both servers (or SGLANG_API_KEY)")

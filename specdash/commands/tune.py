@@ -16,6 +16,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from specdash import DEFAULT_SUITE
 from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, UsageError, run
 
 PROG = "specdash tune"
@@ -24,7 +25,7 @@ PROG = "specdash tune"
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""))
     p.add_argument("--profile", "-p", required=True, help="profile to tune (name or path)")
-    p.add_argument("--suite", "-s", help="suite (name or path; default seeds-five)")
+    p.add_argument("--suite", "-s", help=f"suite (name or path; default {DEFAULT_SUITE})")
     p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")
     p.add_argument("--live", action="store_true",
                    help="measure two chain step tiers per launch through SGLang's adaptive controller (0.5.14+, "
@@ -78,7 +79,7 @@ def tune_main(argv: list[str]) -> int:
         fill(args, ("out", "suite"))
     except UsageError as exc:
         parser.error(str(exc))
-    args.suite, args.out = args.suite or "seeds-five", args.out or "runs"
+    args.suite, args.out = args.suite or DEFAULT_SUITE, args.out or "runs"
     progress = Progress()
     return run(PROG, lambda: _tune(args, progress), json_output=args.json, interrupted=INTERRUPTED_RUN,
                cleanup=progress.done)

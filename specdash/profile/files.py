@@ -102,13 +102,25 @@ def _find(name: str, sub: str, kind: str) -> Path:
     if not sub and here.is_file():  # `profile import --name X` writes ./X.toml: the name finds it
         return here
     known = sorted(n for n, _ in (list_suites() if sub else list_profiles()))
-    near = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
-    hint = f"; did you mean {', '.join(near)}?" if near else ""
-    listing = "`specdash profile list` shows them" if not sub else f"known suites: {', '.join(known) or 'none'}"
-    raise ProfileError(
-        f"no {kind} named {name!r}{hint} (searched {', '.join(str(d / sub) for d in preset_dirs())}"
-        + ("" if sub else ", then the current directory") + f"; {listing})"
-    )
+    near = close_names(name, known)
+    searched = ", ".join(str(d / sub) for d in preset_dirs()) + ("" if sub else ", then the current directory")
+    if sub:
+        listing = f"known suites: {', '.join(known) or 'none'}"
+    else:
+        listing = "`specdash profile list` lists the profiles found"
+    hint = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
+    raise ProfileError(f"no {kind} named {name!r} (searched {searched}): {hint}{listing}")
+
+
+#: How alike (:class:`difflib.SequenceMatcher` ratio) a known name must be to be suggested for an unknown one:
+#: a typo or two (``demo-eagle`` → ``demo-eagle3`` 0.95, ``codng`` → ``coding`` 0.91) passes; a name
+#: that merely shares a word (``demo-eagle`` → ``demo-tree`` 0.74, ``my-profile`` → ``demo-adaptive`` 0.43) does not.
+CLOSE_NAME_CUTOFF = 0.8
+
+
+def close_names(name: str, known: list[str], n: int = 3) -> list[str]:
+    """The known names within a typo or two of ``name`` (at most ``n``, closest first); ``[]`` when none is."""
+    return difflib.get_close_matches(name, known, n=n, cutoff=CLOSE_NAME_CUTOFF)
 
 
 def load_profile(name_or_path: str) -> Profile:

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specdash import DEFAULT_SUITE
 from specdash.collect.exporter import cli_targets
 from specdash.collect.live import PollIntervals
 from specdash.tui.state import ViewState
 
-DEMO_SUITE = "seeds-five"
+DEMO_SUITE = DEFAULT_SUITE
 DEMO_MAX_TOKENS = 256
 DEMO_CONCURRENCY = 4
 TABS = ("launch", "live", "gpu", "log", "advice")
