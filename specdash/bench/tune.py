@@ -731,7 +731,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     elif scheduling and max_launches is not None and int(max_launches) - len(log.entries) < 2 and \
             verification_wanted(measurements, best, baseline, version=version, concurrency=explorer.concurrency,
                                 sweep=sweep, batch_sizes=live_plan.batch_sizes if live_plan else None,
-                                   force=verify_schedule):
+                                force=verify_schedule):
         sched_note = f"the adaptive schedule's A/B does not fit the launch cap of {max_launches}"
         cap_notes.append(sched_note)
         say(f"tune: adaptive config not verified — {sched_note}")

@@ -451,9 +451,11 @@ def dead_band_issue(entry: Mapping[str, Any], where: str) -> ConfigIssue | None:
     steps = entry.get("candidate_steps", [1, 3, 7])
     up = entry.get("up_hysteresis", 0.0)
     down = entry.get("down_hysteresis", -0.25)
-    if not (isinstance(steps, list) and len(set(steps)) >= 2 and _number(up) and _number(down)) or down < up:
+    if not (isinstance(steps, list) and _number(up) and _number(down)) or not down >= up:
         return None
-    c = sorted(set(int(x) for x in steps if isinstance(x, int)))
+    c = sorted({x for x in steps if isinstance(x, int) and not isinstance(x, bool)})
+    if len(c) < 2:
+        return None
     bands = ", ".join(f"{lo}↔{hi} for an EMA in ({lo - 0.5 + up:.2f}, {lo - 0.5 + down:.2f}]"
                       for lo, hi in itertools.pairwise(c) if lo > 0)
     return ConfigIssue("dead_band", where, "down_hysteresis", down,
