@@ -206,3 +206,15 @@ def test_the_controller_holds_at_the_break_even_instead_of_switching_every_decis
             assert raw > 4 * max(banded, 1)
         checked += 1
     assert checked >= 1
+
+
+def test_candidates_past_the_measured_depth_are_named():
+    """Measured to steps 2 only: any slot candidate deeper than 2 is called extrapolated in the notes."""
+    ms = [measure(k, b) for b in (1, 16) for k in (1, 2)]
+    sch = adaptive_schedule(ms, [1, 2, 4, 8, 16], baseline={b: baseline_tok_s(b) for b in (1, 16)})
+    deep = sorted({c for s in sch.slots for c in s.candidate_steps if c > 2})
+    note = [n for n in sch.notes if "deeper than the deepest measured position (2)" in n]
+    assert bool(note) == bool(deep), (sch.to_json()["slots"], sch.notes)
+    for c in deep:
+        assert f"{c}" in note[0]
+    assert deep, "the truth's best chain at batch 1 is 3 steps or more: the schedule should reach past 2"

@@ -470,6 +470,12 @@ def adaptive_schedule(
     if multi:
         notes.append("SGLang shares one up and one down hysteresis per slot: they are set for the moves next to the "
                      "slot's best steps; moves between the other candidates use the same values")
+    deep = {s.batch_size: [c for c in s.candidate_steps if c > model.acc.known_depth] for s in slots}
+    deep = {k: v for k, v in deep.items() if v}
+    if deep:
+        notes.append("candidates deeper than the deepest measured position (" + str(model.acc.known_depth) + "): "
+                     + "; ".join(f"slot {k}: steps {', '.join(map(str, v))}" for k, v in deep.items())
+                     + " — their acceptance past it is extrapolated (the last measured rate), not measured")
     missing = [b for b in sizes if _baseline_at(base, b) is None]
     if base and missing:
         notes.append(f"no baseline at batch sizes {missing} (measured at {sorted(base)}, interpolated between): "
