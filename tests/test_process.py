@@ -219,9 +219,17 @@ time.sleep(120)
 """
 
 
-def start_owner(tmp_path: Path, code: str) -> tuple[subprocess.Popen, int]:
+def start_owner(tmp_path: Path, code: str, *, pdeathsig: bool = False) -> tuple[subprocess.Popen, int]:
+    """A specdash-like owner process running ``code``, which starts one server and prints its pid.
+
+    Without the parent-death signal (``SPECDASH_NO_PDEATHSIG=1``) unless ``pdeathsig``: most of these tests
+    are about a server that outlives its owner (non-Linux hosts, other nodes), which on Linux the signal
+    would otherwise end a moment after the owner's SIGKILL — a race their checks lose on a loaded machine."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if not pdeathsig:
+        env["SPECDASH_NO_PDEATHSIG"] = "1"
     owner = subprocess.Popen([PY, "-u", "-c", code, str(tmp_path / "run")], stdout=subprocess.PIPE,
-                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                             cwd=REPO, env=env)
     server_pid = int(owner.stdout.readline())
     return owner, server_pid
 
@@ -242,6 +250,18 @@ def test_leftover_after_sigkill_of_specdash(tmp_path):
         assert find_leftovers() == [] and not Path(rec["path"]).exists()
     finally:
         owner.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server_pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_parent_death_signal_ends_the_server_when_its_owner_is_sigkilled(tmp_path):
+    owner, server_pid = start_owner(tmp_path, OWNER, pdeathsig=True)
+    try:
+        owner.kill()  # SIGKILL: no handler of the owner runs; the kernel signals the server
+        owner.wait()
+        wait_until(lambda: gone(server_pid), timeout=15.0, what=f"server {server_pid} to end")
+    finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server_pid, signal.SIGKILL)
 
