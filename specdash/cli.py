@@ -212,7 +212,7 @@ def _ab_is_not_a_command(rest: list[str]) -> int:
     from specdash.commands.errors import ExitCode
 
     flags = {a.split("=", 1)[0] for a in rest}
-    has_a = bool(flags & {"--profile", "-p", "--demo"}) or any(a.startswith("-p") and a[1] != "-" for a in rest)
+    has_a = bool(flags & {"--profile", "--demo"}) or any(a.startswith("-p") for a in rest)  # -p P, -pP
     has_b = "--vs" in flags
     missing = [part for part, given in (("--profile P (side A, the reference)", has_a),
                                         ("--vs Q (side B; speedup = Q over P)", has_b)) if not given]

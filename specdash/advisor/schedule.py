@@ -57,15 +57,16 @@ from specdash.advisor.acceptance import P_MAX, extrapolate
 from specdash.advisor.advise import _Model
 from specdash.advisor.cost import cost_features
 from specdash.advisor.measurement import STEPS_GRID, Measurement, Settings, _spec, candidate_grid, chain
+from specdash.sglang.adaptive import AdaptiveSlot
 
 _ALPHAS = np.linspace(0.005, P_MAX, 400)
 
 
 #: SGLang's EMA weight for a slot that sets none (``AdaptiveStepSlot``'s ``ema_alpha`` default, 0.5.14).
-EMA_ALPHA = 0.2
-#: SGLang's own dead band: its defaults are up_hysteresis 0.0, down_hysteresis −0.25
+EMA_ALPHA = AdaptiveSlot.ema_alpha
+#: SGLang's own dead band, 0.25: its defaults are up_hysteresis 0.0, down_hysteresis −0.25
 #: (``srt/speculative/adaptive_spec_params.py``, 0.5.14).
-MIN_DEAD_BAND = 0.25
+MIN_DEAD_BAND = AdaptiveSlot.up_hysteresis - AdaptiveSlot.down_hysteresis
 #: How many standard deviations of the EMA's noise (:func:`_ema_sd`) the dead band spans at least.
 DEAD_BAND_SD = 2.0
 

@@ -448,9 +448,9 @@ def dead_band_issue(entry: Mapping[str, Any], where: str) -> ConfigIssue | None:
     down ≥ up an EMA between the two thresholds climbs at c and drops back at the next decision, every
     ``update_interval`` batches, for as long as the acceptance stays there; SGLang's defaults (0.0 /
     −0.25) keep a band of 0.25."""
-    steps = entry.get("candidate_steps", [1, 3, 7])
-    up = entry.get("up_hysteresis", 0.0)
-    down = entry.get("down_hysteresis", -0.25)
+    steps = entry.get("candidate_steps", list(AdaptiveSlot.from_dict({}).candidate_steps))
+    up = entry.get("up_hysteresis", AdaptiveSlot.up_hysteresis)
+    down = entry.get("down_hysteresis", AdaptiveSlot.down_hysteresis)
     if not (isinstance(steps, list) and _number(up) and _number(down)) or not down >= up:
         return None
     c = sorted({x for x in steps if isinstance(x, int) and not isinstance(x, bool)})
