@@ -208,13 +208,20 @@ def test_the_controller_holds_at_the_break_even_instead_of_switching_every_decis
     assert checked >= 1
 
 
-def test_candidates_past_the_measured_depth_are_named():
-    """Measured to steps 2 only: any slot candidate deeper than 2 is called extrapolated in the notes."""
+def test_steps_stop_at_the_measured_depth_unless_asked():
+    """Measured to steps 2 only, where the truth's best chain at batch 1 is 3 steps or more: by default
+    nothing deeper than 2 is scheduled or compared with, and a note says why; with beyond_measured the
+    schedule reaches past 2 and every deeper candidate is named as extrapolated."""
     ms = [measure(k, b) for b in (1, 16) for k in (1, 2)]
-    sch = adaptive_schedule(ms, [1, 2, 4, 8, 16], baseline={b: baseline_tok_s(b) for b in (1, 16)})
+    kw = {"baseline": {b: baseline_tok_s(b) for b in (1, 16)}}
+    capped = adaptive_schedule(ms, [1, 2, 4, 8, 16], **kw)
+    assert max(c for s in capped.slots for c in s.candidate_steps) == 2
+    assert all(max(int(k) for k in p.by_steps) == 2 and p.best_here.steps <= 2 for p in capped.batches)
+    assert any("steps stop at 2, the deepest measured draft position" in n for n in capped.notes), capped.notes
+    assert not any("deeper than the deepest measured" in n for n in capped.notes)
+
+    sch = adaptive_schedule(ms, [1, 2, 4, 8, 16], beyond_measured=True, **kw)
     deep = sorted({c for s in sch.slots for c in s.candidate_steps if c > 2})
     note = [n for n in sch.notes if "deeper than the deepest measured position (2)" in n]
-    assert bool(note) == bool(deep), (sch.to_json()["slots"], sch.notes)
-    for c in deep:
-        assert f"{c}" in note[0]
     assert deep, "the truth's best chain at batch 1 is 3 steps or more: the schedule should reach past 2"
+    assert len(note) == 1 and all(f"{c}" in note[0] for c in deep), (sch.to_json()["slots"], sch.notes)

@@ -24,8 +24,9 @@
 #   train-eval   trains TRAIN_MIN more minutes (default 3; 0 skips), then serves the draft through specdash:
 #                doctor, and one launch per chain of EVAL_POINTS (default steps 6 / top-k 1 / 7 draft tokens: its
 #                histogram gives the per-position acceptance of positions 1-6) on the held-out suite real-smol.
-#   grid         one launch per point of POINTS (baseline and S,K,D), each swept over concurrency SWEEP (1,4,16)
-#                in that launch; ~2 min a point: 4 points a call. benchmarks/real/collect.py makes grid.json.
+#   grid         one launch per point of POINTS (baseline, S,K,D, or S,K,D:C1-C2 for the same launch under
+#                --speculative-adaptive pinned at S among candidates C1, C2), each swept over concurrency SWEEP
+#                (1,4,16) in that launch; ~2 min a point: 4 points a call; a point named twice is launched twice. benchmarks/real/collect.py makes grid.json.
 #   grid-par     the same grid, ~12 points a call: every point's server launched at once, measured one at a time
 #                (the others SIGSTOPped) with `specdash --bench --url` under the point's own profile.
 #   tune         `specdash tune` (relaunch or --live) per entry of TUNES (MODE:C:S,K,D) on the real server.
@@ -175,8 +176,16 @@ if [ "$PHASE" = grid ]; then
   for pt in ${POINTS:-baseline 5,1,6 6,1,7 3,4,8}; do
     if [ "$pt" = baseline ]; then n=real-smol-baseline; prof=profiles/real-smol-baseline.toml
     else
-      IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; prof="$W/prof/$n.toml"
+      IFS=, read -r s k d <<< "${pt%%:*}"; n="real-smol-eagle3-$s-$k-$d"
+      # S,K,D:C1-C2-...: the same launch under --speculative-adaptive with candidate steps C1, C2, ... and a
+      # hysteresis that never switches (up +100, down -100): what the adaptive mode costs at a fixed tier
+      [ "$pt" != "${pt%%:*}" ] && n="$n-adaptive-pinned-$(echo "${pt#*:}" | tr - _)"
+      n="$n-$(ls "$W/prof" | grep -c "^$n\(-[0-9]*\)\?\.toml$")"; prof="$W/prof/$n.toml"
       point_profile "$n" "$s" "$k" "$d" > "$prof"
+      if [ "$pt" != "${pt%%:*}" ]; then
+        echo "{\"1\": {\"candidate_steps\": [$(echo "${pt#*:}" | tr - ,)], \"up_hysteresis\": 100, \"down_hysteresis\": -100}}" > "$W/prof/$n.json"
+        sed -i "s|^num_draft_tokens = .*|&\nextra_args = [\"--speculative-adaptive\", \"--speculative-adaptive-config\", \"$W/prof/$n.json\"]|" "$prof"
+      fi
     fi
     [ "$(left)" -lt 170 ] && { log "skip $pt: $(left) s left"; continue; }
     timeout $(( $(left) - 20 )) $SD --bench --profile "$prof" --suite real-smol --baseline none \

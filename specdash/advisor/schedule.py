@@ -24,7 +24,8 @@ tier competes as an option of its own — its round is the cost model's base plu
 forward (S = 0, N = 1), never faster than a plain decode step plus a draft forward where the
 no-speculation baseline is known (measured, or interpolated linearly in round time between
 measured batch sizes) — so steps 0 marks the loads where drafting does not pay.  Runs of batch
-sizes with the same best steps form a slot.  Candidates per slot: the best steps at the
+sizes with the same best steps form a slot.  Steps (and the static settings compared with) stop at
+the deepest measured draft position unless asked otherwise (``beyond_measured``).  Candidates per slot: the best steps at the
 fitted acceptance α̂, the lowest and highest of the best steps at α̂ ± ``drift`` (d held) and at
 the 10th and 90th percentiles of the joint posterior draws — room to follow the acceptance as
 the workload moves; a slot whose best is 0 gets ``[0]`` alone (anything more would be probed
@@ -336,6 +337,7 @@ def adaptive_schedule(
     drift: float = 0.1,
     seed: int = 0,
     static: Settings | None = None,
+    beyond_measured: bool = False,
 ) -> AdaptiveSchedule:
     """The best chain steps per batch size, as SGLang adaptive slots (module docstring).
 
@@ -347,9 +349,13 @@ def adaptive_schedule(
     acceptance α may move between workloads (prompts, categories) — the candidates also cover the
     best steps at α̂ ± drift (an assumption, default 0.1; the posterior alone only says how well
     the mean is known); ``static``: the static setting to compare against (a tune's pick, chosen at
-    one concurrency; default: the candidate with the best geometric mean over the batch sizes).
-    Raises ValueError without a usable
-    speculative measurement or batch size.
+    one concurrency; default: the candidate with the best geometric mean over the batch sizes);
+    ``beyond_measured``: also consider steps deeper than the deepest measured draft position
+    (default False: steps, candidates and the static comparison stop at that depth — past it the
+    acceptance is the last measured rate carried on, a guess, and on the real SmolLM2 + EAGLE3 bed
+    two schedules that reached past it, 6–10 and 7–10 over a measured depth of 7, each lost to the
+    static chain at one load: ×0.684 at c16 and ×0.852 at c4, paired per-request tok/s).
+    Raises ValueError without a usable speculative measurement or batch size.
     """
     sizes = sorted({int(b) for b in batch_sizes if int(b) >= 1})
     if not sizes:
@@ -361,10 +367,13 @@ def adaptive_schedule(
     base = _baseline_map(baseline, measurements)
     wts = np.array([float((weights or {}).get(b, 1.0)) for b in sizes])
     wts = wts / wts.sum()
-    steps_list = list(range(0, max(0, int(max_steps)) + 1))
+    depth = model.acc.known_depth
+    top = max(0, int(max_steps)) if beyond_measured else min(max(0, int(max_steps)), depth)
+    steps_list = list(range(0, top + 1))
 
     # point predictions: τ does not depend on the batch, so cache it per setting
-    statics = list(candidates) if candidates is not None else candidate_grid()
+    statics = [s for s in (list(candidates) if candidates is not None else candidate_grid())
+               if beyond_measured or s.steps <= depth]
     if static is not None and static not in statics:
         statics.append(static)
     taus = {s: model._point(s, 1)[1] for s in statics}
@@ -471,12 +480,15 @@ def adaptive_schedule(
     if multi:
         notes.append("SGLang shares one up and one down hysteresis per slot: they are set for the moves next to the "
                      "slot's best steps; moves between the other candidates use the same values")
-    deep = {s.batch_size: [c for c in s.candidate_steps if c > model.acc.known_depth] for s in slots}
+    deep = {s.batch_size: [c for c in s.candidate_steps if c > depth] for s in slots}
     deep = {k: v for k, v in deep.items() if v}
     if deep:
-        notes.append("candidates deeper than the deepest measured position (" + str(model.acc.known_depth) + "): "
+        notes.append("candidates deeper than the deepest measured position (" + str(depth) + "): "
                      + "; ".join(f"slot {k}: steps {', '.join(map(str, v))}" for k, v in deep.items())
                      + " — their acceptance past it is extrapolated (the last measured rate), not measured")
+    elif not beyond_measured and int(max_steps) > depth:
+        notes.append(f"steps stop at {depth}, the deepest measured draft position: deeper steps would rest on an "
+                     "acceptance carried on past what was measured — measure a deeper chain to consider them")
     missing = [b for b in sizes if _baseline_at(base, b) is None]
     if base and missing:
         notes.append(f"no baseline at batch sizes {missing} (measured at {sorted(base)}, interpolated between): "
