@@ -193,7 +193,7 @@ if [ "$PHASE" = grid ]; then
     log "grid $pt exit $?"
   done
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
-  tar -C "$W" -czf "$OUT/grid.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err 2> /dev/null
+  (cd "$W" && tar -czf "$OUT/grid.tar.gz" --exclude="data.jsonl*" --exclude="*.pid" --exclude=prompts.jsonl runs prof grid-*.json grid-*.err) 2> /dev/null
   exit 0
 fi
 if [ "$PHASE" = grid-par ]; then
@@ -258,7 +258,7 @@ except Exception as e: print('unreadable', e)")"
   sleep 3; pkill -9 -f sglang.launch_server 2> /dev/null
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tail -c 20000 "$W"/server-301*.log > "$W/servers-tail.log" 2> /dev/null
-  tar -C "$W" -czf "$OUT/grid-par.tar.gz" --exclude='data.jsonl*' --exclude='*.pid' --exclude='prompts.jsonl' runs prof grid-*.json grid-*.err servers-tail.log 2> /dev/null
+  (cd "$W" && tar -czf "$OUT/grid-par.tar.gz" --exclude="data.jsonl*" --exclude="*.pid" --exclude=prompts.jsonl runs prof grid-*.json grid-*.err servers-tail.log) 2> /dev/null
   exit 0
 fi
 if [ "$PHASE" = tune ]; then
