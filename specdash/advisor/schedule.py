@@ -352,9 +352,9 @@ def adaptive_schedule(
     one concurrency; default: the candidate with the best geometric mean over the batch sizes);
     ``beyond_measured``: also consider steps deeper than the deepest measured draft position
     (default False: steps, candidates and the static comparison stop at that depth — past it the
-    acceptance is the last measured rate carried on, a guess, and on the real SmolLM2 + EAGLE3 bed
-    two schedules that reached past it, 6–10 and 7–10 over a measured depth of 7, each lost to the
-    static chain at one load: ×0.684 at c16 and ×0.852 at c4, paired per-request tok/s).
+    acceptance is the last measured rate carried on, a guess: on a real SmolLM2-135M + trained EAGLE3
+    draft under SGLang 0.5.14, measured to position 7, it carried a rising rate of 0.83 on and
+    predicted 0.25 more accepted tokens a round at steps 10, where the server ran 0.04 more).
     Raises ValueError without a usable speculative measurement or batch size.
     """
     sizes = sorted({int(b) for b in batch_sizes if int(b) >= 1})
