@@ -26,7 +26,8 @@
 #                histogram gives the per-position acceptance of positions 1-6) on the held-out suite real-smol.
 #   grid         one launch per point of POINTS (baseline, S,K,D, or S,K,D:C1-C2 for the same launch under
 #                --speculative-adaptive pinned at S among candidates C1, C2), each swept over concurrency SWEEP
-#                (1,4,16) in that launch; ~2 min a point: 4 points a call; a point named twice is launched twice. benchmarks/real/collect.py makes grid.json.
+#                (1,4,16) in that launch; ~2-3 min a point: 3-4 points a call; a point named twice is launched
+#                twice. benchmarks/real/collect.py makes grid.json.
 #   grid-par     the same grid, ~12 points a call: every point's server launched at once, measured one at a time
 #                (the others SIGSTOPped) with `specdash --bench --url` under the point's own profile.
 #   tune         `specdash tune` (relaunch or --live) per entry of TUNES (MODE:C:S,K,D) on the real server.
