@@ -12,6 +12,7 @@ import pytest
 from specdash.advisor import Measurement, Settings, advise
 from specdash.advisor.acceptance import (
     P_MAX,
+    expected_accept_by_position,
     expected_accept_length,
     fit_acceptance,
     pooled_position_acceptance,
@@ -87,3 +88,47 @@ def test_where_acceptance_decays_the_extrapolation_is_the_family():
     assert pd.max() <= P_MAX
     spread = np.std(np.log(pd / (1 - pd)), axis=0)
     assert spread[7] > spread[4] > spread[1]
+
+
+def _real_grid_c4() -> list[Measurement]:
+    """The real bed's EAGLE3 launches at concurrency 4 (SmolLM2-135M + its trained head, SGLang 0.5.14)."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "real-2026-12-03" / "runs"
+    out = []
+    for path in sorted(root.glob("*/*/summary.json")):
+        for run in json.loads(path.read_text(encoding="utf-8"))["runs"]:
+            if run["concurrency"] == 4 and run.get("accept_length"):
+                m = Measurement.from_run(run)
+                if m.settings is not None and m.settings.steps > 0 and m.settings.draft_tokens > 1:
+                    out.append(m)
+    return out
+
+
+def test_the_rank_family_reads_the_real_deep_trees_closer_than_beta():
+    """Told the real launches of steps ≤ 6 (chains and trees), each family predicts the seven trees of
+    steps 7–10 it was not told: β reads them high (10/8/64 6.05 for 4.95), the rank family — SGLang's tree
+    node by node — low but closer; the default stays β, and None picks by residual."""
+    ms = _real_grid_c4()
+    told = [m for m in ms if m.settings.steps <= 6]
+    deep = [m for m in ms if m.settings.steps > 6 and m.settings.topk > 1]
+    assert len(told) >= 24 and len(deep) == 7
+
+    def rms(fit) -> float:
+        return float(np.sqrt(np.mean([(fit.accept_length(m.settings) - m.tau()) ** 2 for m in deep])))
+
+    beta, rank = fit_acceptance(told), fit_acceptance(told, "rank")
+    assert beta.tree_model == "beta" and beta.rho is None and 0.1 < beta.beta < 0.5
+    assert rank.tree_model == "rank" and rank.beta is None and 0.5 < rank.rho < 0.95
+    assert rms(beta) == pytest.approx(0.620, abs=0.03) and rms(rank) == pytest.approx(0.388, abs=0.03)
+    big = Settings(10, 8, 64)
+    assert beta.accept_length(big) > 5.5 and 4.0 < rank.accept_length(big) < 4.95
+    # the rank family's per-position expectation is its own reach: τ = 1 + Σ unconditional
+    pos = expected_accept_by_position(rank, big)
+    assert sum(e["unconditional"] for e in pos) + 1 == pytest.approx(rank.accept_length(big))
+    assert pos[0]["siblings"] > 1
+    assert fit_acceptance(told, None).tree_model == "beta"  # its residuals on the told launches are smaller
+    with pytest.raises(ValueError, match="tree_model"):
+        fit_acceptance(told, "siblings")
+    # the advisor runs on the rank family end to end
+    adv = advise(told, 1600.0, tree_model="rank")
+    assert adv.acceptance.tree_model == "rank" and adv.to_json()["acceptance"]["rho"] == pytest.approx(rank.rho)
+    assert "ρ = " in adv.render()

@@ -102,6 +102,22 @@ hold at most 1 + K + (S - 1)·K² tokens.  The advisor models the accepted path 
   2.0–2.5 in the server metrics, where the chain of 16 gave 1.9): with that run's fitted α ≈ 0.59,
   d ≈ 0.68 the model gives 2.3–2.4 for topk 4–8 at β = 0.3, but 2.6–2.8 at β = 0.5.
 
+The second family, ``rank`` (:mod:`specdash.sglang.tree`), builds SGLang's tree node by node (``steps``
+rounds of top-k expansion of the ``topk`` best frontier nodes, the ``draft_tokens − 1`` best candidates
+of all kept by path score) and takes the target's token to be the draft's rank-r child with probability
+p_i for r = 1 and (1 − p_i)(1 − ρ)ρ^(r−2) below; τ = 1 + Σ_j Q_j, Q_j the summed path probability of
+the kept nodes at depth j.  One parameter ρ (prior :data:`PRIOR_RHO`) in place of β, no assumption about
+which siblings are kept, and nodes off the accepted path count.  On the real bed (SmolLM2-135M + its
+trained EAGLE3 head, SGLang 0.5.14, 25 trees to 10/8/64 at concurrency 4) it read the trees' accept
+length with an rms error of 0.14–0.21 where the β family's was 0.64–0.72 (worst +2.0 at 10/8/64).
+
+Which family: the β family by default; :func:`fit_acceptance` with ``tree_model="rank"`` fits the rank
+family, and with ``tree_model=None`` both, keeping the one whose residuals (prior included) are
+smaller (``AcceptanceFit.tree_model``).  The figures above are the rank model fitted to the trees
+alone (``benchmarks/real/advisor_check.py --tree-model rank``); fitted jointly with the chains'
+per-position counts its ρ comes out higher and deep trees low (:func:`fit_acceptance`), which is
+why it is not yet the default.
+
 """
 
 from __future__ import annotations
@@ -115,10 +131,17 @@ import numpy as np
 
 from specdash.advisor.measurement import Measurement, Settings, _spec
 from specdash.sglang.positions import position_counts  # (accepted s_i, reached n_i); re-exported
+from specdash.sglang.tree import candidate_order, reach_probs
 
 P_MAX = 0.995  # cap on a per-position acceptance probability
 D_MAX = 1.2  # the decay d may exceed 1 slightly (acceptance rising with depth)
 PRIOR_BETA = 0.3
+#: The rank model's prior ρ ("Tree model", the second family): logit ρ ~ N(logit 0.6, 1²); the real bed's
+#: trees fitted 0.59 (SmolLM2-135M + its trained EAGLE3 head, SGLang 0.5.14).
+PRIOR_RHO = 0.6
+#: The advisor's two tree families ("Tree model"): ``beta`` (the accepted path's siblings) and ``rank``
+#: (SGLang's tree node by node, :mod:`specdash.sglang.tree`).
+TREE_MODELS = ("beta", "rank")
 PRIOR_D = 0.9
 SIGMA_FLOOR = 0.02  # over-dispersion floor for a per-position estimate
 #: The floor for a tree's per-position estimates when a chain was measured too: a tree's q_i rest on
@@ -300,6 +323,43 @@ def expected_accept_length(p: Sequence[float], branching: Sequence[int], beta: f
     return 1.0 + float(np.sum(np.cumprod(q)))
 
 
+def tree_depth_counts(order: Sequence[tuple[int, ...]]) -> list[int]:
+    """Kept nodes per depth of a rank-model tree (``order``: its kept paths), trailing zeros dropped."""
+    depth = max((len(x) for x in order), default=0)
+    out = [0] * depth
+    for x in order:
+        out[len(x) - 1] += 1
+    return out
+
+
+def rank_reach(settings: Settings, p_point: Sequence[float], rho_point: float,
+               p: np.ndarray | None = None, rho: np.ndarray | float | None = None) -> np.ndarray:
+    """``Q_j`` = P(accepted length ≥ j) of ``settings`` under the rank family ("Tree model"): the tree
+    SGLang keeps at the point (``p_point``, ``rho_point``), its acceptance at ``p`` (shape ``(…, ≥ depth)``,
+    default the point) and ``rho`` (scalar or ``(…)``).  Shape ``(…, depth)``, depth the kept tree's."""
+    steps, n = int(settings.steps), int(settings.draft_tokens)
+    p = np.asarray(p_point if p is None else p, float)
+    if steps < 1 or n < 2:
+        return np.zeros(p.shape[:-1] + (0,))
+    paths = _rank_order(steps, settings.topk, tuple(round(float(x), 9) for x in p_point[:steps]),
+                        round(float(rho_point), 9))[: n - 1]
+    return reach_probs(paths, p, rho_point if rho is None else rho)
+
+
+_ORDER_CACHE: dict[tuple, list[tuple[int, ...]]] = {}
+
+
+def _rank_order(steps: int, topk: int, p: tuple[float, ...], rho: float) -> list[tuple[int, ...]]:
+    """:func:`specdash.sglang.tree.candidate_order`, memoised (a fit's point is asked for many times)."""
+    key = (steps, topk, p, rho)
+    out = _ORDER_CACHE.get(key)
+    if out is None:
+        if len(_ORDER_CACHE) > 4096:
+            _ORDER_CACHE.clear()
+        out = _ORDER_CACHE[key] = candidate_order(steps, topk, p, rho)
+    return out
+
+
 def expected_accept_by_position(fit: AcceptanceFit, settings: Settings) -> list[dict[str, Any]]:
     """What the fitted acceptance model expects per draft position for ``settings`` (any steps S,
     topk K, draft tokens N, launched or not), in the shape of a RUN's ``accept_by_position``
@@ -309,7 +369,8 @@ def expected_accept_by_position(fit: AcceptanceFit, settings: Settings) -> list[
     ``{"position", "rate", "unconditional", "siblings"}`` where ``rate`` = q_i = P(depth i accepted |
     depth i − 1 accepted) = 1 − (1 − p_i)^(k_i^β) with p_i = :meth:`AcceptanceFit.probs` (the family
     α·d^(i−1), updated with the measured chain counts where they exist) and k_i = ``siblings``, the
-    drafted candidates at that depth (:func:`tree_branching`; 1 for a chain, whose rate is p_i);
+    drafted candidates at that depth (:func:`tree_branching`; 1 for a chain, whose rate is p_i) — under
+    the rank family q_i = Q_i / Q_{i−1} and ``siblings`` the kept nodes at depth i;
     ``unconditional`` = Π_{l≤i} q_l, comparable with vLLM's per-position rate.  This is the same
     q_i the accept-length prediction sums (:func:`expected_accept_length`), so τ = 1 + Σ
     unconditional.  [] without speculation (S = 0 or N < 2).
@@ -317,11 +378,13 @@ def expected_accept_by_position(fit: AcceptanceFit, settings: Settings) -> list[
     steps, n = int(settings.steps), int(settings.draft_tokens)
     if steps <= 0 or n < 2:
         return []
-    depth = min(steps, n - 1)
-    p = fit.probs(depth)
-    br = tree_branching(p, settings, fit.beta)
-    q = _q(np.asarray(p[: len(br)], dtype=float), br, fit.beta)
-    unc = np.cumprod(q)
+    br = fit.branching(settings)
+    if fit.tree_model == "beta":
+        q = _q(np.asarray(fit.probs(len(br))[: len(br)], dtype=float), br, fit.tree_param)
+        unc = np.cumprod(q)
+    else:
+        unc = fit.reach(settings)
+        q = unc / np.concatenate([[1.0], unc[:-1]]).clip(1e-300)
     return [{"position": i, "rate": float(q[i - 1]), "unconditional": float(unc[i - 1]), "siblings": int(br[i - 1])}
             for i in range(1, len(br) + 1)]
 
@@ -353,6 +416,8 @@ class AcceptanceFit:
     #: the deepest position a measurement reached (:func:`measured_depth`); past it the prediction
     #: extrapolates conservatively ("Past the deepest measured position")
     depth: int = 0
+    #: the tree family (:data:`TREE_MODELS`): x[2] is log β for ``beta``, logit ρ for ``rank``
+    tree_model: str = "beta"
 
     @property
     def alpha(self) -> float:
@@ -363,14 +428,65 @@ class AcceptanceFit:
         return float(D_MAX * _sigmoid(self.x[1]))
 
     @property
-    def beta(self) -> float:
-        return float(np.exp(self.x[2]))
+    def beta(self) -> float | None:
+        """β of the β family; None under the rank family."""
+        return float(np.exp(self.x[2])) if self.tree_model == "beta" else None
+
+    @property
+    def rho(self) -> float | None:
+        """ρ of the rank family; None under the β family."""
+        return float(_sigmoid(self.x[2])) if self.tree_model == "rank" else None
+
+    @property
+    def tree_param(self) -> float:
+        """β or ρ, whichever family the fit uses."""
+        return float(np.exp(self.x[2]) if self.tree_model == "beta" else _sigmoid(self.x[2]))
+
+    def tree_label(self) -> str:
+        """``β = 0.31`` / ``ρ = 0.59``, with ``(prior)`` when no tree was measured."""
+        name = "β" if self.tree_model == "beta" else "ρ"
+        return f"{name} = {self.tree_param:.2f}{'' if self.beta_fitted else ' (prior)'}"
 
     def sd(self) -> dict[str, float]:
-        """Approximate standard deviations of α, d, β (delta method)."""
-        a, d, b = self.alpha, self.d, self.beta
+        """Approximate standard deviations of α, d and β or ρ (delta method; the key names the family's)."""
+        a, d, t = self.alpha, self.d, self.tree_param
         sd = np.sqrt(np.clip(np.diag(self.cov), 0, None))
-        return {"alpha": a * (1 - a) * sd[0], "d": d * (1 - d / D_MAX) * sd[1], "beta": b * sd[2]}
+        tree = {"beta": t * sd[2]} if self.tree_model == "beta" else {"rho": t * (1 - t) * sd[2]}
+        return {"alpha": a * (1 - a) * sd[0], "d": d * (1 - d / D_MAX) * sd[1], **tree}
+
+    def branching(self, settings: Settings) -> list[int]:
+        """Tree nodes per depth of ``settings`` at the fit's point: the accepted path's siblings
+        (:func:`tree_branching`) under β, the kept nodes per depth under rank; its length is the depth
+        :meth:`reach` covers (a chain: [1] × min(S, N − 1))."""
+        steps, n = int(settings.steps), int(settings.draft_tokens)
+        if steps < 1 or n < 2:
+            return []
+        if self.tree_model == "rank":
+            return tree_depth_counts(_rank_order(steps, settings.topk, tuple(
+                round(float(x), 9) for x in self.probs(steps)), round(self.tree_param, 9))[: n - 1])
+        return tree_branching(None, settings, 0.0)
+
+    def reach(self, settings: Settings, p: np.ndarray | None = None, param: np.ndarray | float | None = None,
+              branching: Sequence[int] | None = None) -> np.ndarray:
+        """``Q_j`` = P(accepted length ≥ j), j = 1 … len(:meth:`branching`), shape ``(…, depth)``: at
+        per-position acceptance ``p`` (``(…, ≥ depth)``, default :meth:`probs`) and tree parameter
+        ``param`` (β or ρ, scalar or ``(…)``, default the fit's).  τ = 1 + Σ_j Q_j.  ``branching`` (β
+        family only) overrides the allocation."""
+        steps = int(settings.steps)
+        if steps < 1 or settings.draft_tokens < 2:
+            return np.zeros((0,) if p is None else np.shape(p)[:-1] + (0,))
+        param = self.tree_param if param is None else param
+        if self.tree_model == "rank":
+            return rank_reach(settings, self.probs(steps), self.tree_param, p, param)
+        br = list(branching) if branching is not None else self.branching(settings)
+        p = self.probs(len(br)) if p is None else np.asarray(p, float)
+        par = np.asarray(param, float)
+        q = _q(p[..., : len(br)], br, par[..., None] if par.ndim else par)
+        return np.cumprod(q, axis=-1)
+
+    def accept_length(self, settings: Settings) -> float:
+        """τ of ``settings`` at the fit's point (bonus included)."""
+        return 1.0 + float(self.reach(settings).sum())
 
     @property
     def known_depth(self) -> int:
@@ -394,8 +510,10 @@ class AcceptanceFit:
         return position_probs(self.alpha, self.d, depth)
 
     def draws(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``n`` Laplace draws of (α, d, β or ρ), each of shape (n,)."""
         z = rng.multivariate_normal(self.x, self.cov, size=n, method="eigh")
-        return _sigmoid(z[:, 0]), D_MAX * _sigmoid(z[:, 1]), np.exp(z[:, 2])
+        tree = np.exp(z[:, 2]) if self.tree_model == "beta" else _sigmoid(z[:, 2])
+        return _sigmoid(z[:, 0]), D_MAX * _sigmoid(z[:, 1]), tree
 
     def prob_draws(self, alpha: np.ndarray, d: np.ndarray, depth: int, rng: np.random.Generator) -> np.ndarray:
         """Per-position acceptance draws, shape (len(alpha), depth): the family at each parameter
@@ -420,58 +538,103 @@ class AcceptanceFit:
         return out
 
 
-def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
-    """MAP fit of (α, d, β) to histograms (per-position binomials) or accept lengths.
+def fit_acceptance(measurements: Sequence[Measurement], tree_model: str | None = "beta") -> AcceptanceFit:
+    """MAP fit of (α, d) and the tree family's parameter (β or ρ, "Tree model") to histograms
+    (per-position binomials) or accept lengths.
 
-    Branching per tree run is computed at the previous estimate and the fit repeated (up to three
-    times) until it settles, so
-    the (integer) allocation never sits inside the optimiser.
+    ``tree_model``: ``"beta"`` (the default), ``"rank"``, or None: both families fitted when a tree
+    (topk > 1) was measured and the one with the smaller residuals (prior included) kept; without a
+    tree, the β family.  The rank family is not the default yet: fitted jointly with the chains on the
+    real bed's launches of steps ≤ 6 at concurrency 4 (25 settings), it reads ρ = 0.85 and the seven
+    deeper trees (steps 7–10) 0.39 tokens rms *low* (worst −0.49), where the β family reads them 0.62
+    high (worst +1.10, 10/8/64) — closer, but the joint fit's ρ is not the 0.59 the trees alone give.  The tree shape per
+    run (the β family's allocation, the rank family's kept nodes) is computed at the previous estimate
+    and the fit repeated (up to three times) until it settles, so no integer choice sits inside the
+    optimiser.
+
+    Raises:
+        ValueError: ``tree_model`` not one of :data:`TREE_MODELS`.
     """
-    from scipy.optimize import least_squares
-
+    if tree_model is not None and tree_model not in TREE_MODELS:
+        raise ValueError(f"fit_acceptance: tree_model {tree_model!r}; use one of {', '.join(TREE_MODELS)}")
     spec = [m for m in _spec(measurements) if m.tau() is not None]
     has_tree = any(m.settings.topk > 1 for m in spec)
+    if tree_model is None:
+        if not has_tree:
+            tree_model = "beta"
+        else:
+            fits = [_fit_family(measurements, spec, t) for t in TREE_MODELS]
+            return min(fits, key=lambda f: f[1])[0]
+    return _fit_family(measurements, spec, tree_model)[0]
+
+
+def _fit_family(measurements: Sequence[Measurement], spec: Sequence[Measurement],
+                tree_model: str) -> tuple[AcceptanceFit, float]:
+    """:func:`fit_acceptance` for one tree family: the fit and its cost (½ Σ residual², prior included)."""
+    from scipy.optimize import least_squares
+
+    has_tree = any(m.settings.topk > 1 for m in spec)
     has_chain = any(m.settings.topk == 1 and m.accept_histogram and sum(m.accept_histogram) > 0 for m in spec)
-    prior_mu = np.array([0.0, _logit(PRIOR_D / D_MAX), math.log(PRIOR_BETA)])
-    prior_sd = np.array([2.0, 1.5, 0.5])
+    rank = tree_model == "rank"
+    prior_mu = np.array([0.0, _logit(PRIOR_D / D_MAX), _logit(PRIOR_RHO) if rank else math.log(PRIOR_BETA)])
+    prior_sd = np.array([2.0, 1.5, 1.0 if rank else 0.5])
     x = prior_mu.copy()
     if spec:  # start from the mean accept rate of the first run
         m0 = spec[0]
         x[0] = _logit(min(0.95, max(0.02, (m0.tau() - 1) / max(1, m0.settings.steps) * 1.3)))
+    counts = tuple(chain_position_counts(measurements))
+    depth = measured_depth(measurements)
     n_pos = n_tau = 0
     res = None
+
+    def at(z) -> AcceptanceFit:
+        return AcceptanceFit(np.asarray(z, float), np.eye(3), has_tree, 0, 0, (), 0, tree_model)
+
     for _ in range(3):
-        a0, d0, b0 = float(_sigmoid(x[0])), float(D_MAX * _sigmoid(x[1])), float(np.exp(x[2]))
+        here = at(x)
         blocks = []
         n_pos = n_tau = 0
         for m in spec:
-            s = m.settings
-            depth = min(s.steps, s.draft_tokens - 1)
-            br = tree_branching(position_probs(a0, d0, depth), s, b0)
+            st = m.settings
+            dep = min(st.steps, st.draft_tokens - 1)
+            if rank:  # the kept tree at the previous estimate (the family alone: no counts, no extrapolation)
+                shape: Any = _rank_order(st.steps, st.topk, tuple(round(float(v), 9) for v in
+                                                                  position_probs(here.alpha, here.d, st.steps)),
+                                         round(here.tree_param, 9))[: st.draft_tokens - 1]
+                length = max((len(v) for v in shape), default=0)
+            else:
+                shape = tree_branching(position_probs(here.alpha, here.d, dep), st, here.tree_param)
+                length = len(shape)
             hist = m.accept_histogram
             if hist and sum(hist) > 0:
-                counts = [(si, ni) for si, ni in position_counts(hist, len(br)) if ni > 0]
-                if counts:
-                    sa = np.array([c[0] for c in counts], float)
-                    na = np.array([c[1] for c in counts], float)
+                cnt = [(si, ni) for si, ni in position_counts(hist, length) if ni > 0]
+                if cnt:
+                    sa = np.array([c[0] for c in cnt], float)
+                    na = np.array([c[1] for c in cnt], float)
                     pbar = (sa + 0.5) / (na + 1.0)
-                    floor = SIGMA_FLOOR if s.topk == 1 or not has_chain else TREE_SIGMA_FLOOR
+                    floor = SIGMA_FLOOR if st.topk == 1 or not has_chain else TREE_SIGMA_FLOOR
                     se = np.sqrt(pbar * (1 - pbar) / na + floor ** 2)
-                    blocks.append(("pos", br[: len(counts)], sa / na, se))
-                    n_pos += len(counts)
+                    blocks.append(("pos", shape, length, len(cnt), sa / na, se))
+                    n_pos += len(cnt)
                     continue
-            blocks.append(("tau", br, m.tau(), m.accept_length_se or TAU_SE))
+            blocks.append(("tau", shape, length, 0, m.tau(), m.accept_length_se or TAU_SE))
             n_tau += 1
 
         def resid(z, blocks=blocks):
-            a, d, b = _sigmoid(z[0]), D_MAX * _sigmoid(z[1]), np.exp(z[2])
+            a, d = _sigmoid(z[0]), D_MAX * _sigmoid(z[1])
+            t = _sigmoid(z[2]) if rank else np.exp(z[2])
             out = []
-            for kind, br, obs, se in blocks:
-                q = _q(position_probs(a, d, len(br)), br, b)
+            for kind, shape, length, k, obs, se in blocks:
+                p = position_probs(a, d, max(1, length))
+                if rank:
+                    reach = reach_probs(shape, p, t)
+                else:
+                    reach = np.cumprod(_q(p[: len(shape)], shape, t))
                 if kind == "pos":
+                    q = reach[:k] / np.concatenate([[1.0], reach[: k - 1]]).clip(1e-300)
                     out.append((obs - q) / se)
                 else:
-                    out.append(np.atleast_1d((obs - (1.0 + np.sum(np.cumprod(q)))) / se))
+                    out.append(np.atleast_1d((obs - (1.0 + np.sum(reach))) / se))
             out.append((z - prior_mu) / prior_sd)
             return np.concatenate(out)
 
@@ -482,5 +645,5 @@ def fit_acceptance(measurements: Sequence[Measurement]) -> AcceptanceFit:
         x = res.x
     jac = res.jac if res is not None else np.diag(1 / prior_sd)
     cov = np.linalg.pinv(jac.T @ jac)
-    return AcceptanceFit(np.asarray(x, float), cov, has_tree, n_pos, n_tau,
-                         tuple(chain_position_counts(measurements)), measured_depth(measurements))
+    cost = float(res.cost) if res is not None else 0.0
+    return AcceptanceFit(np.asarray(x, float), cov, has_tree, n_pos, n_tau, counts, depth, tree_model), cost

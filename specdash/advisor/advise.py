@@ -47,14 +47,11 @@ from specdash.advisor.acceptance import (
     PRIOR_BETA,
     AcceptanceFit,
     PositionEstimate,
-    _q,
     expected_accept_by_position,
     expected_accept_length,
     extrapolate,
     fit_acceptance,
     pooled_position_acceptance,
-    position_probs,
-    tree_branching,
     tree_branchings,
 )
 from specdash.advisor.cost import COST_NAMES, REL_NOISE, CostFit, cost_features, fit_cost
@@ -160,6 +157,7 @@ class Advice:
             if self.current else None,
             "break_even": self.break_even.to_json() if self.break_even else None,
             "acceptance": {"alpha": self.acceptance.alpha, "d": self.acceptance.d, "beta": self.acceptance.beta,
+                           "rho": self.acceptance.rho, "tree_model": self.acceptance.tree_model,
                            "sd": acc_sd, "beta_fitted": self.acceptance.beta_fitted,
                            "positions": [p.to_json() for p in self.positions]},
             "cost": self.cost.to_json(self.batch),
@@ -170,8 +168,8 @@ class Advice:
         """Plain text for the terminal."""
         out = [self.verdict, ""]
         a = self.acceptance
-        out.append(f"acceptance: p_i = {a.alpha:.3f} · {a.d:.3f}^(i-1); tree exponent β = {a.beta:.2f}"
-                   f"{'' if a.beta_fitted else ' (prior)'}")
+        tree = "tree exponent" if a.tree_model == "beta" else "rank decay"
+        out.append(f"acceptance: p_i = {a.alpha:.3f} · {a.d:.3f}^(i-1); {tree} {a.tree_label()}")
         if self.positions:
             out.append("  position  p(accept | reached)  95% CI          P(accepted)")
             for p in self.positions:
@@ -251,8 +249,9 @@ def chain_tau_bounds(measurements: Sequence[Measurement]) -> dict[int, tuple[flo
 class _Model:
     """Fitted acceptance + cost with vectorised prediction over candidates."""
 
-    def __init__(self, measurements: Sequence[Measurement], batch: int, seed: int = 0):
-        self.acc = fit_acceptance(measurements)
+    def __init__(self, measurements: Sequence[Measurement], batch: int, seed: int = 0,
+                 tree_model: str | None = "beta"):
+        self.acc = fit_acceptance(measurements, tree_model)
         self.cost = fit_cost(measurements)
         self.batch = batch
         self._branch_cache: dict[tuple[int, int], list[list[int]]] = {}
@@ -292,7 +291,10 @@ class _Model:
         key = (s.steps, s.topk, s.draft_tokens)
         tau = self._tau_cache.get(key)
         if tau is None:
-            tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
+            if self.acc.tree_model == "rank":
+                tau = self.acc.accept_length(s)
+            else:
+                tau = expected_accept_length(self.acc.probs(len(br)), br, self.acc.beta)
             if s.topk == 1:
                 lo, hi = self._chain_band(len(br))
                 tau = min(max(tau, lo), hi)
@@ -306,14 +308,14 @@ class _Model:
         hi = min((t + 2 * se for d, (t, se) in self.chain_taus.items() if d >= depth), default=math.inf)
         return (lo, hi) if lo <= hi else (hi, hi)
 
-    def branching(self, s: Settings, alpha: float | None = None) -> list[int]:
-        """Siblings per depth of ``s`` on the accepted path (:func:`tree_branching`); at the fitted
-        α from one allocation pass per (steps, topk), cached (:func:`tree_branchings`)."""
-        if alpha is not None and alpha != self.acc.alpha:
-            depth = min(s.steps, s.draft_tokens - 1)
-            return tree_branching(position_probs(alpha, self.acc.d, depth), s, self.acc.beta)
+    def branching(self, s: Settings) -> list[int]:
+        """Tree nodes per depth of ``s`` (:meth:`AcceptanceFit.branching`): the accepted path's siblings
+        under the β family, from one allocation pass per (steps, topk), cached (:func:`tree_branchings`);
+        the kept nodes per depth under the rank family."""
         if s.steps < 1 or s.draft_tokens < 2:
             return []
+        if self.acc.tree_model == "rank":
+            return self.acc.branching(s)
         fam = self._branch_cache.get((s.steps, s.topk))
         if fam is None or len(fam) <= s.draft_tokens:
             top = max(s.draft_tokens, _FAMILY_TOP)
@@ -352,9 +354,12 @@ class _Model:
                 for j, pt in enumerate(points):
                     br[j, :len(pt[3])] = pt[3]
                 p = self._p_draws(depth)  # (draws, depth)
-                # q = 1 − (1 − p)^(k^β); k = 0 past a setting's depth gives q = 0 (the path ends)
-                q = 1.0 - (1.0 - p)[None, :, :] ** (br[:, None, :] ** b[None, :, None])
-                taus = 1.0 + np.cumprod(q, axis=2).sum(axis=2)  # (settings, draws)
+                if self.acc.tree_model == "rank":
+                    taus = np.stack([1.0 + self.acc.reach(sj, p, b).sum(axis=-1) for sj in chunk])
+                else:
+                    # q = 1 − (1 − p)^(k^β); k = 0 past a setting's depth gives q = 0 (the path ends)
+                    q = 1.0 - (1.0 - p)[None, :, :] ** (br[:, None, :] ** b[None, :, None])
+                    taus = 1.0 + np.cumprod(q, axis=2).sum(axis=2)  # (settings, draws)
                 for j, sj in enumerate(chunk):
                     if sj.topk == 1 and self.chain_taus:
                         lo_t, hi_t = self._chain_band(len(points[j][3]))
@@ -377,10 +382,9 @@ class _Model:
 
 def _reach(model: _Model, pred: Prediction) -> np.ndarray:
     """Unconditional probability that depth i of this setting's tree/chain is accepted."""
-    br = pred.branching
-    if not br:
+    if not pred.branching:
         return np.zeros(0)
-    return np.cumprod(_q(model.acc.probs(len(br)), br, model.acc.beta))
+    return model.acc.reach(pred.settings)
 
 
 def _why(model: _Model, cand: Prediction, cur: Prediction | None, cur_meas: Measurement | None,
@@ -415,10 +419,11 @@ def _why(model: _Model, cand: Prediction, cur: Prediction | None, cur_meas: Meas
             parts.append(head)
         if s.topk > 1 and cand.branching:
             p1 = float(acc.probs(1)[0])
-            q1 = float(_q(p1, cand.branching[0], acc.beta))
+            q1 = float(_reach(model, cand)[0])
+            what = "siblings" if acc.tree_model == "beta" else "tree nodes"
             parts.append(f"topk {s.topk} with {s.draft_tokens - 1} tree nodes raises depth-1 acceptance from "
-                         f"{p1:.2f} to {q1:.2f} (siblings per depth {cand.branching}; "
-                         f"β = {acc.beta:.2f}{'' if acc.beta_fitted else ', prior'}) at {v:.2f} ms per verified token")
+                         f"{p1:.2f} to {q1:.2f} ({what} per depth {cand.branching}; "
+                         f"{acc.tree_label()}) at {v:.2f} ms per verified token")
         elif c.topk > 1:
             parts.append(f"a chain drops {c.draft_tokens - 1 - len(cur.branching)} off-path tree nodes "
                          f"({v:.2f} ms each to verify)")
@@ -442,10 +447,10 @@ def _break_even(model: _Model, preds: Sequence[Prediction], baseline: float, bes
         br = pr.branching
         if not br:
             continue
-        p = extrapolate(np.minimum(alphas[:, None] * acc.d ** np.arange(len(br))[None, :], P_MAX), acc.d,
-                        acc.known_depth, len(br))
-        q = 1.0 - (1.0 - p) ** (np.asarray(br, float)[None, :] ** acc.beta)
-        tau = 1.0 + np.cumprod(q, axis=1).sum(axis=1)
+        depth = pr.settings.steps if acc.tree_model == "rank" else len(br)
+        p = extrapolate(np.minimum(alphas[:, None] * acc.d ** np.arange(depth)[None, :], P_MAX), acc.d,
+                        acc.known_depth, depth)
+        tau = 1.0 + acc.reach(pr.settings, p).sum(axis=1)
         tok = 1000.0 * model.batch * tau / (pr.round_ms + tau * c)
         better = tok > best_curve
         best_curve = np.where(better, tok, best_curve)
@@ -476,13 +481,16 @@ def advise(
     candidates: Sequence[Settings] | None = None,
     top: int = 5,
     seed: int = 0,
+    tree_model: str | None = "beta",
 ) -> Advice:
     """Fit the models to ``measurements`` and rank the candidate settings.
 
     ``baseline``: no-speculation output tok/s at the same concurrency (a number or a
     :class:`Measurement` with ``settings=None``).  ``current``: the setting to compare against
     (default: the first speculative measurement).  ``candidates``: default
-    :func:`candidate_grid`.  Raises ValueError without any usable speculative measurement.
+    :func:`candidate_grid`.  ``tree_model``: the acceptance model's tree family
+    (:func:`~specdash.advisor.acceptance.fit_acceptance`).  Raises ValueError without any usable
+    speculative measurement, or with an unknown ``tree_model``.
     """
     spec = [m for m in _spec(measurements) if m.tau() is not None and m.round_time_ms()[0] is not None]
     if not spec:
@@ -497,7 +505,7 @@ def advise(
         notes.append(f"measurements at several concurrencies; predictions are for concurrency {batch}")
     if base_b is not None and base_b != batch:
         notes.append(f"baseline measured at concurrency {base_b}, speculation at {batch}: compare with care")
-    model = _Model(spec, batch, seed)
+    model = _Model(spec, batch, seed, tree_model)
     drafting = [m for m in spec if m.settings.steps >= 1]  # an adaptive steps-0 tier is not a setting
     if not drafting:
         raise ValueError("the advisor needs at least one measurement with drafting (steps ≥ 1)")
@@ -540,6 +548,9 @@ def advise(
 
     if not model.acc.beta_fitted:
         notes.append(f"no topk > 1 run measured: tree gain uses the prior β = {PRIOR_BETA} (wider intervals)")
+    elif model.acc.tree_model == "rank":
+        notes.append(f"trees read node by node as SGLang keeps them (rank decay {model.acc.tree_label()}): "
+                     "instead of the sibling exponent β")
     if model.cost.n_settings < 2:
         notes.append("one measured setting: the per-step and per-token costs come from priors "
                      "(measure a second setting for a real fit)")

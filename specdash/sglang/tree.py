@@ -43,6 +43,31 @@ def rank_probs(p: float, rho: float, topk: int) -> list[float]:
     return [p if r == 1 else (1 - p) * (1 - rho) * rho ** (r - 2) for r in range(1, max(1, topk) + 1)]
 
 
+def candidate_order(steps: int, topk: int, p: Sequence[float], rho: float) -> list[tuple[int, ...]]:
+    """Every candidate SGLang scores for (``steps``, ``topk``), in the order it keeps them: the kept set of
+    ``draft_tokens`` N is the first N − 1 (``torch.topk`` of the path scores; ties by position, earlier
+    first).  One pass serves every draft-token count of a (steps, topk) pair.
+
+    Raises:
+        ValueError: ``p`` shorter than ``steps``.
+    """
+    steps, topk = int(steps), max(1, int(topk))
+    if steps < 1:
+        return []
+    if len(p) < steps:
+        raise ValueError(f"kept_paths: {len(p)} acceptance values for {steps} steps; give one per depth")
+    cands: list[tuple[float, tuple[int, ...]]] = []
+    frontier: list[tuple[float, tuple[int, ...]]] = [(1.0, ())]
+    for depth in range(steps):
+        pi = rank_probs(float(p[depth]), rho, topk)
+        children = [(score * pi[r], path + (r + 1,)) for score, path in frontier for r in range(topk)]
+        cands.extend(children)
+        # the next frontier: the topk best children by path score (ties: the earlier child, as torch.topk)
+        frontier = heapq.nlargest(topk, children, key=lambda c: c[0])
+    order = sorted(range(len(cands)), key=lambda i: (-cands[i][0], i))
+    return [cands[i][1] for i in order]
+
+
 def kept_paths(steps: int, topk: int, draft_tokens: int, p: Sequence[float], rho: float) -> list[tuple[int, ...]]:
     """The nodes SGLang keeps for (``steps``, ``topk``, ``draft_tokens``), each as the draft ranks along its
     path from the root (``(1, 1, 2)``: the top-1 child's top-1 child's second child), in order of path score.
@@ -58,21 +83,10 @@ def kept_paths(steps: int, topk: int, draft_tokens: int, p: Sequence[float], rho
     Raises:
         ValueError: ``p`` shorter than ``steps``.
     """
-    steps, topk, n = int(steps), max(1, int(topk)), int(draft_tokens) - 1
-    if steps < 1 or n < 1:
+    n = int(draft_tokens) - 1
+    if int(steps) < 1 or n < 1:
         return []
-    if len(p) < steps:
-        raise ValueError(f"kept_paths: {len(p)} acceptance values for {steps} steps; give one per depth")
-    cands: list[tuple[float, tuple[int, ...]]] = []
-    frontier: list[tuple[float, tuple[int, ...]]] = [(1.0, ())]
-    for depth in range(steps):
-        pi = rank_probs(float(p[depth]), rho, topk)
-        children = [(score * pi[r], path + (r + 1,)) for score, path in frontier for r in range(topk)]
-        cands.extend(children)
-        # the next frontier: the topk best children by path score (ties: the earlier child, as torch.topk)
-        frontier = heapq.nlargest(topk, children, key=lambda c: c[0])
-    best = heapq.nlargest(n, enumerate(cands), key=lambda ic: (ic[1][0], -ic[0]))
-    return [path for _, (_, path) in best]
+    return candidate_order(steps, topk, p, rho)[:n]
 
 
 @lru_cache(maxsize=4096)
@@ -119,6 +133,30 @@ def reach_probs(paths: Sequence[tuple[int, ...]], p: np.ndarray, rho: np.ndarray
     prob = np.exp(logp)
     onehot = (d[:, None] == np.arange(1, depth + 1)[None, :]).astype(float)  # (P, D)
     return prob @ onehot
+
+
+def reach_by_draft_tokens(order: Sequence[tuple[int, ...]], p: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
+    """:func:`reach_probs` for every prefix of :func:`candidate_order` at once: element ``[…, n, j − 1]`` is
+    ``Q_j`` of the tree that keeps the first ``n + 1`` candidates (draft tokens ``n + 2``).
+
+    Args:
+        order: :func:`candidate_order` (P candidates, D = the deepest).
+        p: top-1 acceptance by depth, shape ``(…, ≥ D)``.
+        rho: rank decay, scalar or shape ``(…)``.
+
+    Returns:
+        Shape ``(…, P, D)``.
+    """
+    p = np.asarray(p, dtype=float)
+    if not order:
+        return np.zeros(p.shape[:-1] + (0, 0))
+    depth = max(len(x) for x in order)
+    top, low, m, s, d = _path_matrices(tuple(order), depth)
+    rho = np.clip(np.asarray(rho, dtype=float), RHO_EPS, 1 - RHO_EPS)[..., None]
+    pp = np.clip(p[..., :depth], 1e-12, 1 - 1e-12)
+    prob = np.exp(np.log(pp) @ top.T + np.log1p(-pp) @ low.T + m * np.log1p(-rho) + s * np.log(rho))  # (…, P)
+    onehot = (d[:, None] == np.arange(1, depth + 1)[None, :]).astype(float)  # (P, D)
+    return np.cumsum(prob[..., :, None] * onehot, axis=-2)
 
 
 def accept_length(steps: int, topk: int, draft_tokens: int, p: Sequence[float], rho: float) -> float:
