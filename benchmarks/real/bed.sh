@@ -29,7 +29,12 @@
 #                (1,4,16) in that launch; ~2-3 min a point: 3-4 points a call; a point named twice is launched
 #                twice. benchmarks/real/collect.py makes grid.json.
 #   grid-par     the same grid, ~12 points a call: every point's server launched at once, measured one at a time
-#                (the others SIGSTOPped) with `specdash --bench --url` under the point's own profile.
+#                (the others SIGSTOPped) with `specdash --bench --url` under the point's own profile. For the
+#                spread: a point named twice gets a server of its own each time (-2, -3 ...); MEASURES=N measures
+#                each server N times in a row (-m2 ...; measure.txt in each run directory); REPEATS=N runs the
+#                suite N times per measurement; PIN_SERVER_CPUS / PIN_CLIENT_CPUS (e.g. 0-7 / 8-15) pin the
+#                servers and the client with taskset. machine.txt and machine-state.log (load, /proc/stat with
+#                steal, GPU clocks and power before and after each measurement) come back with the results.
 #   tune         `specdash tune` (relaunch or --live) per entry of TUNES (MODE:C:S,K,D) on the real server.
 # Results come back under $OUT (at most 8 files): steps.log, train.jsonl, draft.tar.part-* (the draft, <= 15 MB
 # each), data.jsonl.xz (the training answers, build-train only), <phase>.tar.gz (everything else).
@@ -206,14 +211,28 @@ if [ "$PHASE" = grid-par ]; then
   # what it serves). A launch costs ~60 s and a point's measurement ~25 s, so ~12 points fit one call.
   build_target || { log "no target"; exit 1; }
   unpack_carried_draft
+  # an earlier call's results went back with it: start clean (names -2, -3 ... count this call's points only)
+  rm -rf "$W/prof" "$W/runs" "$W"/grid-*.json "$W"/grid-*.err "$W/machine-state.log" "$W/machine.txt"
   SD="$PY -m specdash"; mkdir -p "$W/prof" "$W/runs"
   i=0; PORTS=""
+  # the machine as the measurements meet it: cores, load, steal (a VM's stolen time), GPU clocks
+  command -v taskset > /dev/null || { PIN_SERVER_CPUS=""; PIN_CLIENT_CPUS=""; }  # no taskset: unpinned (machine.txt says so)
+  PIN_SERVER=""; [ -n "${PIN_SERVER_CPUS:-}" ] && PIN_SERVER="taskset -c $PIN_SERVER_CPUS"
+  PIN_CLIENT=""; [ -n "${PIN_CLIENT_CPUS:-}" ] && PIN_CLIENT="taskset -c $PIN_CLIENT_CPUS"
+  { nproc; lscpu | grep -E "^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node|Hypervisor)"; echo "pin server=${PIN_SERVER_CPUS:-none} client=${PIN_CLIENT_CPUS:-none}";
+    nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,power.limit,persistence_mode --format=csv; } > "$W/machine.txt" 2>&1
+  machine_state() {  # one line: loadavg, cpu/steal jiffies since the last call, GPU clock/power/util
+    local cpu; cpu=$(head -1 /proc/stat)
+    echo "$(date +%s) load $(cut -d' ' -f1-3 /proc/loadavg) stat ${cpu#cpu } gpu $(nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu --format=csv,noheader 2>&1 | head -1)"
+  }
   for pt in ${POINTS:?POINTS}; do
     port=$((30100 + i)); i=$((i + 1))
     # baseline, baseline-end ...: the baseline again (the call's drift: first and last point of POINTS)
     if [ "${pt%%-*}" = baseline ]; then n=real-smol-$pt; base=profiles/real-smol-baseline.toml
     elif [ "$pt" = ngram ]; then n=real-smol-ngram; base=profiles/real-smol-ngram.toml
     else IFS=, read -r s k d <<< "$pt"; n="real-smol-eagle3-$s-$k-$d"; base=profiles/real-smol-eagle3.toml; fi
+    # a point named twice gets a server of its own each time: -2, -3 ... (launch-to-launch spread)
+    k2=$(ls "$W/prof" 2> /dev/null | grep -c "^$n\(-[0-9]*\)\?\.toml$"); [ "$k2" -gt 0 ] && n="$n-$((k2 + 1))"
     prof="$W/prof/$n.toml"
     sed -e "s/^name = .*/name = \"$n\"/" -e "s/^port = .*/port = $port/" -e "s/^mem_fraction_static = .*/mem_fraction_static = 0.9/" \
         -e 's/"--cuda-graph-max-bs-decode", "48"\]/"--cuda-graph-max-bs-decode", "48", "--max-total-tokens", "65536"]/' "$base" > "$prof"
@@ -221,7 +240,8 @@ if [ "$PHASE" = grid-par ]; then
         -e "s/^num_draft_tokens = .*/num_draft_tokens = $d/" "$prof"
     $SD profile show "$prof" --json > "$W/prof/$n.show.json" 2> "$W/prof/$n.show.err"
     $PY -c "import json,sys; print('\0'.join(json.load(open(sys.argv[1]))['argv']), end='')" "$W/prof/$n.show.json" > "$W/prof/$n.argv"
-    setsid xargs -0 -a "$W/prof/$n.argv" env > "$W/server-$port.log" 2>&1 &  # setsid: its own process group
+    # PIN_SERVER_CPUS=2-9: every server on those cores (taskset; only the measured one runs at a time)
+    setsid $PIN_SERVER xargs -0 -a "$W/prof/$n.argv" env > "$W/server-$port.log" 2>&1 &  # setsid: its own process group
     echo $! > "$W/server-$port.pid"
     PORTS="$PORTS $port:$n"
   done
@@ -241,25 +261,32 @@ if [ "$PHASE" = grid-par ]; then
     reserve=0; case "$PORTS" in *":real-smol-baseline-end"*) [ "$n" = real-smol-baseline-end ] || reserve=45 ;; esac
     if [ "$(left)" -lt $(( 45 + reserve )) ]; then log "skip $n: $(left) s left"; continue; fi
     kill -CONT -- -"$pg" 2> /dev/null; sleep 1
-    before=$(ls "$W/runs" | wc -l)
-    timeout $(( $(left) - 15 )) $SD --bench --profile "$W/prof/$n.toml" --url "http://127.0.0.1:$port" --suite real-smol \
-      --baseline none --sweep "concurrency=${SWEEP:-1,4,16}" --repeats "${REPEATS:-1}" --out "$W/runs" --json \
-      > "$W/grid-$n.json" 2> "$W/grid-$n.err"
-    rc=$?
-    d=$(ls -td "$W"/runs/*/ 2> /dev/null | head -1)
-    [ "$(ls "$W/runs" | wc -l)" -gt "$before" ] && cp "$W/prof/$n.show.json" "$d/served.json"
-    kill -- -"$pg" 2> /dev/null; kill -CONT -- -"$pg" 2> /dev/null
-    log "grid $n exit $rc: $($PY -c "
+    # MEASURES=N: the same server measured N times in a row (within-launch spread), -m2, -m3 ... after the first
+    for m in $(seq 1 "${MEASURES:-1}"); do
+      nm=$n; [ "$m" -gt 1 ] && nm="$n-m$m"
+      [ "$m" -gt 1 ] && [ "$(left)" -lt $(( 45 + reserve )) ] && { log "skip $nm: $(left) s left"; break; }
+      before=$(ls "$W/runs" | wc -l)
+      echo "$nm before $(machine_state)" >> "$W/machine-state.log"
+      timeout $(( $(left) - 15 )) $PIN_CLIENT $SD --bench --profile "$W/prof/$n.toml" --url "http://127.0.0.1:$port" --suite real-smol \
+        --baseline none --sweep "concurrency=${SWEEP:-1,4,16}" --repeats "${REPEATS:-1}" --out "$W/runs" --json \
+        > "$W/grid-$nm.json" 2> "$W/grid-$nm.err"
+      rc=$?
+      echo "$nm after $(machine_state)" >> "$W/machine-state.log"
+      d=$(ls -td "$W"/runs/*/ 2> /dev/null | head -1)
+      [ "$(ls "$W/runs" | wc -l)" -gt "$before" ] && { cp "$W/prof/$n.show.json" "$d/served.json"; echo "$nm" > "$d/measure.txt"; }
+      log "grid $nm exit $rc: $($PY -c "
 import json,sys
 try:
-    print(' '.join(f\"c{r['concurrency']} {r['output_tok_s']:.1f} tok/s tau {r.get('accept_length') or 0:.3f}\" for r in json.load(open('$W/grid-$n.json'))['runs']))
+    print(' '.join(f\"c{r['concurrency']} {r['output_tok_s']:.1f} tok/s tau {r.get('accept_length') or 0:.3f}\" for r in json.load(open('$W/grid-$nm.json'))['runs']))
 except Exception as e: print('unreadable', e)")"
+    done
+    kill -- -"$pg" 2> /dev/null; kill -CONT -- -"$pg" 2> /dev/null
   done
   for pn in $PORTS; do pg=$(cat "$W/server-${pn%%:*}.pid"); kill -- -"$pg" 2> /dev/null; kill -CONT -- -"$pg" 2> /dev/null; done
   sleep 3; pkill -9 -f sglang.launch_server 2> /dev/null
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tail -c 20000 "$W"/server-301*.log > "$W/servers-tail.log" 2> /dev/null
-  (cd "$W" && tar -czf "$OUT/grid-par.tar.gz" --exclude="data.jsonl*" --exclude="*.pid" --exclude=prompts.jsonl runs prof grid-*.json grid-*.err servers-tail.log) 2> /dev/null
+  (cd "$W" && tar -czf "$OUT/grid-par.tar.gz" --exclude="data.jsonl*" --exclude="*.pid" --exclude=prompts.jsonl runs prof grid-*.json grid-*.err servers-tail.log machine.txt machine-state.log) 2> /dev/null
   exit 0
 fi
 if [ "$PHASE" = tune ]; then
