@@ -112,11 +112,8 @@ trained EAGLE3 head, SGLang 0.5.14, 25 trees to 10/8/64 at concurrency 4) it rea
 length with an rms error of 0.14–0.21 where the β family's was 0.64–0.72 (worst +2.0 at 10/8/64).
 
 Which family: the β family by default; :func:`fit_acceptance` with ``tree_model="rank"`` fits the rank
-family, and with ``tree_model=None`` both, keeping the one whose residuals (prior included) are
-smaller (``AcceptanceFit.tree_model``).  The figures above are the rank model fitted to the trees
-alone (``benchmarks/real/advisor_check.py --tree-model rank``); fitted jointly with the chains'
-per-position counts its ρ comes out higher and deep trees low (:func:`fit_acceptance`), which is
-why it is not yet the default.
+family (trees by their accept length), and with ``tree_model=None`` both, keeping the one that reads
+the measured trees' accept lengths closer (``AcceptanceFit.tree_model``).
 
 """
 
@@ -543,11 +540,13 @@ def fit_acceptance(measurements: Sequence[Measurement], tree_model: str | None =
     (per-position binomials) or accept lengths.
 
     ``tree_model``: ``"beta"`` (the default), ``"rank"``, or None: both families fitted when a tree
-    (topk > 1) was measured and the one with the smaller residuals (prior included) kept; without a
-    tree, the β family.  The rank family is not the default yet: fitted jointly with the chains on the
-    real bed's launches of steps ≤ 6 at concurrency 4 (25 settings), it reads ρ = 0.85 and the seven
-    deeper trees (steps 7–10) 0.39 tokens rms *low* (worst −0.49), where the β family reads them 0.62
-    high (worst +1.10, 10/8/64) — closer, but the joint fit's ρ is not the 0.59 the trees alone give.  The tree shape per
+    (topk > 1) was measured and the one that reads the measured trees' accept lengths closer (in
+    standard errors) kept; without a tree, the β family.  The rank family reads a tree run by its accept
+    length only (chains keep their per-position counts): fitted so on the real bed's launches of
+    steps ≤ 6 at concurrency 4 (25 settings) it gives ρ ≈ 0.66 and reads the seven deeper trees (steps
+    7–10) to 0.15 tokens rms, where the β family reads them 0.62 high (worst +1.10, 10/8/64); with the
+    trees' per-position counts in the fit ρ went to 0.85 and the deep trees 0.39 low.  β stays the
+    default until the simulator's scenarios share the rank family (one model for both).  The tree shape per
     run (the β family's allocation, the rank family's kept nodes) is computed at the previous estimate
     and the fit repeated (up to three times) until it settles, so no integer choice sits inside the
     optimiser.
@@ -563,8 +562,12 @@ def fit_acceptance(measurements: Sequence[Measurement], tree_model: str | None =
         if not has_tree:
             tree_model = "beta"
         else:
-            fits = [_fit_family(measurements, spec, t) for t in TREE_MODELS]
-            return min(fits, key=lambda f: f[1])[0]
+            # the families fit different residuals (rank: a tree's accept length, β: its positions), so they are
+            # compared on common ground: the trees' accept lengths in standard errors
+            fits = [_fit_family(measurements, spec, t)[0] for t in TREE_MODELS]
+            trees = [m for m in spec if m.settings.topk > 1]
+            return min(fits, key=lambda f: sum(((f.accept_length(m.settings) - m.tau()) / (m.accept_length_se or TAU_SE)) ** 2
+                                                for m in trees))
     return _fit_family(measurements, spec, tree_model)[0]
 
 
@@ -605,7 +608,9 @@ def _fit_family(measurements: Sequence[Measurement], spec: Sequence[Measurement]
             else:
                 shape = tree_branching(position_probs(here.alpha, here.d, dep), st, here.tree_param)
                 length = len(shape)
-            hist = m.accept_histogram
+            # the rank family reads a tree by its accept length, not its per-position counts: on the real bed the
+            # counts pulled ρ to 0.85 and the unseen deep trees 0.39 rms low; by accept length ρ 0.66 and 0.15
+            hist = None if rank and st.topk > 1 else m.accept_histogram
             if hist and sum(hist) > 0:
                 cnt = [(si, ni) for si, ni in position_counts(hist, length) if ni > 0]
                 if cnt:
