@@ -122,6 +122,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -338,23 +339,22 @@ def rank_reach(settings: Settings, p_point: Sequence[float], rho_point: float,
     p = np.asarray(p_point if p is None else p, float)
     if steps < 1 or n < 2:
         return np.zeros(p.shape[:-1] + (0,))
-    paths = _rank_order(steps, settings.topk, tuple(round(float(x), 9) for x in p_point[:steps]),
-                        round(float(rho_point), 9))[: n - 1]
-    return reach_probs(paths, p, rho_point if rho is None else rho)
+    return reach_probs(kept_rank_tree(settings, p_point, rho_point), p, rho_point if rho is None else rho)
 
 
-_ORDER_CACHE: dict[tuple, list[tuple[int, ...]]] = {}
+def kept_rank_tree(settings: Settings, p: Sequence[float], rho: float) -> tuple[tuple[int, ...], ...]:
+    """The nodes SGLang keeps for ``settings`` under the rank family at top-1 acceptance ``p`` (≥ steps
+    values) and rank decay ``rho`` (:func:`specdash.sglang.tree.candidate_order`'s first N − 1)."""
+    steps = int(settings.steps)
+    order = _candidate_order(steps, int(settings.topk), tuple(round(float(x), 9) for x in p[:steps]),
+                             round(float(rho), 9))
+    return order[: max(0, int(settings.draft_tokens) - 1)]
 
 
-def _rank_order(steps: int, topk: int, p: tuple[float, ...], rho: float) -> list[tuple[int, ...]]:
+@lru_cache(maxsize=4096)
+def _candidate_order(steps: int, topk: int, p: tuple[float, ...], rho: float) -> tuple[tuple[int, ...], ...]:
     """:func:`specdash.sglang.tree.candidate_order`, memoised (a fit's point is asked for many times)."""
-    key = (steps, topk, p, rho)
-    out = _ORDER_CACHE.get(key)
-    if out is None:
-        if len(_ORDER_CACHE) > 4096:
-            _ORDER_CACHE.clear()
-        out = _ORDER_CACHE[key] = candidate_order(steps, topk, p, rho)
-    return out
+    return tuple(candidate_order(steps, topk, p, rho))
 
 
 def expected_accept_by_position(fit: AcceptanceFit, settings: Settings) -> list[dict[str, Any]]:
@@ -459,8 +459,7 @@ class AcceptanceFit:
         if steps < 1 or n < 2:
             return []
         if self.tree_model == "rank":
-            return tree_depth_counts(_rank_order(steps, settings.topk, tuple(
-                round(float(x), 9) for x in self.probs(steps)), round(self.tree_param, 9))[: n - 1])
+            return tree_depth_counts(kept_rank_tree(settings, self.probs(steps), self.tree_param))
         return tree_branching(None, settings, 0.0)
 
     def reach(self, settings: Settings, p: np.ndarray | None = None, param: np.ndarray | float | None = None,
@@ -601,9 +600,7 @@ def _fit_family(measurements: Sequence[Measurement], spec: Sequence[Measurement]
             st = m.settings
             dep = min(st.steps, st.draft_tokens - 1)
             if rank:  # the kept tree at the previous estimate (the family alone: no counts, no extrapolation)
-                shape: Any = _rank_order(st.steps, st.topk, tuple(round(float(v), 9) for v in
-                                                                  position_probs(here.alpha, here.d, st.steps)),
-                                         round(here.tree_param, 9))[: st.draft_tokens - 1]
+                shape: Any = kept_rank_tree(st, position_probs(here.alpha, here.d, st.steps), here.tree_param)
                 length = max((len(v) for v in shape), default=0)
             else:
                 shape = tree_branching(position_probs(here.alpha, here.d, dep), st, here.tree_param)

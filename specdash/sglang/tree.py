@@ -135,30 +135,6 @@ def reach_probs(paths: Sequence[tuple[int, ...]], p: np.ndarray, rho: np.ndarray
     return prob @ onehot
 
 
-def reach_by_draft_tokens(order: Sequence[tuple[int, ...]], p: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
-    """:func:`reach_probs` for every prefix of :func:`candidate_order` at once: element ``[…, n, j − 1]`` is
-    ``Q_j`` of the tree that keeps the first ``n + 1`` candidates (draft tokens ``n + 2``).
-
-    Args:
-        order: :func:`candidate_order` (P candidates, D = the deepest).
-        p: top-1 acceptance by depth, shape ``(…, ≥ D)``.
-        rho: rank decay, scalar or shape ``(…)``.
-
-    Returns:
-        Shape ``(…, P, D)``.
-    """
-    p = np.asarray(p, dtype=float)
-    if not order:
-        return np.zeros(p.shape[:-1] + (0, 0))
-    depth = max(len(x) for x in order)
-    top, low, m, s, d = _path_matrices(tuple(order), depth)
-    rho = np.clip(np.asarray(rho, dtype=float), RHO_EPS, 1 - RHO_EPS)[..., None]
-    pp = np.clip(p[..., :depth], 1e-12, 1 - 1e-12)
-    prob = np.exp(np.log(pp) @ top.T + np.log1p(-pp) @ low.T + m * np.log1p(-rho) + s * np.log(rho))  # (…, P)
-    onehot = (d[:, None] == np.arange(1, depth + 1)[None, :]).astype(float)  # (P, D)
-    return np.cumsum(prob[..., :, None] * onehot, axis=-2)
-
-
 def accept_length(steps: int, topk: int, draft_tokens: int, p: Sequence[float], rho: float) -> float:
     """τ of (``steps``, ``topk``, ``draft_tokens``) under the rank model (module docstring), bonus included."""
     paths = kept_paths(steps, topk, draft_tokens, p, rho)
