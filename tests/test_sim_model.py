@@ -17,6 +17,7 @@ from specdash.sim.scenario import (
     load_scenario,
     scenario_from_dict,
     scenario_names,
+    shape_success_probs,
     success_probs,
     tree_branching,
 )
@@ -53,6 +54,31 @@ def test_chain_acceptance_formula():
     assert expected_accepted(q) == pytest.approx(0.6 + 0.18 + 0.027)
     # a wider tree never accepts less
     assert expected_accepted(success_probs(0.6, 0.5, [4, 4, 4], 0.5)) > expected_accepted(q)
+
+
+def test_rank_tree_model_is_sglangs_kept_tree():
+    """tree_model "rank": the conditionals the engine draws from multiply to the kept tree's reach (SGLang's
+    tree node by node, specdash.sglang.tree), so τ is the tree's; a chain is the same in both families; a
+    tree shallower than its steps reads 0 below its deepest kept node."""
+    from specdash.sglang.tree import accept_length, kept_paths
+
+    rank = load_scenario("real-smol").acceptance
+    gain = scenario_from_dict({"acceptance": {"alpha": rank.alpha, "decay": rank.decay}}).acceptance
+    assert rank.tree_model == "rank" and gain.tree_model == "gain"
+    for s, k, n in ((5, 4, 16), (10, 8, 64), (3, 2, 6), (6, 1, 7)):
+        q = shape_success_probs(rank, 0.7, s, k, n)
+        p = [0.7 * rank.decay**i for i in range(s)]
+        assert len(q) == len(tree_branching(s, k, n))
+        assert 1 + expected_accepted(q) == pytest.approx(accept_length(s, k, n, p, rank.rank_decay), rel=1e-9)
+    assert shape_success_probs(rank, 0.7, 6, 1, 7) == pytest.approx(shape_success_probs(gain, 0.7, 6, 1, 7))
+    # 2 steps × topk 8 keep 7 nodes: a poor draft (p 0.2) keeps them all at depth 1 — the kept tree is 1 deep
+    assert max(len(x) for x in kept_paths(2, 8, 8, [0.2, 0.2], rank.rank_decay)) == 1
+    q = shape_success_probs(rank, 0.2, 2, 8, 8)
+    assert len(q) == 2 and q[1] == 0.0 and q[0] > 0.2
+    with pytest.raises(ScenarioError, match="tree_model"):
+        scenario_from_dict({"acceptance": {"tree_model": "ranked"}})
+    with pytest.raises(ScenarioError, match="rank_decay"):
+        scenario_from_dict({"acceptance": {"tree_model": "rank", "rank_decay": 1.0}})
 
 
 def test_bundled_scenarios_load_and_reject_unknown_keys(tmp_path):

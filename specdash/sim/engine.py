@@ -29,7 +29,7 @@ import numpy as np
 from specdash.sglang.adaptive import OVERLAP_REPORT_LAG_BATCHES
 from specdash.sim.logfmt import LogWriter
 from specdash.sim.metrics import SimMetrics
-from specdash.sim.scenario import Scenario, SpecShape, success_probs, tree_branching
+from specdash.sim.scenario import Scenario, SpecShape, shape_success_probs, tree_branching
 from specdash.sim.text import detect_category, first_output_id, output_id, token_text, unit_uniform
 from specdash.sim.tiers import TierTruth
 
@@ -239,9 +239,12 @@ class Engine:
         self.model_clock = 0.0
         self._prefix_cache: dict[str, int] = {}
         spec = cfg.spec
-        self._branching = tree_branching(spec.steps, spec.topk, spec.num_draft_tokens) if spec else []
+        #: the (steps, topk, draft tokens) whose per-depth acceptance each request draws (:meth:`_set_acceptance`)
+        self._shape = (spec.steps, spec.topk, spec.num_draft_tokens) if spec else (0, 1, 1)
         if spec is not None and cfg.adaptive is not None:  # chain q for the deepest tier; a tier uses a prefix
-            self._branching = [1] * max(cfg.adaptive.candidate_steps() + [spec.steps])
+            deepest = max(cfg.adaptive.candidate_steps() + [spec.steps])
+            self._shape = (deepest, 1, deepest + 1)
+        self._branching = tree_branching(*self._shape) if spec else []
         self.tier_truth = TierTruth()
         self._win_gpu_s = 0.0
         self._win_wall_start = time.time()
@@ -392,10 +395,10 @@ class Engine:
             f *= self.sc.temperature_factor(r.temperature)
             alpha = self.cfg.alpha * f
         r.alpha = alpha
-        r.q = np.asarray(success_probs(alpha, acc.decay, self._branching, acc.tree_gain), dtype=np.float64)
+        r.q = np.asarray(shape_success_probs(acc, alpha, *self._shape), dtype=np.float64)
         if self.cfg.draft_max_position:
-            r.q_long = np.asarray(success_probs(alpha * acc.long_context_factor, acc.decay, self._branching,
-                                                acc.tree_gain), dtype=np.float64)
+            r.q_long = np.asarray(shape_success_probs(acc, alpha * acc.long_context_factor, *self._shape),
+                                  dtype=np.float64)
 
     # -- time ----------------------------------------------------------------------------------------
     def _jitter(self) -> float:

@@ -37,7 +37,7 @@ from specdash.sim.scenario import (
     accepted_distribution,
     expected_accepted,
     mean1_lognormal_factor,
-    success_probs,
+    shape_success_probs,
     tree_branching,
 )
 
@@ -169,8 +169,7 @@ def expected(
             return 1.0, 0.0, [1.0]
         if sim_len is not None:
             return _simulated(sim_len, len(tree_branching(spec.steps, spec.topk, spec.num_draft_tokens)))
-        q = success_probs(alpha, sc.acceptance.decay, tree_branching(spec.steps, spec.topk, spec.num_draft_tokens),
-                          sc.acceptance.tree_gain)
+        q = shape_success_probs(sc.acceptance, alpha, spec.steps, spec.topk, spec.num_draft_tokens)
         ea = expected_accepted(q)
         return 1.0 + ea, ea, accepted_distribution(q)
 

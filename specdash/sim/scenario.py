@@ -19,9 +19,12 @@ Timing model (per scheduler iteration, calibrated to published measurements):
   with ``draft.topk_growth`` set, batch and tree width grow it apart:
   ``t_draft(b, k) = draft.step_ms · (1 + per_token_growth · (b − 1)) · (1 + topk_growth · (k − 1))`` (a tree
   step's top-k selection and tree bookkeeping cost more than another request's token; the H200 testbed).
-* one decode round without speculation: ``t_fwd(b) + nospec_overhead_ms``; it yields one token per request.
+* one decode round without speculation: ``t_fwd(b) + nospec_overhead_ms + target.per_request_ms · b``; it
+  yields one token per request.
 * one speculative round: ``steps · t_draft(b, topk) + t_fwd(b · num_draft_tokens) +
-  round_overhead_ms + per_request_overhead_ms · b``; it yields ``1 + accepted`` tokens per request.
+  round_overhead_ms + (target.per_request_ms + per_request_overhead_ms) · b``; it yields ``1 + accepted``
+  tokens per request.  ``target.per_request_ms`` is host time per running request in every iteration (the
+  scheduler's, on a target small enough to be launch-bound: the real SmolLM2 bed), 0 by default.
 * a prefill batch: ``prefill.base_ms + prefill.ms_per_token · uncached tokens (+ spec_extra_ms with speculation)``;
   it yields the first token of every request in it.
 * every duration is multiplied by a seeded lognormal jitter with mean 1 (``jitter.sigma``).
@@ -45,6 +48,14 @@ where ``g = acceptance.tree_gain`` ∈ [0, 1] says how much the 2nd…k-th draft
 worth (g = 1: independent tries; g = 0: worthless).  A chain is the special case ``b_i = 1``.
 Expected accepted drafts per request-round: ``E[A] = Σ_k Π_{i≤k} q_i``; accept length
 ``τ = 1 + E[A]`` (bonus token included, as SGLang's ``spec_accept_length``).
+
+``acceptance.tree_model = "rank"`` replaces that tree model by SGLang's tree node by node
+(:mod:`specdash.sglang.tree`): the target's token is the draft's rank-``r`` child with probability
+``p_i`` for ``r = 1`` and ``(1 − p_i)(1 − ρ)ρ^(r−2)`` below it (``ρ = acceptance.rank_decay``), the
+``num_draft_tokens − 1`` candidates of highest path score are kept as SGLang's ``organize_draft_results``
+keeps them, and ``Q_j`` = P(accepted length ≥ j) sums the kept paths of depth ``j``; the engine draws
+the round's accepted count from the conditionals ``q_j = Q_j / Q_{j−1}`` (:func:`shape_success_probs`),
+so its histogram has exactly the model's ``P(A = k) = Q_k − Q_{k+1}``.  Chains are the same in both.
 """
 
 from __future__ import annotations
@@ -89,6 +100,8 @@ class TargetSpec:
     knee_tokens: int = 256
     compute_ms_per_token: float = 0.027
     nospec_overhead_ms: float = 0.0
+    #: host ms per running request in every decode iteration, speculative or not (module docstring)
+    per_request_ms: float = 0.0
     eager_factor: float = 1.25
     weights_gib: float | None = None
     kv_bytes_per_token: float | None = None
@@ -160,6 +173,10 @@ class AcceptanceSpec:
     alpha: float = 0.8
     decay: float = 0.94
     tree_gain: float = 0.5
+    #: how a tree's extra candidates are worth: "gain" (independent tries, ``tree_gain``) or "rank"
+    #: (SGLang's kept tree node by node with the rank decay ``rank_decay`` ρ; module docstring)
+    tree_model: str = "gain"
+    rank_decay: float = 0.6
     prompt_sigma: float = 0.05
     temperature_penalty: float = 0.1
     long_context_factor: float = 0.5
@@ -219,10 +236,11 @@ class Scenario:
         b = max(1, int(batch))
         factor = self.target.eager_factor if eager else 1.0
         if spec is None:
-            return self.t_forward(b) * factor + self.target.nospec_overhead_ms
+            return self.t_forward(b) * factor + self.target.nospec_overhead_ms + self.target.per_request_ms * b
         draft = spec.steps * self.t_draft(b, spec.topk)
         verify = self.t_forward(b * spec.num_draft_tokens)
-        return (draft + verify) * factor + self.draft.round_overhead_ms + self.draft.per_request_overhead_ms * b
+        return ((draft + verify) * factor + self.draft.round_overhead_ms
+                + (self.target.per_request_ms + self.draft.per_request_overhead_ms) * b)
 
     def device_ms(self, batch: int, spec: SpecShape | None) -> dict[str, float]:
         """GPU-busy ms of one decode iteration per phase (see :class:`DeviceSpec`), keyed by
@@ -302,6 +320,43 @@ def success_probs(alpha: float, decay: float, branching: list[int], gain: float)
         tries = b**gain if b > 1 else 1.0
         out.append(1.0 - (1.0 - p) ** tries if p < 1.0 else 1.0)
     return out
+
+
+def rank_success_probs(alpha: float, decay: float, steps: int, topk: int, num_draft_tokens: int,
+                       rho: float) -> list[float]:
+    """Per-depth conditional acceptance ``q_j = Q_j / Q_{j−1}`` of SGLang's kept tree under the rank model
+    (module docstring; :func:`specdash.sglang.tree.kept_paths` and :func:`~specdash.sglang.tree.reach_probs`),
+    top-1 acceptance ``p_i = min(1, α·d^(i−1))``.  Length: the kept tree's depth (≤ ``steps``); a chain
+    (``topk`` 1) gives ``p_i`` itself."""
+    import numpy as np
+
+    from specdash.sglang.tree import kept_paths, reach_probs
+
+    steps = max(0, int(steps))
+    a = min(max(float(alpha), 0.0), 1.0)
+    p = [min(1.0, a * decay**i) for i in range(steps)]
+    paths = kept_paths(steps, max(1, int(topk)), int(num_draft_tokens), p, rho)
+    if not paths:
+        return []
+    reach = reach_probs(paths, np.asarray(p, dtype=float), rho)
+    out, prev = [], 1.0
+    for qj in (float(x) for x in reach):
+        out.append(min(1.0, qj / prev) if prev > 0 else 0.0)
+        prev = qj
+    return out
+
+
+def shape_success_probs(acc: AcceptanceSpec, alpha: float, steps: int, topk: int,
+                        num_draft_tokens: int) -> list[float]:
+    """The per-depth conditional acceptance of one (steps, topk, draft tokens) at per-request ``α`` under
+    the scenario's tree model (``acceptance.tree_model``): :func:`success_probs` over
+    :func:`tree_branching` for "gain", :func:`rank_success_probs` for "rank".  Length: the depth of
+    :func:`tree_branching` in both (a kept tree shallower than that reads 0 below its deepest node)."""
+    branching = tree_branching(steps, topk, num_draft_tokens)
+    if acc.tree_model == "rank":
+        q = rank_success_probs(alpha, acc.decay, steps, topk, num_draft_tokens, acc.rank_decay)
+        return (q + [0.0] * len(branching))[: len(branching)]
+    return success_probs(alpha, acc.decay, branching, acc.tree_gain)
 
 
 def expected_accepted(q: list[float]) -> float:
@@ -392,6 +447,10 @@ def _validate(sc: Scenario) -> None:
         problems.append("acceptance.decay must be in [0, 1]")
     if not 0 <= sc.acceptance.tree_gain <= 1:
         problems.append("acceptance.tree_gain must be in [0, 1]")
+    if sc.acceptance.tree_model not in ("gain", "rank"):
+        problems.append(f"acceptance.tree_model must be \"gain\" or \"rank\", not {sc.acceptance.tree_model!r}")
+    if not 0 < sc.acceptance.rank_decay < 1:
+        problems.append("acceptance.rank_decay must be in (0, 1)")
     if sc.gpu.count < 1 or sc.gpu.memory_mib <= 0:
         problems.append("gpu.count and gpu.memory_mib must be positive")
     if problems:

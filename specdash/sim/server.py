@@ -569,7 +569,8 @@ class SimServer:
         out = {"simulated": True, "version": self.version, "seed": self.opts.seed, "time_scale": self.time_scale,
                "scenario": {"name": self.sc.name, "path": self.sc.path, "description": self.sc.description,
                             "alpha": self.sc.acceptance.alpha, "decay": self.sc.acceptance.decay,
-                            "tree_gain": self.sc.acceptance.tree_gain, "target_step_ms": self.sc.target.step_ms},
+                            "tree_gain": self.sc.acceptance.tree_gain, "tree_model": self.sc.acceptance.tree_model,
+                            "rank_decay": self.sc.acceptance.rank_decay, "target_step_ms": self.sc.target.step_ms},
                "effective": {
                    "speculative_algorithm": self.res.algorithm if self.res else None,
                    "speculative_num_steps": self.res.num_steps if self.res else None,
