@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 #: scenario → (concurrency, prompts, time scale, target model, draft model, TP, max tokens).  real-smol (fitted
 #: to the real SmolLM2-135M + trained EAGLE3 bed) runs the figure test's suite: 12 prompts of 256 tokens (with 4,
-#: the launches' acceptance sampling, ±2-4 % a setting, is larger than the 2.6 % its trees lead its chains by).
+#: the launches' acceptance sampling, ±2-4 % a setting, decides between the close wide trees at its top).
 SCENARIOS = {
     "small-fast-decay": (1, 4, 1.0, "sim:tiny-llama", "sim:tiny-llama-eagle3", 1, 512),
     "moe-chain": (1, 4, 2.0, "sim:kimi-k2.5-int4", "sim:kimi-k2.5-eagle3", 8, 512),

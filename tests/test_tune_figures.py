@@ -53,12 +53,11 @@ def _analytic(scenario, conc, max_tokens, prompts, seed, x) -> float:
                     conc, max_new_tokens=max_tokens, time_scale=1.0, prompts=prompts, seed=seed)["output_tok_s_total"]
 
 
-# (scenario, target, draft, start, max tokens, time scale, prompts) at concurrency 1.  real-smol runs 12 prompts:
-# with 4 its launches' acceptance sampling moves each setting's tok/s by ±2-4 % (seeded, so the same settings
-# always err the same way) against a tree-over-chain margin of 2.6 % at the top, and which setting read lucky
-# decided the pick (9/2/14 at 4.7 %, 8/1/9 at 2.7 % below the best in some runs); with 12 the spread is about
-# halved and the space's top — the topk-2 trees at steps 6-8 and the chains at steps 8-10 — lies within 1.2 %
-# of the best (7/2/15), its deepest chains within 1.7 %.
+# (scenario, target, draft, start, max tokens, time scale, prompts) at concurrency 1.  real-smol (rank trees,
+# launch-bound timing: the refit of 2026-12-04) runs 12 prompts: with 4 its launches' acceptance sampling moves
+# each setting's tok/s by ±2-4 % (seeded, so the same settings always err the same way), which decided picks
+# between close settings; with 12 the spread is about halved.  Its space's best is the wide deep tree 7/8/64
+# (a verify round costs the same whatever its draft tokens on the 135 M target); a run picked 9/8/64, 0.5 % below.
 @pytest.mark.parametrize("scenario,model,draft,start,max_tokens,time_scale,n_prompts", [
     ("small-fast-decay", "sim:tiny-llama", "sim:tiny-llama-eagle3", (3, 1, 4), 512, 1.0, 4),
     ("real-smol", "sim:smollm2-135m", "sim:smollm2-135m-eagle3", (3, 1, 4), 256, 1.0, 12),
