@@ -106,11 +106,8 @@ def _real_grid_c4() -> list[Measurement]:
 def test_the_rank_family_reads_the_real_deep_trees_closer_than_beta():
     """Told the real launches of steps ≤ 6 (chains and trees), each family predicts the seven trees of
     steps 7–10 it was not told: β reads them high (10/8/64 6.05 for 4.95), the rank family — SGLang's tree
-    node by node, trees read by their accept length — four times closer; None (both fitted, the one reading
-    the told trees' accept lengths closer kept) picks the rank family here.  The default stays β: the rank
-    family gives ranks 2…k all of the top-1's missing mass, so where a depth's top-1 acceptance is ~0 (a capped
-    or a random draft) it has wide trees recover it (the tiny model's tune in test_advisor_planner.py, whose
-    position 2 is never accepted, reads "pays ×1.62 with 4/16/64" under it, against "does not pay")."""
+    node by node, trees read by their accept length — four times closer (0.143 rms, ρ 0.52); the default
+    (None: both fitted, the one reading the told trees' accept lengths closer kept) picks it here."""
     ms = _real_grid_c4()
     told = [m for m in ms if m.settings.steps <= 6]
     deep = [m for m in ms if m.settings.steps > 6 and m.settings.topk > 1]
@@ -121,15 +118,15 @@ def test_the_rank_family_reads_the_real_deep_trees_closer_than_beta():
 
     beta, rank = fit_acceptance(told, "beta"), fit_acceptance(told, "rank")
     assert beta.tree_model == "beta" and beta.rho is None and 0.1 < beta.beta < 0.5
-    assert rank.tree_model == "rank" and rank.beta is None and rank.rho == pytest.approx(0.656, abs=0.02)
-    assert rms(beta) == pytest.approx(0.620, abs=0.03) and rms(rank) == pytest.approx(0.148, abs=0.03)
+    assert rank.tree_model == "rank" and rank.beta is None and rank.rho == pytest.approx(0.522, abs=0.02)
+    assert rms(beta) == pytest.approx(0.620, abs=0.03) and rms(rank) == pytest.approx(0.143, abs=0.03)
     big, measured = Settings(10, 8, 64), 4.947
     assert abs(rank.accept_length(big) - measured) < 0.3 < beta.accept_length(big) - measured
     # the rank family's per-position expectation is its own reach: τ = 1 + Σ unconditional
     pos = expected_accept_by_position(rank, big)
     assert sum(e["unconditional"] for e in pos) + 1 == pytest.approx(rank.accept_length(big))
     assert pos[0]["siblings"] > 1
-    assert fit_acceptance(told, None).tree_model == "rank" and fit_acceptance(told).tree_model == "beta"
+    assert fit_acceptance(told, None).tree_model == fit_acceptance(told).tree_model == "rank"
     with pytest.raises(ValueError, match="tree_model"):
         fit_acceptance(told, "siblings")
     # the advisor runs on the rank family end to end

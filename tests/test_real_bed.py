@@ -97,17 +97,18 @@ def test_calibrated_scenario_reads_every_real_launchs_accept_length():
                                 r["draft_tokens"], tree_model="rank")
         err[r["steps"], r["topk"], r["draft_tokens"]] = tau - r["accept_length"]
     rms = (sum(e * e for e in err.values()) / len(err)) ** 0.5
-    assert rms == pytest.approx(0.131, abs=0.01) and max(abs(e) for e in err.values()) < 0.3
-    assert err[10, 1, 11] > 0.25 and err[10, 4, 40] < -0.2  # the chains' plateau vs the trees' gain
+    assert rms == pytest.approx(0.132, abs=0.01) and max(abs(e) for e in err.values()) < 0.36
+    assert err[10, 1, 11] > 0.15 and err[10, 4, 40] < -0.3  # the chains' plateau vs the trees' gain
     fit = cal.fit(runs, "rank")
     assert fit["tree_model"] == "rank"
     for key in ("alpha", "decay", "prompt_sigma", "rank_decay"):
         assert fit[key] == pytest.approx(getattr(sc, key), abs=0.005), key
 
 
-def test_the_rank_tree_family_predicts_the_real_deep_trees_better_than_gain():
+def test_neither_tree_family_extrapolates_the_real_deep_trees_from_shallow_ones():
     """Told the launches of steps ≤ 6 only, each tree family of the simulator predicts the seven trees of
-    steps 7–10: rank 0.11 rms, gain (independent tries) twice that, its widest trees high by ~0.4."""
+    steps 7–10 about as badly — rank 0.21 rms, every one low; gain (independent tries) 0.22, its widest
+    trees (topk 8) ~0.4 high — so the deep trees must be in the fit (they are, in real-smol)."""
     cal = _load("calibrate")
     runs = cal.read_runs(RES / "runs", RES2 / "runs")
     told = [r for r in runs if r["steps"] is None or r["steps"] <= 6]
@@ -116,10 +117,13 @@ def test_the_rank_tree_family_predicts_the_real_deep_trees_better_than_gain():
     out = {}
     for family, key in (("rank", "rank_decay"), ("gain", "tree_gain")):
         f = cal.fit(told, family, nodes=12)
-        err = [cal.model_hist(f["alpha"], f["decay"], f["prompt_sigma"], f[key], r["steps"], r["topk"],
-                              r["draft_tokens"], 12, family)[1] - r["accept_length"] for r in deep]
-        out[family] = (sum(e * e for e in err) / len(err)) ** 0.5, max(err)
-    assert out["rank"][0] < 0.13 and out["gain"][0] > 1.7 * out["rank"][0] and out["gain"][1] > 0.3, out
+        err = {(r["steps"], r["topk"], r["draft_tokens"]): cal.model_hist(
+            f["alpha"], f["decay"], f["prompt_sigma"], f[key], r["steps"], r["topk"], r["draft_tokens"], 12,
+            family)[1] - r["accept_length"] for r in deep}
+        out[family] = err
+    rms = {k: (sum(e * e for e in v.values()) / len(v)) ** 0.5 for k, v in out.items()}
+    assert 0.15 < rms["rank"] < 0.26 and 0.15 < rms["gain"] < 0.28, rms
+    assert max(out["rank"].values()) < 0 < min(out["gain"][8, 8, 48], out["gain"][10, 8, 64]) - 0.3, out
 
 
 def test_calibrated_scenario_timing_is_the_grids():

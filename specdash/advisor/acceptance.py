@@ -105,15 +105,16 @@ hold at most 1 + K + (S - 1)·K² tokens.  The advisor models the accepted path 
 The second family, ``rank`` (:mod:`specdash.sglang.tree`), builds SGLang's tree node by node (``steps``
 rounds of top-k expansion of the ``topk`` best frontier nodes, the ``draft_tokens − 1`` best candidates
 of all kept by path score) and takes the target's token to be the draft's rank-r child with probability
-p_i for r = 1 and (1 − p_i)(1 − ρ)ρ^(r−2) below; τ = 1 + Σ_j Q_j, Q_j the summed path probability of
+p_i for r = 1 and (1 − p_i)(1 − ρ_i)ρ_i^(r−2) below, ρ_i = 1 − (1 − ρ)·p_i (a depth whose first guess is
+never right has 2nd…k-th guesses worth as little); τ = 1 + Σ_j Q_j, Q_j the summed path probability of
 the kept nodes at depth j.  One parameter ρ (prior :data:`PRIOR_RHO`) in place of β, no assumption about
 which siblings are kept, and nodes off the accepted path count.  On the real bed (SmolLM2-135M + its
-trained EAGLE3 head, SGLang 0.5.14, 25 trees to 10/8/64 at concurrency 4) it read the trees' accept
-length with an rms error of 0.14–0.21 where the β family's was 0.64–0.72 (worst +2.0 at 10/8/64).
+trained EAGLE3 head, SGLang 0.5.14), told the 25 launches of steps ≤ 6 at concurrency 4, it reads the
+seven trees of steps 7–10 to 0.14 rms where the β family reads them 0.62 high (worst +1.10 at 10/8/64).
 
-Which family: the β family by default; :func:`fit_acceptance` with ``tree_model="rank"`` fits the rank
-family (trees by their accept length), and with ``tree_model=None`` both, keeping the one that reads
-the measured trees' accept lengths closer (``AcceptanceFit.tree_model``).
+Which family: by default (``tree_model=None``) both are fitted when a tree was measured and the one that
+reads the measured trees' accept lengths closer is kept (``AcceptanceFit.tree_model``); without a tree,
+β.  ``"beta"`` or ``"rank"`` fits that one family only.
 
 """
 
@@ -135,7 +136,8 @@ P_MAX = 0.995  # cap on a per-position acceptance probability
 D_MAX = 1.2  # the decay d may exceed 1 slightly (acceptance rising with depth)
 PRIOR_BETA = 0.3
 #: The rank model's prior ρ ("Tree model", the second family): logit ρ ~ N(logit 0.6, 1²); the real bed's
-#: trees fitted 0.59 (SmolLM2-135M + its trained EAGLE3 head, SGLang 0.5.14).
+#: launches fitted 0.52 (concurrency 4, steps ≤ 6) and 0.61 (the simulator's histogram fit, concurrency 1;
+#: SmolLM2-135M + its trained EAGLE3 head, SGLang 0.5.14).
 PRIOR_RHO = 0.6
 #: The advisor's two tree families ("Tree model"): ``beta`` (the accepted path's siblings) and ``rank``
 #: (SGLang's tree node by node, :mod:`specdash.sglang.tree`).
@@ -534,21 +536,19 @@ class AcceptanceFit:
         return out
 
 
-def fit_acceptance(measurements: Sequence[Measurement], tree_model: str | None = "beta") -> AcceptanceFit:
+def fit_acceptance(measurements: Sequence[Measurement], tree_model: str | None = None) -> AcceptanceFit:
     """MAP fit of (α, d) and the tree family's parameter (β or ρ, "Tree model") to histograms
     (per-position binomials) or accept lengths.
 
-    ``tree_model``: ``"beta"`` (the default), ``"rank"``, or None: both families fitted when a tree
-    (topk > 1) was measured and the one that reads the measured trees' accept lengths closer (in
-    standard errors) kept; without a tree, the β family.  The rank family reads a tree run by its accept
-    length only (chains keep their per-position counts): fitted so on the real bed's launches of
-    steps ≤ 6 at concurrency 4 (25 settings) it gives ρ ≈ 0.66 and reads the seven deeper trees (steps
-    7–10) to 0.15 tokens rms, where the β family reads them 0.62 high (worst +1.10, 10/8/64); with the
-    trees' per-position counts in the fit ρ went to 0.85 and the deep trees 0.39 low.  β stays the
-    default until the simulator's scenarios share the rank family (one model for both).  The tree shape per
-    run (the β family's allocation, the rank family's kept nodes) is computed at the previous estimate
-    and the fit repeated (up to three times) until it settles, so no integer choice sits inside the
-    optimiser.
+    ``tree_model``: None (the default): both families fitted when a tree (topk > 1) was measured and the
+    one that reads the measured trees' accept lengths closer (in standard errors) kept; without a tree,
+    the β family.  ``"beta"`` or ``"rank"``: that family only.  The rank family reads a tree run by its
+    accept length only (chains keep their per-position counts): fitted so on the real bed's launches of
+    steps ≤ 6 at concurrency 4 (25 settings) it gives ρ ≈ 0.52 and reads the seven deeper trees (steps
+    7–10) to 0.14 tokens rms, where the β family reads them 0.62 high (worst +1.10, 10/8/64).  The tree
+    shape per run (the β family's allocation, the rank family's kept nodes) is computed at the previous
+    estimate and the fit repeated (up to three times) until it settles, so no integer choice sits inside
+    the optimiser.
 
     Raises:
         ValueError: ``tree_model`` not one of :data:`TREE_MODELS`.

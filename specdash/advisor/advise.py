@@ -250,7 +250,7 @@ class _Model:
     """Fitted acceptance + cost with vectorised prediction over candidates."""
 
     def __init__(self, measurements: Sequence[Measurement], batch: int, seed: int = 0,
-                 tree_model: str | None = "beta"):
+                 tree_model: str | None = None):
         self.acc = fit_acceptance(measurements, tree_model)
         self.cost = fit_cost(measurements)
         self.batch = batch
@@ -481,7 +481,7 @@ def advise(
     candidates: Sequence[Settings] | None = None,
     top: int = 5,
     seed: int = 0,
-    tree_model: str | None = "beta",
+    tree_model: str | None = None,
 ) -> Advice:
     """Fit the models to ``measurements`` and rank the candidate settings.
 

@@ -16,11 +16,15 @@ Which nodes get kept depends only on the draft's scores; which are accepted, on 
 here (an assumption, stated): at depth ``i`` the target's token is the draft's rank-``r`` child of the
 accepted node with probability
 
-    π_i(1) = p_i,        π_i(r) = (1 − p_i) · (1 − ρ) · ρ^(r − 2)   for r ≥ 2,
+    π_i(1) = p_i,        π_i(r) = (1 − p_i) · (1 − ρ_i) · ρ_i^(r − 2)   for r ≥ 2,   ρ_i = 1 − (1 − ρ) · p_i,
 
 ``p_i`` the chain's acceptance at position ``i`` (what a top-k 1 launch measures), ``ρ`` ∈ (0, 1) how
-fast the value of lower-ranked candidates falls; and the draft's scores are taken as ``π`` (a calibrated
-draft), so the kept set follows ``π`` too.  Greedy verification accepts one path: the probability that
+fast the value of lower-ranked candidates falls for a draft that is always right (``ρ_i`` = ρ at
+``p_i`` = 1); and the draft's scores are taken as ``π`` (a calibrated draft), so the kept set follows
+``π`` too.  The rank decay slows as the top-1 acceptance falls: a depth where the draft's first guess
+is never right is one where it knows nothing, so its 2nd…k-th guesses are worth as little (ρ_i → 1,
+π_i(r ≥ 2) → 0) — with one ρ for every depth, ranks 2…k would share all of the top-1's missing mass and
+a wide tree would "recover" positions a capped or a random draft never reaches.  Greedy verification accepts one path: the probability that
 the accepted length reaches depth ``j`` is the sum, over the kept nodes at depth ``j``, of the product
 of ``π`` along their paths, and the accept length (bonus token included) is ``τ = 1 + Σ_j Q_j``.
 """
@@ -37,10 +41,18 @@ import numpy as np
 RHO_EPS = 1e-6
 
 
+def depth_rank_decay(p, rho):
+    """``ρ_i = 1 − (1 − ρ) · p_i`` (module docstring), kept inside (RHO_EPS, 1 − RHO_EPS); scalars or arrays
+    that broadcast."""
+    rho = np.clip(np.asarray(rho, dtype=float), RHO_EPS, 1 - RHO_EPS)
+    out = np.clip(1.0 - (1.0 - rho) * np.clip(np.asarray(p, dtype=float), 0.0, 1.0), RHO_EPS, 1 - RHO_EPS)
+    return float(out) if out.ndim == 0 else out
+
+
 def rank_probs(p: float, rho: float, topk: int) -> list[float]:
-    """``[π(1), …, π(topk)]`` at one depth (module docstring)."""
-    rho = min(max(float(rho), RHO_EPS), 1 - RHO_EPS)
-    return [p if r == 1 else (1 - p) * (1 - rho) * rho ** (r - 2) for r in range(1, max(1, topk) + 1)]
+    """``[π(1), …, π(topk)]`` at one depth of top-1 acceptance ``p`` (module docstring)."""
+    r_i = depth_rank_decay(p, rho)
+    return [p if r == 1 else (1 - p) * (1 - r_i) * r_i ** (r - 2) for r in range(1, max(1, topk) + 1)]
 
 
 def candidate_order(steps: int, topk: int, p: Sequence[float], rho: float) -> list[tuple[int, ...]]:
@@ -91,12 +103,11 @@ def kept_paths(steps: int, topk: int, draft_tokens: int, p: Sequence[float], rho
 
 @lru_cache(maxsize=4096)
 def _path_matrices(paths: tuple[tuple[int, ...], ...], depth: int) -> tuple[np.ndarray, ...]:
-    """Per path: indicator of rank-1 steps by depth (P × D), of lower-rank steps (P × D), their count and
-    Σ (r − 2) over them (P,), and each path's depth (P,)."""
+    """Per path and depth (P × D): indicator of a rank-1 step, of a lower-rank step, and ``r − 2`` at the
+    lower-rank steps; and each path's depth (P,)."""
     top = np.zeros((len(paths), depth))
     low = np.zeros((len(paths), depth))
-    m = np.zeros(len(paths))
-    s = np.zeros(len(paths))
+    s = np.zeros((len(paths), depth))
     d = np.zeros(len(paths), dtype=int)
     for i, path in enumerate(paths):
         d[i] = len(path)
@@ -105,9 +116,8 @@ def _path_matrices(paths: tuple[tuple[int, ...], ...], depth: int) -> tuple[np.n
                 top[i, j] = 1.0
             else:
                 low[i, j] = 1.0
-                m[i] += 1
-                s[i] += r - 2
-    return top, low, m, s, d
+                s[i, j] = r - 2
+    return top, low, s, d
 
 
 def reach_probs(paths: Sequence[tuple[int, ...]], p: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
@@ -126,10 +136,10 @@ def reach_probs(paths: Sequence[tuple[int, ...]], p: np.ndarray, rho: np.ndarray
     if not paths:
         return np.zeros(p.shape[:-1] + (0,))
     depth = max(len(x) for x in paths)
-    top, low, m, s, d = _path_matrices(tuple(paths), depth)
-    rho = np.clip(np.asarray(rho, dtype=float), RHO_EPS, 1 - RHO_EPS)[..., None]
+    top, low, s, d = _path_matrices(tuple(paths), depth)
     pp = np.clip(p[..., :depth], 1e-12, 1 - 1e-12)
-    logp = (np.log(pp) @ top.T + np.log1p(-pp) @ low.T + m * np.log1p(-rho) + s * np.log(rho))  # (…, P)
+    r_i = depth_rank_decay(pp, np.asarray(rho, dtype=float)[..., None])  # (…, D)
+    logp = np.log(pp) @ top.T + (np.log1p(-pp) + np.log1p(-r_i)) @ low.T + np.log(r_i) @ s.T  # (…, P)
     prob = np.exp(logp)
     onehot = (d[:, None] == np.arange(1, depth + 1)[None, :]).astype(float)  # (P, D)
     return prob @ onehot

@@ -51,7 +51,8 @@ Expected accepted drafts per request-round: ``E[A] = Σ_k Π_{i≤k} q_i``; acce
 
 ``acceptance.tree_model = "rank"`` replaces that tree model by SGLang's tree node by node
 (:mod:`specdash.sglang.tree`): the target's token is the draft's rank-``r`` child with probability
-``p_i`` for ``r = 1`` and ``(1 − p_i)(1 − ρ)ρ^(r−2)`` below it (``ρ = acceptance.rank_decay``), the
+``p_i`` for ``r = 1`` and ``(1 − p_i)(1 − ρ_i)ρ_i^(r−2)`` below it, ``ρ_i = 1 − (1 − ρ)·p_i``
+(``ρ = acceptance.rank_decay``), the
 ``num_draft_tokens − 1`` candidates of highest path score are kept as SGLang's ``organize_draft_results``
 keeps them, and ``Q_j`` = P(accepted length ≥ j) sums the kept paths of depth ``j``; the engine draws
 the round's accepted count from the conditionals ``q_j = Q_j / Q_{j−1}`` (:func:`shape_success_probs`),
