@@ -126,6 +126,12 @@ class _Server:
         self.thread.join(10)
 
 
+#: A deadline for a hang, not a speed bound: these runs end in 1-3 s unloaded (``benchmarks/bounded_waits.py``
+#: prints them), while the fake server holds its answer an hour; whether the shortened limit was the one
+#: applied, the message naming it says.
+HANG_S = 60
+
+
 def _suite(tmp_path, warmup: int = 0):
     p = tmp_path / "s.toml"
     p.write_text(f'[suite]\nname = "s"\nmax_tokens = 8\nwarmup = {warmup}\n[[prompts]]\ntext = "hello"\n'
@@ -223,7 +229,7 @@ def test_hang_after_headers_is_bounded_and_partial(tmp_path, capsys, monkeypatch
     t0 = time.monotonic()
     with _Server("hang") as url:
         rc, out = _bench(tmp_path, url, capsys)
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < HANG_S
     assert rc == 1 and "no token progress for 1.5 s" in out.err and "--resume" in out.err
     run = _run(tmp_path)
     assert run["partial"] is True and run["requests"] == 0
@@ -254,7 +260,7 @@ def test_a_server_that_never_answers_server_info_is_bounded(tmp_path, capsys, mo
     t0 = time.monotonic()
     with _Server("silent-info") as url:
         rc, out = _bench(tmp_path, url, capsys)
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < HANG_S
     assert rc == 1 and "/server_info" in out.err and "no answer within 1.0 s" in out.err, out.err
 
 
@@ -263,7 +269,7 @@ def test_a_generate_without_headers_stops_the_warm_up(tmp_path, capsys, monkeypa
     t0 = time.monotonic()
     with _Server("no-headers") as url:
         rc, out = _bench(tmp_path, url, capsys, warmup=1)
-    assert time.monotonic() - t0 < 20
+    assert time.monotonic() - t0 < HANG_S
     assert rc == 1 and "warm-up" in out.err and "no complete answer in 2 s" in out.err, out.err
 
 

@@ -67,7 +67,7 @@ class _Saboteur(threading.Thread):
                 self.victim.send_signal(signal.SIGCONT)
 
 
-def _no_server_left(timeout: float = 10.0) -> None:
+def _no_server_left(timeout: float = 30.0) -> None:  # a deadline for a hang: normally gone already
     deadline = time.monotonic() + timeout
     while _sim_servers() and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -122,7 +122,9 @@ def test_stop_escalates_to_sigkill(tmp_path):
     wait_until(lambda: srv.ring.seq >= 1, what="handler installed")
     t0 = time.monotonic()
     assert srv.stop(timeout_s=0.5) == -signal.SIGKILL
-    assert time.monotonic() - t0 < 5
+    # A deadline for a hang, not a speed bound (≈ 0.5 s unloaded; ``benchmarks/bounded_waits.py`` prints it):
+    # a stop that waited for the SIGTERM-ignoring child to end by itself would take its 60 s sleep.
+    assert time.monotonic() - t0 < 30
     assert group_members(srv.pid) == []
 
 

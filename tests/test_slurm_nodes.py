@@ -222,7 +222,7 @@ def test_two_nodes_as_srun_steps_bench_and_clean_stop(slurm, tmp_path, monkeypat
     for f in run_dir.iterdir():  # the [env] value went over srun's stdin: nowhere on disk
         if f.is_file():
             assert "hf_not_in_argv" not in f.read_text(errors="replace"), f
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a deadline for a hang: the steps end a moment after the run
     while (sim_nodes(tag) or _steps(slurm)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sim_nodes(tag) == [] and _steps(slurm) == []  # both nodes stopped, both job steps ended

@@ -162,6 +162,15 @@ def sim_nodes(tag: str) -> list[psutil.Process]:
     return out
 
 
+def wait_no_sim_nodes(tag: str, timeout: float = 60.0) -> list[psutil.Process]:
+    """The simulated nodes still running after up to ``timeout`` s (a deadline for a hang: the nodes stop over
+    ssh, a moment after specdash's own stop returns)."""
+    deadline = time.monotonic() + timeout
+    while sim_nodes(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return sim_nodes(tag)
+
+
 def test_two_nodes_over_ssh_bench_and_clean_stop(sshd, tmp_path, monkeypatch):
     from specdash.cli import main
 
@@ -185,8 +194,7 @@ def test_two_nodes_over_ssh_bench_and_clean_stop(sshd, tmp_path, monkeypatch):
     for f in run_dir.iterdir():  # the [env] value went over stdin: nowhere on disk
         if f.is_file():
             assert "hf_not_in_argv" not in f.read_text(errors="replace"), f
-    time.sleep(0.5)
-    assert sim_nodes(tag) == []   # both nodes stopped
+    assert wait_no_sim_nodes(tag) == []   # both nodes stopped
     assert list((tmp_path / "state").glob("*.json")) == []   # leftover records removed
 
 
@@ -235,5 +243,4 @@ async def test_the_dashboard_session_launches_and_stops_both_nodes(sshd, tmp_pat
         assert (server_info["nnodes"], server_info["node_rank"]) == (2, 0)
     finally:
         await s.stop()
-    time.sleep(0.5)
-    assert sim_nodes(tag) == []
+    assert wait_no_sim_nodes(tag) == []

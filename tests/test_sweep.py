@@ -183,8 +183,10 @@ def test_rate_sweep_runs_each_point_open_loop_at_its_rate(rate_sweep):
     assert res["variable"] == "request_rate" and res["break_even_concurrency"] is None
     pts = res["sweep"]
     assert [p["request_rate"] for p in pts] == [4.0, 32.0]
-    for p in pts:  # Poisson arrivals at the asked rate (seeded): within 25 % over a 2 s point
-        assert p["achieved_request_rate"] == pytest.approx(p["request_rate"], rel=0.25)
+    for p in pts:  # Poisson arrivals at the asked rate (seeded)
+        # a bound for a sender far off its schedule (all at once, or held back), not an accuracy
+        # target: how close the achieved rate comes to the asked one is benchmarks/request_rate.py's figure
+        assert p["request_rate"] / 2 < p["achieved_request_rate"] < p["request_rate"] * 2
         assert p["pairs"] >= 8 and p["baseline_tok_s"] > 0
     assert pts[0]["speedup"] > 1.5 and pts[0]["saturated"] == []  # pays while both sides keep up
     assert pts[0]["served_fraction"]["speculative"] == pytest.approx(1.0, abs=0.1)

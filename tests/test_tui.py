@@ -270,7 +270,7 @@ async def test_offers_to_stop_servers_left_by_a_killed_specdash(tmp_path: Path) 
     try:
         server_pid = int(owner.stdout.readline())
         owner.send_signal(signal.SIGKILL)
-        owner.wait(5)
+        owner.wait(30)  # a deadline for a hang (SIGKILL: milliseconds)
         assert psutil.pid_exists(server_pid)
         app = create_app(config(tmp_path, profile="demo-baseline"))
         async with app.run_test(size=SIZE) as pilot:
