@@ -38,7 +38,11 @@ DEMO_SUITE = DEFAULT_SUITE
 
 
 def _main_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from specdash.commands.errors import Parser  # argparse and the standard library only
+
+    p = Parser(
+        hints={f"--sim-{k}": f"--sim-{k} is an option of the simulator (specdash sim); a profile's [sim] table sets it "
+               f"for --bench and the dashboard: [sim] {k.replace('-', '_')} = …" for k in ("scenario", "seed")},
         prog="specdash",
         usage="specdash [--bench | --demo] [options]   or   specdash COMMAND [options]",
         description="Terminal dashboard for live speculative-decoding (EAGLE-3) tuning on SGLang: "

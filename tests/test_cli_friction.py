@@ -230,3 +230,29 @@ def test_completion_without_shtab_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "shtab", None)
     rc, _, err = _run(["completion", "bash"])
     assert rc == 2 and "pip install 'specdash[completion]'" in err
+
+
+@pytest.mark.parametrize("argv, said", [
+    # an abbreviation is an error (it would silently change meaning when a flag is added), with the full spelling
+    (["--profil", "demo-eagle3", "--bench"], "unknown option: --profil (did you mean --profile?)"),
+    # the simulator's own flag on --bench: named, with where it goes (argparse read the value as a command)
+    (["--bench", "--sim-scenario", "real-smol"], "unknown option: --sim-scenario (--sim-scenario is an option of the "
+     "simulator (specdash sim); a profile's [sim] table sets it for --bench and the dashboard: [sim] scenario = …)"),
+    # a sub-command: the unknown option comes before argparse's 'required' complaint
+    (["tune", "--budgett", "3"], "specdash tune: error: unknown option: --budgett (did you mean --budget?)"),
+    # a sub-sub-command's options count as known; a typo there is named with the nearest one
+    (["profile", "show", "--jsn", "demo-eagle3"], "unknown option: --jsn (did you mean --json?)"),
+    (["--bench", "--no-such-thing"], "unknown option: --no-such-thing; `specdash --help` lists the options"),
+])
+def test_unknown_options_are_named_with_the_nearest_spelling(argv, said):
+    rc, out, err = _run(argv)
+    assert rc == 2 and out == ""
+    assert said in " ".join(err.split()), err
+    assert "invalid choice" not in err
+
+
+def test_known_options_still_parse_exactly():
+    from specdash.cli import _main_parser
+
+    a = _main_parser().parse_args(["--bench", "--profile=demo-eagle3", "--sweep", "concurrency=1,4"])
+    assert (a.bench, a.profile, a.sweep) == (True, "demo-eagle3", "concurrency=1,4")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdash.commands.errors import ExitCode, UsageError, run
+from specdash.commands.errors import ExitCode, UsageError, run, Parser
 from specdash.launch import sim_scenario_finding  # noqa: F401  (kept importable from here)
 
 PROG = "specdash doctor"
@@ -18,7 +18,7 @@ PROG = "specdash doctor"
 
 def doctor_parser() -> argparse.ArgumentParser:
     """The ``specdash doctor`` parser (the profile positional or ``--profile``)."""
-    p = argparse.ArgumentParser(prog=PROG, description="Preflight EAGLE3 checks of a profile.")
+    p = Parser(prog=PROG, description="Preflight EAGLE3 checks of a profile.")
     add_doctor_arguments(p)
     return p
 

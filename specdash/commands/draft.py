@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdash.commands.errors import ExitCode, run
+from specdash.commands.errors import ExitCode, run, Parser
 
 
 def draft_command(argv: list[str]) -> int:
     """Entry of ``specdash draft fix|selftest`` (``argv`` after ``draft``); returns the exit code."""
-    p = argparse.ArgumentParser(prog="specdash draft", description="Inspect, fix and self-test draft heads.")
+    p = Parser(prog="specdash draft", description="Inspect, fix and self-test draft heads.")
     sub = p.add_subparsers(dest="draft_cmd", required=True)
     add_draft_arguments(sub)
     args = p.parse_args(argv)

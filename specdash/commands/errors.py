@@ -16,6 +16,8 @@ classes it maps only once something was raised.
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import json
 import sys
 from collections.abc import Callable
@@ -39,6 +41,57 @@ class ExitCode(IntEnum):
 
 class UsageError(Exception):
     """A flag, a value or a combination the command cannot run with (exit 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """Every ``specdash`` command's argument parser: argparse, with two differences.
+
+    - No abbreviations (``allow_abbrev=False``): ``--profil`` is an error, not ``--profile`` — an abbreviation
+      that works today becomes ambiguous, or means another flag, once a flag is added.
+    - An unknown option is named, with the nearest known spellings (``difflib``), instead of what argparse says
+      after it: ``specdash --bench --sim-scenario X`` read ``X`` as a command ("invalid choice: 'X'").
+    Exit code 2 with ``usage`` first, as argparse's own errors.
+    """
+
+    def __init__(self, *args, hints: dict[str, str] | None = None, **kwargs) -> None:
+        """``hints``: unknown option → what to say instead of a near spelling (an option of another command)."""
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self._argv: list[str] = []
+        self._hints = dict(hints or {})
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def _options(self) -> set[str]:
+        """Every option string of this parser and of its sub-command parsers, recursively."""
+        out = set(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    out |= sub._options() if isinstance(sub, Parser) else set(sub._option_string_actions)
+        return out
+
+    def error(self, message: str):
+        known = self._options()
+        unknown = []
+        for word in self._argv:
+            if word == "--":
+                break
+            name = word.split("=", 1)[0]
+            if name.startswith("--") and len(name) > 2 and name not in known and name not in unknown:
+                unknown.append(name)
+        if unknown:  # the likely cause of whatever argparse met after it (a value read as a command, …)
+            parts = []
+            for name in unknown:
+                near = difflib.get_close_matches(name, sorted(o for o in known if o.startswith("--")), n=2,
+                                                 cutoff=0.75)
+                hint = self._hints.get(name) or (f"did you mean {' or '.join(near)}?" if near else "")
+                parts.append(f"{name}" + (f" ({hint})" if hint else ""))
+            message = (f"unknown option{'s' if len(parts) > 1 else ''}: {', '.join(parts)}; "
+                       f"`{self.prog} --help` lists the options")
+        super().error(message)
 
 
 class VerificationFailed(Exception):

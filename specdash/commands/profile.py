@@ -17,7 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from specdash.commands.errors import ExitCode, run
+from specdash.commands.errors import ExitCode, run, Parser
 from specdash.profile import (
     Profile,
     ProfileError,
@@ -437,7 +437,7 @@ PROG = "specdash profile"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="Create, show and list launch profiles.")
+    p = Parser(prog=PROG, description="Create, show and list launch profiles.")
     sub = p.add_subparsers(dest="cmd", required=True)
     imp = sub.add_parser("import", help="turn a pasted SGLang launch command into a profile file")
     imp.add_argument("command", help='the command line, quoted: "NCCL_X=1 python -m sglang.launch_server …"')

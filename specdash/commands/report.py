@@ -34,14 +34,14 @@ import json
 from pathlib import Path
 
 from specdash import DEFAULT_SUITE
-from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run, url_problem
+from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run, url_problem, Parser
 
 REPORT_PROG = "specdash report"
 COMPARE_PROG = "specdash compare"
 
 
 def _report_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=REPORT_PROG, description="One self-contained HTML page (inline SVG charts, no "
+    p = Parser(prog=REPORT_PROG, description="One self-contained HTML page (inline SVG charts, no "
                                 "scripts) from run, A/B compare and tune directories.")
     p.add_argument("dirs", nargs="+", metavar="DIR", help="run, compare (comparison.json) or tune (tune.json) directory")
     p.add_argument("--out", metavar="FILE.html", help="where to write the page (default: DIR/report.html of the first DIR)")
@@ -95,7 +95,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=COMPARE_PROG, description="Paired comparison of two run directories "
+    p = Parser(prog=COMPARE_PROG, description="Paired comparison of two run directories "
                                 "(speedup B over A, 95 % CI, verdict, per prompt and category); sides of different "
                                 "request shapes are 'not comparable'.  A side may also be a vLLM `bench serve "
                                 "--save-result` JSON or an AIPerf profile_export_aiperf.json (or its artifact "

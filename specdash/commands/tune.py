@@ -17,13 +17,13 @@ import json
 from pathlib import Path
 
 from specdash import DEFAULT_SUITE
-from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, UsageError, run
+from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, UsageError, run, Parser
 
 PROG = "specdash tune"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""))
+    p = Parser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""))
     p.add_argument("--profile", "-p", required=True, help="profile to tune (name or path)")
     p.add_argument("--suite", "-s", help=f"suite (name or path; default {DEFAULT_SUITE})")
     p.add_argument("--budget", type=int, default=6, help="exploration launches (default 6)")

@@ -58,7 +58,9 @@ class ArgCheck:
     ``argparse_error``: the ``error: …`` line argparse printed (exit 2); ``resolved``: ServerArgs field →
     the value SGLang will use; ``warnings``: WARNING lines SGLang logged while resolving; ``stubbed``:
     modules stood in for; ``seconds``: wall time, of which ``import_seconds`` went to importing SGLang's
-    ``srt.server_args`` (torch included) in the child; ``device_added`` / ``gpu_memory_assumed``: the CUDA
+    ``srt.server_args`` (torch included) in the child and ``stage_seconds`` to each of SGLang's steps after it
+    (``prepare_server_args``, ``resolve_once``, ``check_server_args``; s), ``modules_imported_while_checking``
+    the modules those steps imported on their own; ``device_added`` / ``gpu_memory_assumed``: the CUDA
     device was emulated (no GPU visible) and its memory assumed.
     """
 
@@ -74,6 +76,8 @@ class ArgCheck:
     stubbed: list[str] = field(default_factory=list)
     seconds: float | None = None
     import_seconds: float | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    modules_imported_while_checking: int | None = None
     device_added: bool = False
     gpu_memory_assumed: bool = False
     note: str | None = None

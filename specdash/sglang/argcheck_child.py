@@ -213,12 +213,22 @@ def main():
         logging.getLogger().addHandler(warn)
 
     logging.basicConfig = _basic_config
+    stages = out["stage_seconds"] = {}  # where the time after the import goes (s), stage by stage
+    mods = len(sys.modules)
+
+    def _stage(name, fn):
+        t = time.monotonic()
+        try:
+            return fn()
+        finally:
+            stages[name] = round(time.monotonic() - t, 2)
+
     try:
-        server_args = sa_mod.prepare_server_args(argv)
+        server_args = _stage("prepare_server_args", lambda: sa_mod.prepare_server_args(argv))
         if hasattr(server_args, "resolve_once"):
-            server_args.resolve_once()
+            _stage("resolve_once", server_args.resolve_once)
         if hasattr(server_args, "check_server_args"):
-            server_args.check_server_args()
+            _stage("check_server_args", server_args.check_server_args)
         view = server_args
         try:
             from sglang.srt.arg_groups.overrides import resolving_view
@@ -233,6 +243,7 @@ def main():
     except BaseException as exc:
         out.update(status="refused", exception=type(exc).__name__, message=str(exc)[:4000],
                    where=_raised_at(exc.__traceback__))
+    out["modules_imported_while_checking"] = len(sys.modules) - mods
     out["warnings"] = warn.lines
     out["stubbed"] = sorted(finder.used)
     out["seconds"] = round(time.monotonic() - t0, 2)

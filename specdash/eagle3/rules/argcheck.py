@@ -70,6 +70,7 @@ def rule_argcheck(ctx: RuleContext) -> None:
     ver = chk.sglang_version or installed
     red = redact_argv(argv)
     ev = {"python": python, "sglang_version": ver, "seconds": chk.seconds, "import_seconds": chk.import_seconds,
+          "stage_seconds": chk.stage_seconds, "modules_imported_while_checking": chk.modules_imported_while_checking,
           "stubbed": chk.stubbed, "argv": red}
     if ver and ctx.source in ("cli", "profile") and ver.split("+")[0] != ctx.version:
         ctx.add("ARGCHECK", "warning",
