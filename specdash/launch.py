@@ -104,17 +104,28 @@ def sim_scenario_finding(profile: Profile):
     from specdash.eagle3.findings import Finding
     from specdash.sim.scenario import ScenarioError, load_scenario, scenario_names
 
+    from pathlib import Path
+
+    from specdash.sim.scenario import SCENARIO_DIR
+
     ref = profile.sim.scenario_ref(profile)
     try:
         load_scenario(ref)
     except (ScenarioError, OSError, ValueError) as exc:
         known = scenario_names()
+        name = (ref or "healthy").strip()
+        found = Path(name).expanduser() if Path(name).expanduser().is_file() else SCENARIO_DIR / f"{name}.toml"
+        if found.is_file():  # the scenario is there; its content is what the simulator refuses
+            fix = (f"correct {found} as the message says (the keys and tables a scenario takes: "
+                   f"{SCENARIO_DIR / 'healthy.toml'}), or set [sim] scenario to one of {', '.join(known)}")
+        else:
+            fix = f"set [sim] scenario to one of {', '.join(known)}, or to the path of a scenario TOML file"
         return Finding(
             "SIM_SCENARIO", "error",
             f"[sim] scenario {profile.sim.scenario!r} cannot be used: {exc}",
             why="The simulator loads the scenario at start-up and exits when it is unknown or unreadable.",
-            fix=f"set [sim] scenario to one of {', '.join(known)}, or to the path of a scenario TOML file",
-            evidence={"scenario": profile.sim.scenario, "known": known})
+            fix=fix, evidence={"scenario": profile.sim.scenario, "known": known,
+                               "file": str(found) if found.is_file() else None})
     return None
 
 

@@ -160,6 +160,20 @@ def test_doctor_unknown_sim_scenario_is_an_error_naming_the_known_ones(tmp_path,
     assert "SIM_SCENARIO" not in capsys.readouterr().out
 
 
+def test_doctor_bad_key_in_a_scenario_file_points_at_the_file(tmp_path, capsys):
+    """A scenario file that exists but has a key the simulator refuses: the fix names the file to correct,
+    not [sim] scenario (which is right)."""
+    import json
+
+    scen = tmp_path / "mine.toml"
+    scen.write_text('[acceptance]\nalpha = 0.8\ntree_modle = "rank"\n')
+    prof = sim_profile(tmp_path, "badkey", scenario=str(scen))
+    assert main(["doctor", "--profile", str(prof), "--json"]) == 1
+    (f,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "SIM_SCENARIO"]
+    assert "tree_modle" in f["message"] and f["fix"].startswith(f"correct {scen} as the message says")
+    assert f["evidence"]["file"] == str(scen)
+
+
 @pytest.mark.parametrize("flags,what", [(["--gpu-memory-mib", "-5"], "--gpu-memory-mib must be a positive"),
                                         (["--gpu-memory-mib", "0"], "--gpu-memory-mib must be a positive"),
                                         (["--concurrency", "0"], "--concurrency must be at least 1"),

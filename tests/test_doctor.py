@@ -122,6 +122,18 @@ def test_a_release_newer_than_any_known_is_said(tmp_path):
     assert not [f for f in run_doctor(p, sglang_version=last).findings if "newer than any release" in f.message]
 
 
+def test_a_release_older_than_any_known_is_a_warning_not_a_quiet_note(tmp_path):
+    """0.4.0 predates every stored release: the doctor says its other verdicts are another release's."""
+    t, d = tiny_target(tmp_path / "t"), tiny_draft(tmp_path / "d")
+    p = write_profile(tmp_path / "p.toml", model_path=str(t), draft_path=str(d), sglang_version="0.5.14")
+    from specdash.sglang.versions import flag_versions
+
+    first = str(flag_versions()[0])
+    [w] = [f for f in find(run_doctor(p, sglang_version="0.4.0"), "FLAG", "warning") if "older than any" in f.message]
+    assert w.evidence["oldest_known"] == first and "its flags were not checked" in w.message
+    assert not [f for f in run_doctor(p, sglang_version=first).findings if "older than any" in f.message]
+
+
 def test_foreign_prefix_and_unknown_tensor(tmp_path):
     rep = doctor(tmp_path, draft_kw={"rename": {"fc.weight": "eagle.fc.weight"},
                                      "extra_tensors": {"verifier_head.weight": ("BF16", (4, 4))}})
@@ -408,7 +420,7 @@ def test_unknown_abbreviated_and_uncertain_flags(tmp_path):
     rep = doctor(tmp_path / "b", version="0.5.22.post1", extra_args=[only_new])
     assert any("unknown" in f.message for f in find(rep, "FLAG", "warning")), rep.render()
     rep = doctor(tmp_path / "c", version="0.5.2rc2", extra_args=["--cuda-graph-max-bs", "2"])
-    assert find(rep, "FLAG", "info")
+    assert [f for f in find(rep, "FLAG", "warning") if "older than any release" in f.message]  # not checked: said
 
 
 # --- MEMORY ---------------------------------------------------------------------------------------

@@ -278,9 +278,11 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
                             f"{VERIFY_MARGIN:.0%} over {best.label()} at every load ({figs_pred})")
         worth = [r["concurrency"] for r in predicted]
     if not worth:
-        out["verdict"] = (f"not verified: the model predicts the adaptive schedule beats {best.label()} by less than "
-                          f"{VERIFY_MARGIN:.0%} at every load ({figs_pred}) — launch the static setting; "
-                          "no launch was spent on the A/B")
+        top = max((r["gain"] for r in predicted if r["gain"] is not None), default=None)
+        how = (f"is slower than {best.label()} at every load" if top is not None and top < 1.0 else
+               f"beats {best.label()} by less than {VERIFY_MARGIN:.0%} at every load")
+        out["verdict"] = (f"not verified: the model predicts the adaptive schedule {how} ({figs_pred}) — launch the "
+                          "static setting; no launch was spent on the A/B")
         out["load_ranges"] = [{"from": sweep[0], "to": None, "launch": "static", "settings": best.to_json(),
                                "basis": "predicted"}]
         say(f"tune: adaptive schedule: {out['verdict']}")

@@ -166,9 +166,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
     label = (f"steps {b.get('speculative_num_steps')} / topk {b.get('speculative_eagle_topk')} / draft tokens "
              f"{b.get('speculative_num_draft_tokens')}") if b else "—"
     print(f"tune: best {label} ({report['stop_reason']})")
-    rec = report.get("recommendation") or {}
-    if rec.get("text"):
-        print(f"tune: recommendation: {rec['text']}")
+    rec = report.get("recommendation") or {}  # render_live printed it (and the progress lines the schedule's verdict)
     if report["comparison"]:
         from specdash.commands.bench import render_comparison
 
@@ -178,9 +176,8 @@ def _tune(args: argparse.Namespace, progress) -> int:
     elif report["preset_not_saved"]:
         print(f"tune: {report['preset_not_saved']}")
     sched = report.get("adaptive_schedule")
-    if sched:
-        print(f"tune: adaptive config: {sched['verdict']}")
-        if sched.get("config_path"):
-            print(f"  config ({sched['format']}, SGLang {sched['target_version']}): {sched['config_path']}")
+    if sched and sched.get("config_path"):
+        print(f"tune: adaptive config ({sched['format']}, SGLang {sched['target_version']}): {sched['config_path']}"
+              + ("" if sched.get("verdict") == rec.get("text") else f"; {sched.get('verdict')}"))
     print(f"tune report: {tdir / 'tune.json'}")
     return ExitCode.OK

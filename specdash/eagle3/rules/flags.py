@@ -40,9 +40,21 @@ def rule_flags(ctx: RuleContext) -> None:
     known = known_flags(ctx.version)
     if known is None:
         oldest = flag_versions()[0] if flag_versions() else "?"
-        ctx.add("FLAG", "info", f"no flag list is stored for SGLang {ctx.version} (oldest stored: {oldest}); "
-                f"launch flags were not checked", "Flag lists are extracted from the released wheels "
-                "(specdash/sglang/facts/, scripts/extract_sglang_facts.py).", "", version=ctx.version)
+        older = bool(flag_versions()) and parse_version(ctx.version) < flag_versions()[0]
+        if older:  # as the 'newer than any release' warning below: the other findings are judged by another release
+            ctx.add("FLAG", "warning", f"SGLang {ctx.version} is older than any release specdash knows (oldest: "
+                    f"{oldest}): its flags were not checked, and the release rules of the other findings (capture "
+                    f"layers, defaults, rewrites) are judged as the nearest known release's, which {ctx.version} "
+                    "may not follow", "specdash's flag lists and release rules come from the released wheels "
+                    f"(specdash/sglang/facts/, from {oldest} on); what an older release parses, refuses or rewrites is "
+                    "not known to it.", f"check the version on the server host (`python -c 'import sglang; "
+                    "print(sglang.__version__)'`); if it is right, compare the flags with `python -m sglang.launch_server "
+                    "--help` there, or upgrade to a release specdash knows",
+                    version=ctx.version, oldest_known=str(oldest))
+        else:
+            ctx.add("FLAG", "info", f"no flag list is stored for SGLang {ctx.version} (oldest stored: {oldest}); "
+                    f"launch flags were not checked", "Flag lists are extracted from the released wheels "
+                    "(specdash/sglang/facts/, scripts/extract_sglang_facts.py).", "", version=ctx.version)
         return
     basis = flags_version_for(ctx.version)
     exact = basis == str(parse_version(ctx.version))
