@@ -81,7 +81,7 @@ def _manifest(run_dir: str) -> dict:
 
 
 def test_tune_starts_exploration_launches_cheaper_and_nothing_else(tmp_path):
-    from specdash.bench.tune import render_live
+    from specdash.bench.tune_text import render_live
 
     prof = load_profile(str(sim_profile(tmp_path, "fx", spec=(1, 1, 2), time_scale=8.0)))
     suite = small_suite(n_prompts=2, max_tokens=128)

@@ -19,7 +19,8 @@ from specdash.advisor import Measurement, Settings, TunePlanner, adaptive_schedu
 from specdash.bench.live import LivePlan, live_unavailable, tier_phases
 from specdash.bench.runner import RunOptions
 from specdash.bench.schedule import default_sweep, release_slots, render
-from specdash.bench.tune import LaunchEntry, LaunchLog, time_summary, tune
+from specdash.bench.launches import LaunchEntry, LaunchLog, time_summary
+from specdash.bench.tune import tune
 from specdash.cli import main
 from specdash.profile import load_profile, parse_suite
 from specdash.sglang import adaptive as A
@@ -138,7 +139,8 @@ def test_live_tune_reaches_the_chain_grid_best_in_three_pair_launches(tmp_path):
         assert any(w in sched["verdict"] for w in ("one static setting", "not verified", "without --speculative-adaptive"))
         if report["preset"]:
             assert "--speculative-adaptive" not in load_profile(report["preset"]).speculative.extra_args
-    from specdash.bench.tune import render_live, write_tune_report
+    from specdash.bench.tune import write_tune_report
+    from specdash.bench.tune_text import render_live
 
     text = render_live(report)
     assert f"tune: {report['launches']} launches (1 baseline, {len(live_launches)} live" in text
@@ -369,7 +371,7 @@ def test_verify_schedule_runs_the_ab_whatever_the_model_predicts(tmp_path):
     if all(p["gain"] < 1.03 for p in sched["predicted"]):
         assert any("verified on request" in n for n in sched["notes"])
     assert sched["load_ranges"] and sched["verdict"]
-    from specdash.bench.tune import render_live
+    from specdash.bench.tune_text import render_live
 
     text = render_live(report)
     assert "c4: adaptive " in text and "tier switches" in text and "per request" in text

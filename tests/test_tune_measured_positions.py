@@ -22,14 +22,9 @@ from specdash.advisor import Measurement, Settings, TunePlanner, advise, fit_acc
 from specdash.advisor.acceptance import PRIOR_ROUNDS, chain_position_counts
 from specdash.advisor.advise import chain_tau_bounds
 from specdash.bench.runner import RunOptions
-from specdash.bench.tune import (
-    BaselineRunError,
-    LaunchLog,
-    _time_left,
-    load_baseline_run,
-    tune,
-    tune_candidates,
-)
+from specdash.bench.baseline import BaselineRunError, load_baseline_run
+from specdash.bench.launches import LaunchLog, time_left
+from specdash.bench.tune import tune, tune_candidates
 from specdash.profile import load_profile, parse_suite
 from tests.test_bench import sim_profile
 
@@ -152,16 +147,16 @@ def test_baseline_from_checks_what_it_reuses(tmp_path):
 
 def test_time_left_judges_by_the_longest_launch():
     log = LaunchLog()
-    assert _time_left(0.0, None, log) is None
+    assert time_left(0.0, None, log) is None
     import time
 
     t0 = time.monotonic() - 100.0  # 100 s used
     log.add({"profile": "p", "run_dir": None}, "explore", wall_s=90.0)
     log.add({"profile": "p", "run_dir": None}, "explore", wall_s=60.0)
-    assert _time_left(t0, 200.0, log) is None  # 100 + 90 <= 200
-    why = _time_left(t0, 180.0, log)
+    assert time_left(t0, 200.0, log) is None  # 100 + 90 <= 200
+    why = time_left(t0, 180.0, log)
     assert why and "time budget of 180 s" in why and "up to 90 s" in why
-    assert "2 launches" in _time_left(t0, 250.0, log, 2)
+    assert "2 launches" in time_left(t0, 250.0, log, 2)
 
 
 def test_tune_reuses_a_baseline_and_keeps_to_its_time_budget(tmp_path):

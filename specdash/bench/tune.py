@@ -20,8 +20,8 @@ model into a per-batch-size adaptive config for the target release and verifies 
 paired A/Bs against the best static setting at two or more concurrencies.
 
 Where launches are dear: ``--baseline-from RUN_DIR`` reuses a measured no-speculation run
-(:func:`load_baseline_run`) instead of the baseline launch, ``--max-time S`` starts no launch that
-would end past S seconds (:func:`_time_left`: judged by the longest launch so far), and under SGLang's
+(:func:`specdash.bench.baseline.load_baseline_run`) instead of the baseline launch, ``--max-time S`` starts no launch that
+would end past S seconds (:func:`~specdash.bench.launches.time_left`: judged by the longest launch so far), and under SGLang's
 simulated acceptance only chains are searched (:func:`tune_candidates`).
 
 ``--budget`` counts exploration launches (the starting profile, or the live launches,
@@ -34,13 +34,13 @@ through the ``progress`` callback.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from specdash.bench.launches import LaunchEntry, LaunchLog, by_purpose, time_left, time_summary
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
 from specdash.profile import build_launch, write_preset
 from specdash.profile.variants import baseline_of, variant
@@ -58,127 +58,6 @@ def save_preset(source, winner, out_dir: Path, settings, *, label: str | None = 
                         base_text=base_text, on_exists="number")
 
 
-# -- launches ------------------------------------------------------------------------------------
-
-@dataclass
-class LaunchEntry:
-    """One server launch of a tune (the report's ``launch_log``).
-
-    ``role``: ``"baseline"`` (no speculation), ``"explore"`` (one setting, a launch of its
-    own), ``"live"`` (two chain tiers of one adaptive launch, at the suite's concurrency and, for the
-    adaptive schedule, a high one), ``"ab"`` (the final A/B's side that no exploration launch measured),
-    ``"sweep"`` (two chain tiers at another concurrency, for the adaptive schedule), ``"verify"``
-    (the adaptive schedule's A/B: one launch a side, every concurrency in it); ``time_to_ready_s``: process start →
-    ``/health`` 200 (from the run's manifest); ``wall_s``: the launch's whole run (start,
-    warm-up, suite, stop; None for A/B sides, which :func:`run_ab` runs back to back);
-    ``fast_start``: the start-up flags :mod:`specdash.bench.explore` added (None: launched as
-    the profile says).
-    """
-
-    id: int
-    role: str
-    profile: str
-    run_dir: str | None
-    concurrency: int | None
-    settings: dict | None = None
-    tiers: list[int] | None = None
-    adaptive_config: str | None = None
-    time_to_ready_s: float | None = None
-    suite_s: float | None = None
-    wall_s: float | None = None
-    fast_start: list[str] | None = None
-    #: every concurrency the launch ran (a sweep launch: the live pair's high point, the schedule's A/B)
-    concurrencies: list[int] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def _ready_s(run: dict) -> float | None:
-    """``time_to_ready_s`` from the run directory's manifest (None when attached or unreadable)."""
-    try:
-        m = json.loads((Path(run["run_dir"]) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, KeyError, TypeError, ValueError):
-        return None
-    v = m.get("time_to_ready_s")
-    return float(v) if isinstance(v, (int, float)) else None
-
-
-class LaunchLog:
-    """Every launch of a tune, in order (ids 0, 1, …); see :class:`LaunchEntry`."""
-
-    def __init__(self) -> None:
-        self.entries: list[LaunchEntry] = []
-
-    def add(self, run: dict, role: str, *, tiers: Sequence[int] | None = None, config: str | None = None,
-            wall_s: float | None = None) -> LaunchEntry:
-        eff = run.get("effective") or {}
-        e = LaunchEntry(len(self.entries), role, run.get("profile") or "", run.get("run_dir"), run.get("concurrency"),
-                        settings=eff if eff.get("speculative_algorithm") else None,
-                        tiers=list(tiers) if tiers else None, adaptive_config=config, time_to_ready_s=_ready_s(run),
-                        suite_s=run.get("duration_s"), wall_s=wall_s)
-        self.entries.append(e)
-        return e
-
-    async def run(self, prof, suite, opts, role: str, *, tiers: Sequence[int] | None = None,
-                  config: str | None = None):
-        """:func:`~specdash.bench.runner.run_one`, logged; returns (RUN, records, entry)."""
-        from specdash.bench.runner import run_one
-
-        t0 = time.monotonic()
-        run, records = await run_one(prof, suite, opts)
-        return run, records, self.add(run, role, tiers=tiers, config=config, wall_s=time.monotonic() - t0)
-
-    async def sweep(self, prof, suite, opts, points: Sequence[int], role: str, *, tiers: Sequence[int] | None = None,
-                    config: str | None = None):
-        """:func:`~specdash.bench.runner.run_sweep` over concurrencies ``points`` in one launch, logged;
-        returns (the RUN of each point, point → its records, entry)."""
-        from specdash.bench.runner import run_sweep
-
-        t0 = time.monotonic()
-        runs, recs = await run_sweep(prof, suite, opts, list(points))
-        e = self.add(runs[0], role, tiers=tiers, config=config, wall_s=time.monotonic() - t0)
-        e.concurrencies = [int(r.get("concurrency") or 0) for r in runs]
-        return runs, recs, e
-
-    async def ab(self, prof_a, prof_b, prof_r, suite, opts, *, rounds: int = 1, role: str = "ab"):
-        """:func:`~specdash.bench.ab.run_ab`, each of its launches logged; returns (RUNs, comparison)."""
-        from specdash.bench.ab import run_ab
-
-        runs, cmp = await run_ab(prof_a, prof_b, prof_r, suite, opts, rounds=rounds)
-        for r in runs:
-            self.add(r, role)
-        return runs, cmp
-
-    def to_json(self) -> list[dict[str, Any]]:
-        return [e.to_json() for e in self.entries]
-
-
-def time_summary(log: LaunchLog, wall_s: float, settings_measured: int) -> dict[str, Any]:
-    """The report's ``time``: wall time used, the launches' start-up time, and what a relaunch per
-    measured setting would have cost in start-up alone (the median measured time-to-ready of the
-    static speculative launches — of every launch when there is none — × the settings measured).
-    Every figure is ≥ 0."""
-    static_spec = [e.time_to_ready_s for e in log.entries
-                   if e.time_to_ready_s is not None and e.settings and not e.tiers]
-    every = [e.time_to_ready_s for e in log.entries if e.time_to_ready_s is not None]
-    ready = statistics.median(static_spec or every) if (static_spec or every) else None
-    measuring = [e for e in log.entries if e.role in ("explore", "live")]
-    startup = sum(e.time_to_ready_s or 0.0 for e in measuring)
-    est = ready * settings_measured if ready is not None else None
-    return {
-        "wall_s": max(0.0, wall_s),
-        "startup_s": max(0.0, sum(every)),
-        "measuring_launches": len(measuring),
-        "measuring_startup_s": max(0.0, startup),
-        "time_to_ready_s_median": ready,
-        "time_to_ready_basis": "static speculative launches" if static_spec else "all launches",
-        "settings_measured": settings_measured,
-        "relaunch_estimate_s": max(0.0, est) if est is not None else None,
-        "startup_saved_s": max(0.0, est - startup) if est is not None else None,
-    }
-
-
 def _server_version(reported: Any) -> str | None:
     """The release a server reports in ``/server_info`` (``0.5.14``, ``0.5.14.post1`` …), normalised;
     None when it says nothing usable (the launch resolution's release is used then)."""
@@ -190,90 +69,6 @@ def _server_version(reported: Any) -> str | None:
         return str(parse_version(str(reported)))
     except (TypeError, ValueError):
         return None
-
-
-# -- a baseline measured earlier --------------------------------------------------------------------
-
-class BaselineRunError(ValueError):
-    """``--baseline-from``: the run directory cannot stand in for this tune's baseline (the message
-    says what differs and how to fix it)."""
-
-
-def load_baseline_run(run_dir: Path, profile, suite) -> tuple[dict, list[str]]:
-    """The no-speculation RUN of an earlier run directory, to stand in for the tune's baseline
-    launch (``specdash tune --baseline-from DIR``); returns ``(RUN, notes)``.
-
-    ``DIR`` is a finished ``specdash --bench`` run directory (``summary.json`` + ``manifest.json``,
-    README "Run directories") of the same server without speculation — a ``--sweep`` directory
-    serves when one of its points has the suite's concurrency.  Must match this tune: the model
-    path, launcher and TP size of the profile, the suite's ``max_tokens`` and concurrency.  Another
-    suite name (a copy of the suite, say) or other server arguments do not refuse it but are returned
-    as notes (the report carries them).  ``RUN["run_dir"]`` is set to ``DIR`` (a live tune reads its decode lines
-    from ``DIR/server.log`` when present).
-
-    Raises:
-        BaselineRunError: no such directory or files, a RUN with speculation, or a mismatch above.
-    """
-    from specdash.bench.rundir import RunFileError, read_run_file, read_summary
-
-    d = Path(run_dir)
-    try:  # the validated readers: bounded, depth-limited, RUN fields type-checked
-        summary = read_summary(d / "summary.json")
-        manifest = read_run_file(d / "manifest.json")
-    except RunFileError as e:
-        raise BaselineRunError(f"--baseline-from {d}: {e}; give a finished `specdash --bench` run directory (it "
-                               "holds summary.json and manifest.json)") from None
-    runs = summary.get("runs") if isinstance(summary, dict) else None
-    if not isinstance(runs, list) or not runs:
-        raise BaselineRunError(f"--baseline-from {d}: summary.json has no runs")
-    if any((r.get("effective") or {}).get("speculative_algorithm") for r in runs):
-        raise BaselineRunError(f"--baseline-from {d}: that run used speculation "
-                               f"({(runs[0].get('effective') or {}).get('speculative_algorithm')}); the baseline is "
-                               "the same server without [speculative]")
-    conc = int(suite.suite.concurrency or 1)
-    at = [r for r in runs if int(r.get("concurrency") or 1) == conc and r.get("output_tok_s")]
-    if not at:
-        have = sorted({int(r.get("concurrency") or 1) for r in runs})
-        raise BaselineRunError(f"--baseline-from {d}: no measured run at the suite's concurrency {conc} (it has "
-                               f"{', '.join(map(str, have))}); measure the baseline at {conc}, or pick a suite at one "
-                               "of those")
-    run = dict(at[-1])
-    prof = manifest.get("profile_data") or {}
-    srv, want = prof.get("server") or {}, profile.server
-    wrong = [f"{k} {srv.get(k)!r} (this profile: {v!r})" for k, v in
-             (("model_path", want.model_path), ("launcher", want.launcher), ("tp_size", want.tp_size))
-             if srv.get(k) != v]
-    if manifest.get("max_tokens") is not None and int(manifest["max_tokens"]) != int(suite.suite.max_tokens):
-        wrong.append(f"max_tokens {manifest['max_tokens']} (this suite: {suite.suite.max_tokens})")
-    if wrong:
-        raise BaselineRunError(f"--baseline-from {d} was measured with another set-up: {'; '.join(wrong)}. "
-                               "Measure the baseline with this profile's server and this suite, or tune without "
-                               "--baseline-from")
-    notes = []
-    if run.get("suite") != suite.name:
-        notes.append(f"the reused baseline ran suite {run.get('suite')!r}, this tune runs {suite.name!r} (same "
-                     f"max_tokens and concurrency; its speedups hold only if the prompts are the same)")
-    if list(srv.get("extra_args") or []) != list(want.extra_args or []):
-        notes.append(f"the reused baseline's server ran with extra arguments {srv.get('extra_args')} where this "
-                     f"profile has {list(want.extra_args or [])}")
-    mine = profile.server.model_dump()
-    for key in sorted(srv):  # what the baseline's manifest recorded (an older manifest may record less)
-        if key in ("model_path", "launcher", "tp_size", "extra_args", "port", "api_key", "host"):
-            continue
-        if srv.get(key) != mine.get(key):
-            notes.append(f"the reused baseline's server ran with {key} = {srv.get(key)!r} where this profile has "
-                         f"{mine.get(key)!r}")
-    env_then, env_now = prof.get("env"), dict(profile.env)
-    changed = sorted(k for k in set(env_then or {}) | set(env_now)
-                     if (env_then or {}).get(k) != env_now.get(k) and (env_then or {}).get(k) != "***")
-    if env_then is not None and changed:
-        notes.append(f"the reused baseline ran with another [env] ({', '.join(changed)} differ)")
-    sim_then = prof.get("sim")
-    sim_now = profile.sim.model_dump() if profile.sim is not None else {}
-    if profile.server.launcher == "sim" and sim_then is not None and sim_then != sim_now:
-        notes.append(f"the reused baseline's simulator settings were {sim_then}, this profile's are {sim_now}")
-    run["run_dir"] = str(d)
-    return run, notes
 
 
 def tune_candidates(profile) -> tuple[list | None, str | None]:
@@ -339,20 +134,6 @@ class _Explorer:
     def to_json(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "concurrency": self.concurrency, "launches": self.launches,
                 "applies_to": "exploration and live launches (never the baseline, the final A/B or the schedule)"}
-
-
-def _time_left(t_start: float, max_time_s: float | None, log: LaunchLog, launches: int = 1) -> str | None:
-    """None while ``launches`` more launches fit in ``max_time_s`` (the longest launch so far, each);
-    else why not (the tune's stop reason)."""
-    if max_time_s is None:
-        return None
-    used = time.monotonic() - t_start
-    walls = [e.wall_s for e in log.entries if e.wall_s]
-    per = max(walls) if walls else 0.0
-    if used + launches * per <= max_time_s:
-        return None
-    return (f"time budget of {max_time_s:.0f} s: {used:.0f} s used and {'a launch' if launches == 1 else f'{launches} launches'} "
-            f"take{'s' if launches == 1 else ''} up to {launches * per:.0f} s (the longest so far)")
 
 
 # -- the loop ------------------------------------------------------------------------------------
@@ -451,14 +232,6 @@ def _final_comparison(records_of: dict, start, best, profile, opts, say) -> dict
     return cmp
 
 
-def _by_purpose(log: LaunchLog) -> dict[str, int]:
-    """Launches per role, in the order roles first appear (the report's ``launches_by_purpose``)."""
-    out: dict[str, int] = {}
-    for e in log.entries:
-        out[e.role] = out.get(e.role, 0) + 1
-    return out
-
-
 def _recommendation(best, sched: dict | None, pays: bool | None, concurrency: int) -> dict[str, Any]:
     """What to launch, per load range (the report's ``recommendation``): ``{"ranges": [{"from", "to",
     "launch": "static" | "adaptive" | "none", "settings", "basis"}], "text"}`` — the static pick at the
@@ -507,7 +280,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         max_time_s: wall-clock budget (s) of the whole tune: no launch starts (exploration, live,
             final A/B, schedule) that would end past it, judged by the longest launch so far; the
             stop reason says so.  The first two launches (baseline, start) always run.
-        baseline_run: a RUN without speculation measured earlier (:func:`load_baseline_run`) in
+        baseline_run: a RUN without speculation measured earlier (:func:`specdash.bench.baseline.load_baseline_run`) in
             place of the baseline launch; ``baseline_notes`` go into the report.
         max_launches: every launch of the tune at most (baseline included); default
             :data:`LIVE_MAX_LAUNCHES` with ``live``, none without.  The last two go to the adaptive
@@ -654,7 +427,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         if nxt is None:
             say(f"tune: stop — {planner.reason}")
             break
-        if nxt != planner.start and (stop_note := _time_left(t_start, max_time_s, log)):
+        if nxt != planner.start and (stop_note := time_left(t_start, max_time_s, log)):
             say(f"tune: stop — {stop_note} (next would have been {nxt.label()})")
             break
         if (cap := cap_reached("exploration")) is not None:
@@ -688,7 +461,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
     winner = profiles.get(best) or (profile if best == planner.start else
                                     variant(profile, best.steps, best.topk, best.draft_tokens))
     cmp = None
-    ab_note = _time_left(t_start, max_time_s, log, 3 if fresh_ab else 1) if final_ab and best != planner.start else None
+    ab_note = time_left(t_start, max_time_s, log, 3 if fresh_ab else 1) if final_ab and best != planner.start else None
     if not final_ab:
         say(f"tune: best {best.label()} (no final A/B: asked for)")
     elif ab_note:
@@ -726,7 +499,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         live_plan.batch_sizes = list(explorer.full_capture)  # the live launches captured a cut list
     from specdash.bench.schedule import verification_wanted
 
-    if scheduling and (sched_note := _time_left(t_start, max_time_s, log, 2)):
+    if scheduling and (sched_note := time_left(t_start, max_time_s, log, 2)):
         say(f"tune: adaptive config skipped — {sched_note}")
     elif scheduling and max_launches is not None and int(max_launches) - len(log.entries) < 2 and \
             verification_wanted(measurements, best, baseline, version=version, concurrency=explorer.concurrency,
@@ -771,7 +544,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
             "why_two_tiers": live_plan.WHY_TWO if live_plan else None,
         },
         "launches": len(log.entries),
-        "launches_by_purpose": _by_purpose(log),
+        "launches_by_purpose": by_purpose(log),
         "exploration_launches": explore_n,
         "launch_log": log.to_json(),
         "stop_reason": stop_note or planner.reason,
@@ -814,107 +587,3 @@ def write_tune_report(out: Path, report: dict) -> Path:
     atomic_write_json(path / "tune.json", report)
     (path / "advice.txt").write_text(report["advice_text"] + "\n", encoding="utf-8")
     return path
-
-
-def _s(v, nd: int = 1) -> str:
-    return "—" if v is None else f"{v:.{nd}f}"
-
-
-def _render_fast_start(report: dict) -> list[str]:
-    """The exploration start-up per launch: ``launch #N steps/topk/draft: flags — what they save; why
-    a flag was not added`` (the planner's notes), or one summary line for a report without them."""
-    log = report.get("launch_log") or []
-    fast = [e for e in log if e.get("fast_start")]
-    plans = (report.get("fast_explore") or {}).get("launches") or []
-    prepared = [e for e in log if e.get("role") in ("explore", "live")]
-    if not (report.get("fast_explore") or {}).get("enabled") or not (fast or plans):
-        return []
-    if len(plans) != len(prepared):
-        flags = sorted({" ".join(e["fast_start"]) for e in fast})
-        return [f"  exploration start-up: {len(fast)} launch(es) with {'; '.join(flags)} "
-                "(never the baseline or the final A/B; --full-start turns it off)"]
-    out = ["  exploration start-up, per launch (never the baseline or the final A/B; --full-start turns it off):"]
-    for e, plan in zip(prepared, plans, strict=True):
-        st = e.get("settings") or {}
-        lab = (f" {st.get('speculative_num_steps')}/{st.get('speculative_eagle_topk')}/"
-               f"{st.get('speculative_num_draft_tokens')}" if st else "")
-        if e.get("tiers"):
-            lab = f" tiers {'/'.join(map(str, e['tiers']))}"
-        what = " ".join(plan.get("flags") or []) or "as the profile says"
-        why = "; ".join([*(f"saves {x}" for x in plan.get("saved") or []), *(plan.get("notes") or [])])
-        out.append(f"    launch #{e['id'] + 1}{lab}: {what}" + (f" — {why}" if why else ""))
-    return out
-
-
-def render_live(report: dict) -> str:
-    """The launches, the measured settings by source, the live pairs and the time used, as text."""
-    out = []
-    live = report.get("live")
-    if live and not live.get("used"):
-        out.append(f"tune --live fell back to relaunches: {live.get('note')}")
-    by_role: dict[str, int] = {}
-    for e in report.get("launch_log") or []:
-        by_role[e["role"]] = by_role.get(e["role"], 0) + 1
-    roles = ", ".join(f"{n} {r}" for r, n in by_role.items())
-    out.append(f"tune: {report['launches']} launches ({roles}); {report['exploration_launches']} of the budget "
-               f"of {report['budget']}")
-    rows = report.get("measured") or []
-    concs = sorted({int(r.get("concurrency") or 1) for r in rows if r.get("settings")})
-    main = int(((report.get("fast_explore") or {}).get("concurrency")) or (concs[0] if concs else 1))
-    for c in sorted(concs, key=lambda x: (x != main, x)):  # one table per concurrency, the tune's first
-        what = "the tune's concurrency" if c == main else "for the adaptive schedule, not compared with the above"
-        out.append(f"  concurrency {c} ({what}):")
-        out.append("    source  launch  steps/topk/draft  tok/s      95 % interval        τ     (launch: #N of the "
-                   "progress lines)")
-        for r in rows:
-            if int(r.get("concurrency") or 1) != c and r.get("settings"):
-                continue
-            if not r.get("settings") and c != main:
-                continue
-            st = r.get("settings")
-            lab = "no speculation" if not st else (f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/"
-                                                   f"{st['speculative_num_draft_tokens']}")
-            iv = r.get("interval")
-            ivs = f"[{iv[0]:.1f}, {iv[1]:.1f}]" if iv else "—"
-            out.append(f"    {r['source']:<6}  {'#' + str(r['launch'] + 1) if r['launch'] is not None else '—':>6}  "
-                       f"{lab:<16}  {_s(r['output_tok_s']):>9}  {ivs:<19}  {_s(r['accept_length'], 2):>5}"
-                       + (f"  ({r['for']})" if r.get("for") and c == main else ""))
-    pos = [r for r in report.get("measured") or [] if r.get("settings") and r.get("expected_accept_by_position")]
-    if pos:
-        out.append("  acceptance by draft position (accepted ÷ reached; measured from the verify-round histogram, "
-                   "the advisor's expectation after the last fit):")
-    for r in pos:
-        st = r["settings"]
-        lab = f"{st['speculative_num_steps']}/{st['speculative_eagle_topk']}/{st['speculative_num_draft_tokens']}"
-        meas = " ".join(_s(x.get("rate"), 3) for x in r.get("accept_by_position") or []) or "— (a tier)"
-        out.append(f"    {lab:<9} measured {meas}; expected "
-                   + " ".join(_s(x.get("rate"), 3) for x in r["expected_accept_by_position"]))
-    for k, p in enumerate((live or {}).get("pairs") or [], 1):
-        sp = p.get("speedup") or {}
-        ci = sp.get("ci95") or [None, None]
-        a, b = p["tiers"]
-        out.append(f"  live launch {k}: steps {b} over {a} ×{_s(sp.get('b_over_a'), 3)} "
-                   f"[{_s(ci[0], 3)}, {_s(ci[1], 3)}] over {p['pairs']} paired windows ({sp.get('verdict')}); "
-                   f"{p['discarded_after_switch']} decode lines after switches discarded")
-    sched = report.get("adaptive_schedule") or {}
-    if sched.get("verification") or sched.get("predicted"):
-        out.append("  adaptive schedule against the pick, by concurrency (apart from the tables above):")
-        for r in sched.get("verification") or []:
-            ci = r.get("ci95") or [None, None]
-            out.append(f"    c{r['concurrency']}: adaptive {_s(r.get('adaptive_total_tok_s'))} vs static "
-                       f"{_s(r.get('static_total_tok_s'))} tok/s (per request {_s(r.get('adaptive_tok_s'))} vs "
-                       f"{_s(r.get('static_tok_s'))}: ×{_s(r.get('speedup'), 3)} [{_s(ci[0], 3)}, {_s(ci[1], 3)}], "
-                       f"{r.get('verdict')}); predicted ×{_s(r.get('predicted_gain'), 3)}; "
-                       f"{_s(r.get('switches'), 0)} tier switches")
-        if not sched.get("verification"):
-            for r in sched.get("predicted") or []:
-                out.append(f"    c{r['concurrency']}: predicted ×{_s(r.get('gain'), 3)} (not verified)")
-    rec = report.get("recommendation") or {}
-    if rec.get("text"):
-        out.append(f"  recommendation: {rec['text']}")
-    out.extend(_render_fast_start(report))
-    t = report.get("time") or {}
-    out.append(f"  time: {_s(t.get('wall_s'))} s wall; start-up of the measuring launches {_s(t.get('measuring_startup_s'))} s"
-               f" vs ≈ {_s(t.get('relaunch_estimate_s'))} s for a relaunch per measured setting "
-               f"({t.get('settings_measured')} × {_s(t.get('time_to_ready_s_median'))} s to ready)")
-    return "\n".join(out)

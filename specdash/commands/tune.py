@@ -88,7 +88,8 @@ def tune_main(argv: list[str]) -> int:
 def _tune(args: argparse.Namespace, progress) -> int:
     from specdash import bounded as B
     from specdash.bench.runner import RunOptions
-    from specdash.bench.tune import render_live, tune, write_tune_report
+    from specdash.bench.tune import tune, write_tune_report
+    from specdash.bench.tune_text import render_live
     from specdash.profile import load_profile, load_suite
     from specdash.sglang.process import install_signal_handlers
 
@@ -136,7 +137,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
     suite = load_suite(args.suite)
     base_run, base_notes = None, []
     if args.baseline_from:
-        from specdash.bench.tune import BaselineRunError, load_baseline_run
+        from specdash.bench.baseline import BaselineRunError, load_baseline_run
 
         try:
             base_run, base_notes = load_baseline_run(Path(args.baseline_from), profile, suite)

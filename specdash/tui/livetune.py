@@ -166,8 +166,8 @@ def _label(settings: dict | None) -> str:
 
 def tune_text(status: TuneStatus) -> str:
     """The Suggestions panel's live-tune section as plain text: state, the tune's summary
-    (:func:`specdash.bench.tune.render_live`) once it finished, and the newest progress lines."""
-    from specdash.bench.tune import render_live
+    (:func:`specdash.bench.tune_text.render_live`) once it finished, and the newest progress lines."""
+    from specdash.bench.tune_text import render_live
 
     if status.started is None:
         return ""
