@@ -101,12 +101,10 @@ def sim_scenario_finding(profile: Profile):
     bundled scenario nor a readable scenario file (the simulator would refuse to start); else None."""
     if profile.server.launcher != "sim":
         return None
-    from specdash.eagle3.findings import Finding
-    from specdash.sim.scenario import ScenarioError, load_scenario, scenario_names
-
     from pathlib import Path
 
-    from specdash.sim.scenario import SCENARIO_DIR
+    from specdash.eagle3.findings import Finding
+    from specdash.sim.scenario import SCENARIO_DIR, ScenarioError, load_scenario, scenario_names
 
     ref = profile.sim.scenario_ref(profile)
     try:

@@ -15,17 +15,8 @@ import pytest
 
 from specdash.bench.rundir import RunDir
 from specdash.bench.runner import ProfileRun, RunOptions
-from specdash.collect.stream import (
-    CONTEXT_BUCKETS,
-    PERCENTILES,
-    RunStats,
-    SpecTotals,
-    ValuePool,
-    distribution_ms,
-    meets_slo,
-    percentiles_from_counts,
-    tpot_s,
-)
+from specdash.collect.columns import PERCENTILES, ValuePool, distribution_ms, percentiles_from_counts
+from specdash.collect.stream import CONTEXT_BUCKETS, RunStats, SpecTotals, meets_slo, tpot_s
 from specdash.profile import load_profile, parse_suite
 from specdash.sglang.positions import accept_fields
 

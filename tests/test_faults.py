@@ -229,9 +229,8 @@ def test_tunes_resume_hint_works_for_its_baseline(tmp_path, capsys):
 def test_variant_record_rebuilds_the_profile_and_never_holds_a_secret(tmp_path, monkeypatch):
     """The manifest's ``variant`` makes tune's derived profiles again exactly; a variant whose change
     involves a secret is not recorded (it cannot be rebuilt from the file without writing the secret)."""
-    from specdash.profile.variants import variant
     from specdash.profile import load_profile, redacted_profile_data
-    from specdash.profile.variants import apply_variant, profile_variant, variant_record
+    from specdash.profile.variants import apply_variant, profile_variant, variant, variant_record
 
     monkeypatch.setenv("H23A_KEY", "sk-secret-123")
     path = sim_profile(tmp_path, "keyed")

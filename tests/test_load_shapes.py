@@ -19,7 +19,8 @@ from specdash.bench.arrivals import arrival_offsets, inter_arrival_gaps
 from specdash.bench.rundir import CSV_COLUMNS, RunDir, csv_row
 from specdash.bench.runner import RunOptions, run_one, send_suite_rate
 from specdash.cli import main
-from specdash.collect.stream import RunStats, distribution_ms, meets_slo, parse_slo
+from specdash.collect.columns import distribution_ms
+from specdash.collect.stream import RunStats, meets_slo, parse_slo
 from specdash.commands.bench import render_table
 from specdash.profile import load_profile
 from tests.test_bench import sim_profile, small_suite

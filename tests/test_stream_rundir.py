@@ -7,7 +7,8 @@ import json
 import pytest
 
 from specdash.bench.rundir import RunDir
-from specdash.collect.stream import RunStats, add_histograms, distribution_ms, tpot_s
+from specdash.collect.columns import distribution_ms
+from specdash.collect.stream import RunStats, add_histograms, tpot_s
 
 
 def _rec(n, verify, correct, proposed, hist, t0, e2e, ttft=0.05, ok=True, segment=0):

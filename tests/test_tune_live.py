@@ -16,10 +16,10 @@ import httpx
 import pytest
 
 from specdash.advisor import Measurement, Settings, TunePlanner, adaptive_schedule, chain
+from specdash.bench.launches import LaunchEntry, LaunchLog, time_summary
 from specdash.bench.live import LivePlan, live_unavailable, tier_phases
 from specdash.bench.runner import RunOptions
 from specdash.bench.schedule import default_sweep, release_slots, render
-from specdash.bench.launches import LaunchEntry, LaunchLog, time_summary
 from specdash.bench.tune import tune
 from specdash.cli import main
 from specdash.profile import load_profile, parse_suite

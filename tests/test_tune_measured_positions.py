@@ -21,9 +21,9 @@ import pytest
 from specdash.advisor import Measurement, Settings, TunePlanner, advise, fit_acceptance
 from specdash.advisor.acceptance import PRIOR_ROUNDS, chain_position_counts
 from specdash.advisor.advise import chain_tau_bounds
-from specdash.bench.runner import RunOptions
 from specdash.bench.baseline import BaselineRunError, load_baseline_run
 from specdash.bench.launches import LaunchLog, time_left
+from specdash.bench.runner import RunOptions
 from specdash.bench.tune import tune, tune_candidates
 from specdash.profile import load_profile, parse_suite
 from tests.test_bench import sim_profile

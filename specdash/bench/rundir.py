@@ -402,7 +402,7 @@ class RunDir:
         into a :class:`~specdash.collect.stream.RunStats` that keeps none of them (its running sums,
         compact columns and done keys only: :meth:`RunStats.fold`), and 1 + the highest ``segment``
         seen (0 for an empty file).  Streamed: memory is the statistics' (about 100 bytes per
-        record plus the ITL tables, :class:`~specdash.collect.stream.ValuePool`), not the file's.
+        record plus the ITL tables, :class:`~specdash.collect.columns.ValuePool`), not the file's.
         The result of a :meth:`done_keys` call on the unchanged file (same size and mtime) is handed
         out once instead of reading the file again."""
         from specdash.collect.stream import RunStats

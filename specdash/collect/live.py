@@ -63,10 +63,11 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from specdash.collect.columns import distribution_ms
 from specdash.collect.exporter import ExporterReading, ExporterTarget, read_exporter, read_exporters
 from specdash.collect.gpu import GpuSample, gpus_from_sim, nvml_status, read_gpus
 from specdash.collect.proc import ProcSample, ProcTreeSampler
-from specdash.collect.stream import RunStats, distribution_ms, tpot_s
+from specdash.collect.stream import RunStats, tpot_s
 from specdash.collect.tiers import DEFAULT_DECODE_LOG_INTERVAL, TierStats, TierTracker
 from specdash.sglang.effective import SpecSettings
 

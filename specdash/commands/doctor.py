@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdash.commands.errors import ExitCode, UsageError, run, Parser
+from specdash.commands.errors import ExitCode, Parser, UsageError, run
 from specdash.launch import sim_scenario_finding  # noqa: F401  (kept importable from here)
 
 PROG = "specdash doctor"

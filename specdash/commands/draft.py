@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from specdash.commands.errors import ExitCode, run, Parser
+from specdash.commands.errors import ExitCode, Parser, run
 
 
 def draft_command(argv: list[str]) -> int:

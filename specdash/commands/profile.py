@@ -17,7 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from specdash.commands.errors import ExitCode, run, Parser
+from specdash.commands.errors import ExitCode, Parser, run
 from specdash.profile import (
     Profile,
     ProfileError,

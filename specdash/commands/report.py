@@ -34,7 +34,7 @@ import json
 from pathlib import Path
 
 from specdash import DEFAULT_SUITE
-from specdash.commands.errors import ExitCode, UsageError, VerificationFailed, run, url_problem, Parser
+from specdash.commands.errors import ExitCode, Parser, UsageError, VerificationFailed, run, url_problem
 
 REPORT_PROG = "specdash report"
 COMPARE_PROG = "specdash compare"

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from specdash import DEFAULT_SUITE
-from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, UsageError, run, Parser
+from specdash.commands.errors import INTERRUPTED_RUN, ExitCode, Parser, UsageError, run
 
 PROG = "specdash tune"
 

@@ -47,7 +47,7 @@ def rule_flags(ctx: RuleContext) -> None:
                     f"layers, defaults, rewrites) are judged as the nearest known release's, which {ctx.version} "
                     "may not follow", "specdash's flag lists and release rules come from the released wheels "
                     f"(specdash/sglang/facts/, from {oldest} on); what an older release parses, refuses or rewrites is "
-                    "not known to it.", f"check the version on the server host (`python -c 'import sglang; "
+                    "not known to it.", "check the version on the server host (`python -c 'import sglang; "
                     "print(sglang.__version__)'`); if it is right, compare the flags with `python -m sglang.launch_server "
                     "--help` there, or upgrade to a release specdash knows",
                     version=ctx.version, oldest_known=str(oldest))
