@@ -135,7 +135,7 @@ def test_advisor_expectation_for_settings_not_launched():
 
 
 def test_bench_table_prints_positions():
-    from specdash.commands.bench import render_positions
+    from specdash.commands.tables import render_positions
 
     run = {"accept_by_position": accept_by_position(REAL_HIST, 6, 7), "accept_by_position_source": "histogram"}
     lines = render_positions(run, expected=[{"rate": 0.66}, {"rate": 0.70}])

@@ -417,7 +417,7 @@ def test_any_run_directory_is_read_or_refused(tmp_path, manifest, summary, recor
     from specdash.bench.html import render_report
     from specdash.bench.rundir import RunDir
     from specdash.bench.sources import ReportError, load_source
-    from specdash.commands.bench import read_run_manifest
+    from specdash.commands.bench_args import read_run_manifest
     from specdash.commands.compare import compare_dirs
     from specdash.commands.errors import UsageError
     from specdash.commands.report import foreign_values

@@ -21,7 +21,7 @@ from specdash.bench.runner import RunOptions, run_one, send_suite_rate
 from specdash.cli import main
 from specdash.collect.columns import distribution_ms
 from specdash.collect.stream import RunStats, meets_slo, parse_slo
-from specdash.commands.bench import render_table
+from specdash.commands.tables import render_table
 from specdash.profile import load_profile
 from tests.test_bench import sim_profile, small_suite
 

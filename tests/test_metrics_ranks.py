@@ -12,7 +12,7 @@ import pytest
 
 from specdash.bench.adaptive import rank_breakdown, rank_label, slow_ranks
 from specdash.cli import main
-from specdash.commands.bench import render_ranks
+from specdash.commands.tables import render_ranks
 from specdash.sglang.metrics import counter_delta, counter_deltas_by, counter_rate, parse_metrics, rank_deltas
 from tests.test_bench import sim_profile
 

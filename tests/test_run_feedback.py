@@ -7,7 +7,8 @@ import io
 import re
 
 from specdash.bench.runner import CLIENT_CPU_BOUND, client_load
-from specdash.commands.bench import Progress, render_table
+from specdash.commands.bench import Progress
+from specdash.commands.tables import render_table
 
 
 class _Tty(io.StringIO):

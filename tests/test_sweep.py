@@ -252,7 +252,7 @@ def test_compare_two_rate_sweeps_pairs_within_each_rate(rate_sweep, capsys):
 
 def test_rate_sweep_flags(tmp_path, capsys):
     from specdash.cli import _main_parser
-    from specdash.commands.bench import _check_args
+    from specdash.commands.bench_args import check_args
 
     prof = sim_profile(tmp_path, "s")
     for extra, msg in ((["--sweep", "request_rate=1,2", "--request-rate", "3"], "sets the request rates itself"),
@@ -264,7 +264,7 @@ def test_rate_sweep_flags(tmp_path, capsys):
     # the in-flight cap and the arrival shape go with a rate sweep
     args = _main_parser().parse_args(["--bench", "--profile", str(prof), "--sweep", "request_rate=1,2",
                                       "--concurrency", "8", "--burstiness", "0.5"])
-    _check_args(args)
+    check_args(args)
     assert args.sweep_spec.points == (1.0, 2.0)
 
 

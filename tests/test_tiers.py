@@ -15,7 +15,7 @@ import pytest
 from specdash.advisor import Measurement, PhaseTimes
 from specdash.bench.runner import ProfileRun, RunOptions
 from specdash.collect.tiers import TierTracker, paired_windows, tier_stats
-from specdash.commands.bench import render_table
+from specdash.commands.tables import render_table
 from specdash.profile import load_profile, parse_suite
 from specdash.sglang import adaptive as A
 
@@ -441,7 +441,7 @@ def test_switch_lag_two_lines_as_on_the_real_testbed():
 
 
 def test_render_tiers_says_when_the_rows_cover_part_of_the_run():
-    from specdash.commands.bench import render_tiers
+    from specdash.commands.tables import render_tiers
 
     tier = {"speculative_num_steps": 3, "speculative_num_draft_tokens": 4, "verify_rounds": 240, "output_tokens": 700,
             "accept_length": 2.9, "accept_rate": 0.6, "output_tok_s": 300.0, "share": 1.0}

@@ -307,7 +307,7 @@ def _overlay(sides: list[Side]) -> dict[str, Any] | None:
 
 def render_many(payload: dict[str, Any]) -> str:
     """The N-side table, each side over the reference, and the overlay, as text."""
-    from specdash.commands.bench import _fmt
+    from specdash.commands.tables import fmt
 
     sides = payload["sides"]
     by_name = {c["b"]: c for c in payload["comparisons"]}
@@ -320,11 +320,11 @@ def render_many(payload: dict[str, Any]) -> str:
             vs = "reference"
         else:
             lo, hi = c.get("ci95") or (None, None)
-            vs = f"×{_fmt(c.get('speedup'), 3)} [{_fmt(lo, 3)}, {_fmt(hi, 3)}] {c.get('verdict')}"
-        pos = " ".join(_fmt(r.get("rate"), 2) for r in s.get("accept_by_position") or []) or "—"
-        rows.append([s["name"] + (" (sim)" if s.get("simulated") else ""), s["tool"], _fmt(s.get("output_tok_s")),
-                     _fmt(s.get("ttft_ms_p50"), 1), _fmt(s.get("tpot_ms_p50"), 2), _fmt(s.get("itl_ms_p50"), 2),
-                     _fmt(s.get("accept_length"), 2), _fmt(s.get("accept_rate"), 3), pos, vs])
+            vs = f"×{fmt(c.get('speedup'), 3)} [{fmt(lo, 3)}, {fmt(hi, 3)}] {c.get('verdict')}"
+        pos = " ".join(fmt(r.get("rate"), 2) for r in s.get("accept_by_position") or []) or "—"
+        rows.append([s["name"] + (" (sim)" if s.get("simulated") else ""), s["tool"], fmt(s.get("output_tok_s")),
+                     fmt(s.get("ttft_ms_p50"), 1), fmt(s.get("tpot_ms_p50"), 2), fmt(s.get("itl_ms_p50"), 2),
+                     fmt(s.get("accept_length"), 2), fmt(s.get("accept_rate"), 3), pos, vs])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
@@ -345,6 +345,6 @@ def render_many(payload: dict[str, Any]) -> str:
             cells = []
             for n in names:
                 v = p.get(n)
-                cells.append((f"{_fmt(v.get('output_tok_s'))} ({_fmt(v.get('accept_length'), 2)})" if v else "—").rjust(24))
+                cells.append((f"{fmt(v.get('output_tok_s'))} ({fmt(v.get('accept_length'), 2)})" if v else "—").rjust(24))
             out.append("  " + "  ".join([f"{p[ov['variable']]:>11g}", *cells]))
     return "\n".join(out)

@@ -150,7 +150,7 @@ def _compare(args: argparse.Namespace) -> int:
         with foreign_values(args.sides):
             cmp = compare_pair(Side(args.sides[0], point=args.concurrency), Side(args.sides[1], point=args.concurrency))
         return _print_comparison(args, cmp)
-    from specdash.commands.bench import withhold_speedup
+    from specdash.commands.tables import withhold_speedup
 
     with foreign_values(args.sides):
         payload = compare_many(args.sides, concurrency=args.concurrency)
@@ -241,7 +241,7 @@ def _compare_urls(args: argparse.Namespace, progress) -> int:
 
 
 def _print_comparison(args: argparse.Namespace, cmp: dict) -> int:
-    from specdash.commands.bench import withhold_speedup
+    from specdash.commands.tables import withhold_speedup
 
     failed = cmp.pop("_failed")
     if failed and not args.allow_unverified:
@@ -264,26 +264,26 @@ def _print_comparison(args: argparse.Namespace, cmp: dict) -> int:
 
 def render_compare_text(cmp: dict) -> str:
     """The comparison as text: the A/B block, the two sides, each concurrency, the notes."""
-    from specdash.commands.bench import _fmt, render_comparison
+    from specdash.commands.tables import fmt, render_comparison
 
     out = [render_comparison(cmp)]
     ov = cmp.get("overall") or {}
     for side in ("a", "b"):
         s = ov.get(side) or {}
-        out.append(f"  {side.upper()}: {cmp.get(side)}: {s.get('requests')} requests, {_fmt(s.get('tok_s'))} tok/s "
-                   f"(mean per request), TPOT {_fmt(s.get('tpot_ms'), 2)} ms, accept length "
-                   f"{_fmt(s.get('accept_length'), 3)}, accept rate {_fmt(s.get('accept_rate'), 3)}")
+        out.append(f"  {side.upper()}: {cmp.get(side)}: {s.get('requests')} requests, {fmt(s.get('tok_s'))} tok/s "
+                   f"(mean per request), TPOT {fmt(s.get('tpot_ms'), 2)} ms, accept length "
+                   f"{fmt(s.get('accept_length'), 3)}, accept rate {fmt(s.get('accept_rate'), 3)}")
         if s.get("accept_by_position"):
             out.append(f"     by draft position (accepted ÷ reached, {s.get('accept_by_position_source')}): "
-                       + " ".join(_fmt(r.get("rate"), 3) for r in s["accept_by_position"]))
+                       + " ".join(fmt(r.get("rate"), 3) for r in s["accept_by_position"]))
     from specdash.bench.points import point_label
 
     var = "request_rate" if "per_request_rate" in cmp else "concurrency"
     for p in cmp.get(f"per_{var}") or []:
         lo, hi = p.get("ci95") or (None, None)
-        out.append(f"  {point_label(var, p.get(var))}: {_fmt(p.get('a_tok_s'))} → {_fmt(p.get('b_tok_s'))} tok/s "
-                   f"(×{_fmt(p.get('throughput_ratio'), 3)} throughput), per-request speedup {_fmt(p.get('speedup'), 3)}× "
-                   f"(95 % CI {_fmt(lo, 3)}–{_fmt(hi, 3)}, {p.get('pairs')} pairs): {p.get('verdict')}")
+        out.append(f"  {point_label(var, p.get(var))}: {fmt(p.get('a_tok_s'))} → {fmt(p.get('b_tok_s'))} tok/s "
+                   f"(×{fmt(p.get('throughput_ratio'), 3)} throughput), per-request speedup {fmt(p.get('speedup'), 3)}× "
+                   f"(95 % CI {fmt(lo, 3)}–{fmt(hi, 3)}, {p.get('pairs')} pairs): {p.get('verdict')}")
     if cmp.get("break_even_concurrency") is not None:
         out.append(f"  break-even concurrency ≈ {cmp['break_even_concurrency']:.1f}")
     elif cmp.get("break_even_request_rate") is not None:

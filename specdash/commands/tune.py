@@ -169,7 +169,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
     print(f"tune: best {label} ({report['stop_reason']})")
     rec = report.get("recommendation") or {}  # render_live printed it (and the progress lines the schedule's verdict)
     if report["comparison"]:
-        from specdash.commands.bench import render_comparison
+        from specdash.commands.tables import render_comparison
 
         print(render_comparison(report["comparison"]))
     if report["preset"]:
