@@ -328,7 +328,7 @@ async def test_gpu_panel_shows_two_nodes_from_exporters(tmp_path: Path) -> None:
     exporter is named with its reason."""
     import psutil
 
-    from specdash.collect.live import PollIntervals
+    from specdash.collect.snapshot import PollIntervals
     from specdash.tui.app import create_app
     from specdash.tui.session import ServerState
     from tests.test_tui import FAST, SIZE, config, screen_text, wait_for

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specdash.collect.live import PollIntervals
+from specdash.collect.snapshot import PollIntervals
 from specdash.tui.app import AppConfig, SpecdashApp, create_app
 from specdash.tui.session import ServerState
 
@@ -309,7 +309,7 @@ async def test_gpu_panel_says_why_without_nvml(tmp_path: Path) -> None:
     """No driver: the GPU panel names the reason (-no-gpu), it does not go blank."""
     from dataclasses import replace
 
-    from specdash.collect.live import GpuView
+    from specdash.collect.snapshot import GpuView
     from specdash.tui.frozen import frozen_view
 
     view = frozen_view("healthy")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from specdash.collect.live import LiveCollector, PollIntervals, request_sample, slim_record
+from specdash.collect.live import LiveCollector
 from specdash.collect.proc import ProcTreeSampler, alive_descendants, tree_pids, wait_gone
+from specdash.collect.snapshot import PollIntervals, request_sample, slim_record
 
 FAST = PollIntervals(metrics=0.2, server_info=0.4, gpu=0.3, logs=0.05)
 SIM_ARGS = ["--model-path", "sim:llama-3.1-8b", "--speculative-algorithm", "EAGLE3",

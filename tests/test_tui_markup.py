@@ -128,7 +128,7 @@ async def test_exporter_gpu_name_with_markup_is_shown_verbatim(tmp_path: Path) -
     """The repro: a (real HTTP) DCGM exporter whose ``modelName`` and ``Hostname`` hold markup, read by
     the dashboard attached to a simulated server: the GPU panel shows both as they are."""
     from specdash.collect.exporter import ExporterTarget
-    from specdash.collect.live import PollIntervals
+    from specdash.collect.snapshot import PollIntervals
     from specdash.sim.testing import SimProcess
     from specdash.tui.session import ServerState
     from tests.test_exporter import DCGM_A, FakeExporter

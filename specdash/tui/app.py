@@ -27,7 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from specdash.bench.rundir import find_baseline_run
-from specdash.collect.live import empty_snapshot
+from specdash.collect.snapshot import empty_snapshot
 from specdash.launch import PreflightBlocked
 from specdash.tui import keys
 from specdash.tui.advising import AdviceMixin

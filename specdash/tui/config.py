@@ -9,7 +9,7 @@ from typing import Any
 
 from specdash import DEFAULT_SUITE
 from specdash.collect.exporter import cli_targets
-from specdash.collect.live import PollIntervals
+from specdash.collect.snapshot import PollIntervals
 from specdash.tui.state import ViewState
 
 DEMO_SUITE = DEFAULT_SUITE

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 
 from specdash.collect.gpu import GpuProcess, GpuSample
-from specdash.collect.live import (
+from specdash.collect.proc import ProcSample
+from specdash.collect.snapshot import (
     DecodeWindow,
     GpuPoint,
     GpuView,
@@ -25,7 +26,6 @@ from specdash.collect.live import (
     TierChange,
     TierView,
 )
-from specdash.collect.proc import ProcSample
 from specdash.collect.tiers import TierStats
 from specdash.eagle3.findings import Finding
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState

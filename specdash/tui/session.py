@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from specdash.bench.rundir import RunDir
 from specdash.bench.watchdog import ServerFault, Watchdog, log_tail_lines, proc_state, resume_if_stopped
-from specdash.collect.live import LiveCollector, PollIntervals
+from specdash.collect.live import LiveCollector
+from specdash.collect.snapshot import PollIntervals
 from specdash.launch import READY_TIMEOUT_S, ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite, build_launch
 from specdash.tui.presets import PresetsMixin

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from specdash.collect.live import LiveSnapshot, empty_snapshot
+from specdash.collect.snapshot import LiveSnapshot, empty_snapshot
 from specdash.tui.session import LaunchInfo, LoadStatus, ServerState
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, RichLog, Static
 
-from specdash.collect.live import LogEntry
+from specdash.collect.snapshot import LogEntry
 from specdash.tui.state import ViewState
 
 #: kind → (margin mark, style of the line).
