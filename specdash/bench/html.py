@@ -34,18 +34,27 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from specdash.bench.compare import side_stats
-from specdash.bench.points import axis_name, break_even, point_label, sweep_var
+from specdash.bench.html_ab import comparison_section, headline, stories, story_section, tune_section
+from specdash.bench.html_parts import (
+    axis_col,
+    dl,
+    figure,
+    position_rows,
+    positions_chart,
+    settings_text,
+    stat,
+    table,
+    yes_no,
+)
+from specdash.bench.points import axis_name, break_even, point_label
 from specdash.bench.report import _ci, _fmt, _fractions
 from specdash.bench.sources import (
-    ReportError,
     Source,
     is_point,
-    load_source,
     read_gpu_samples,
     sources_sweep_var,
     sweep_speedups,
@@ -79,42 +88,6 @@ pre{background:#f7f7f7;padding:8px;overflow-x:auto;white-space:pre-wrap}
 """
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1) -> str:
-    """An HTML table; the first ``left`` columns are left-aligned; cells are escaped."""
-    def cell(tag: str, i: int, v: Any) -> str:
-        cls = ' class="l"' if i < left else ""
-        return f"<{tag}{cls}>{esc(v)}</{tag}>"
-
-    out = ["<table>", "<tr>" + "".join(cell("th", i, h) for i, h in enumerate(head)) + "</tr>"]
-    out += ["<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows]
-    out.append("</table>")
-    return "\n".join(out)
-
-
-def _dl(items: Sequence[tuple[str, Any]]) -> str:
-    return "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v not in (None, "")) + "</dl>"
-
-
-def _figure(svg: str) -> str:
-    return f"<figure>{svg}</figure>"
-
-
-def _stat(run: Mapping[str, Any], key: str, q: str) -> Any:
-    return (run.get(key) or {}).get(q)
-
-
-def _settings(eff: Mapping[str, Any] | None) -> str:
-    eff = eff or {}
-    if not eff.get("speculative_algorithm"):
-        return "no speculation"
-    return (f"{eff['speculative_algorithm']}: steps {eff.get('speculative_num_steps')}, topk "
-            f"{eff.get('speculative_eagle_topk')}, draft tokens {eff.get('speculative_num_draft_tokens')}")
-
-
-def _yes(v: Any) -> str | None:
-    return None if v is None else ("yes" if v else "no")
-
-
 def _run_label(run: Mapping[str, Any], n_runs: int) -> str:
     if n_runs > 1 and isinstance(run.get("sweep_point"), int) and isinstance(run.get("request_rate"), (int, float)) \
             and not isinstance(run.get("concurrency"), int):
@@ -138,21 +111,21 @@ def _run_section(src: Source) -> list[str]:
     rates = (m.get("sweep") or {}).get("request_rate")
     asked = m.get("asked") or {}
     eff = r0.get("effective") or m.get("effective")
-    asked_s = _settings(asked) if asked.get("speculative_algorithm") else None
+    asked_s = settings_text(asked) if asked.get("speculative_algorithm") else None
     ttr = m.get("time_to_ready_s")
     ver = r0.get("sglang_version") or m.get("sglang_version")
     src_v = m.get("version_source")
-    out.append(_dl([
+    out.append(dl([
         ("profile", src.name), ("profile file", r0.get("profile_path") or m.get("profile_path")),
         ("suite", r0.get("suite") or m.get("suite")), ("max tokens", r0.get("max_tokens") or m.get("max_tokens")),
         ("concurrency", ", ".join(map(str, sweep)) + " (sweep)" if sweep else r0.get("concurrency") or m.get("concurrency")),
         ("request rate (requests/s)", ", ".join(f"{x:g}" for x in rates) + " (sweep)" if rates else None),
-        ("speculative settings (effective, read back from the server)", _settings(eff)),
-        ("asked", asked_s if asked_s and asked_s != _settings(eff) else None),
+        ("speculative settings (effective, read back from the server)", settings_text(eff)),
+        ("asked", asked_s if asked_s and asked_s != settings_text(eff) else None),
         ("SGLang version", f"{ver}" + (f" (preflight judged {m.get('judged_sglang_version')}, version source: {src_v})"
                                         if src_v else "") if ver else None),
-        ("simulated", _yes(r0.get("simulated", m.get("simulated")))),
-        ("simulated acceptance (SGLANG_SIMULATE_ACC_LEN)", _yes(r0.get("acceptance_simulated"))),
+        ("simulated", yes_no(r0.get("simulated", m.get("simulated")))),
+        ("simulated acceptance (SGLANG_SIMULATE_ACC_LEN)", yes_no(r0.get("acceptance_simulated"))),
         ("attached to", m.get("url") if m.get("attached") else None),
         ("time to ready", f"{ttr:.1f} s" if isinstance(ttr, (int, float)) else None),
         ("GPUs", _gpus(m.get("gpus"))),
@@ -204,7 +177,7 @@ def _gpu_plots(src: Source) -> list[str]:
     if not charts:
         return []
     return [f"<h3>GPUs during the run{' (simulated)' if sim else ''}</h3>",
-            '<div class="charts">' + "".join(_figure(c) for c in charts) + "</div>",
+            '<div class="charts">' + "".join(figure(c) for c in charts) + "</div>",
             f'<p class="note">{len(samples)} readings ({"the simulator" if sim else "NVML"}, one a second while '
             "requests were in flight; gaps are the warm-ups between sweep points).</p>"]
 
@@ -225,9 +198,9 @@ def _contexts(runs: Sequence[Mapping[str, Any]], var: str = "concurrency") -> li
                          _fmt(g.get("request_tok_s_p50"), 1)])
     if not rows:
         return []
-    head = [*([_axis_col(var)] if several else []), "context tokens (prompt + completion)", "requests",
+    head = [*([axis_col(var)] if several else []), "context tokens (prompt + completion)", "requests",
             "accept length", "accept rate", "request tok/s p50"]
-    return ["<h3>Acceptance by context length</h3>", _table(head, rows)]
+    return ["<h3>Acceptance by context length</h3>", table(head, rows)]
 
 
 def _ranks(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -246,7 +219,7 @@ def _ranks(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     if not rows:
         return []
     head = [*(["run"] if several else []), "rank", "GPU s (device timer)", "decode tokens", "× median", ""]
-    return ["<h3>Scheduler ranks</h3>", _table(head, rows),
+    return ["<h3>Scheduler ranks</h3>", table(head, rows),
             '<p class="note">one row per scheduler series in /metrics (--enable-metrics-for-all-schedulers, DP or '
             "PP ranks); the run's figures above read one TP replica per group.</p>"]
 
@@ -280,23 +253,16 @@ def _run_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                      _fmt(r.get("output_tok_s"), 1), _fmt(r.get("request_throughput"), 2), *gp,
                      _fmt(r.get("requests")), _fmt(r.get("failed_requests")), _fmt(r.get("output_tokens")),
                      _fmt(r.get("duration_s"), 2),
-                     *(_fmt(_stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+                     *(_fmt(stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
                        for q in ("p50", "p90", "p99"))])
     slo = next((r.get("goodput_slo") for r in runs if r.get("goodput_slo")), None)
     slo_txt = (" goodput = requests/s meeting every SLO (" + ", ".join(f"{k} ≤ {v:g} ms" for k, v in slo.items())
                + ");") if isinstance(slo, Mapping) else ""
-    return ["<h3>Results</h3>", _table(head, rows),
+    return ["<h3>Results</h3>", table(head, rows),
             '<p class="note">accept length = tokens per verify round incl. the bonus token (Σ completion ÷ Σ verify '
             "rounds); accept rate = accepted ÷ proposed drafts; server τ = Δgeneration_tokens ÷ Δspec_verify_calls "
             "from /metrics; tok/s = output tokens ÷ (first request sent → last response finished); requests/s = "
             f"finished requests ÷ the same span;{esc(slo_txt)} E2E = request sent → last token.</p>"]
-
-
-def position_rows(run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A RUN's ``accept_by_position`` entries (``{position, reached, accepted, rate}``, position 1 … steps;
-    CONTRACTS "Additions (2026-12-02)"), sorted by position; ``[]`` when the RUN has none."""
-    rows = [p for p in run.get("accept_by_position") or [] if isinstance(p, Mapping) and p.get("position") is not None]
-    return sorted(rows, key=lambda p: p["position"])
 
 
 def _positions(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -310,21 +276,12 @@ def _positions(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     svg = positions_chart(with_pos, labels)
     rows = [[lab, p.get("position"), _fmt(p.get("reached")), _fmt(p.get("accepted")), _fmt(p.get("rate"), 3),
              _fmt(r.get("accept_by_position_source"))] for r, lab in zip(with_pos, labels) for p in position_rows(r)]
-    return ["<h3>Acceptance by draft position</h3>", _figure(svg),
-            _table(["run", "draft position", "rounds that reached it", "accepted", "rate", "source"], rows, left=1),
+    return ["<h3>Acceptance by draft position</h3>", figure(svg),
+            table(["run", "draft position", "rounds that reached it", "accepted", "rate", "source"], rows, left=1),
             '<p class="note">rate = accepted ÷ reached: the probability that draft position i is accepted when the '
             "verify round got that far (position 1 is the first draft token after the last accepted one); source "
             "<code>server</code> = SGLang's per-request fields, <code>histogram</code> = derived from the "
             "accepted-drafts histogram.</p>"]
-
-
-def positions_chart(runs: Sequence[Mapping[str, Any]], labels: Sequence[str], *, width: int = 640,
-                    height: int = 320) -> str:
-    """Acceptance rate against draft position, one line per RUN."""
-    series = [{"name": lab, "points": [(p["position"], p.get("rate")) for p in position_rows(r)]}
-              for r, lab in zip(runs, labels)]
-    return line_chart(series, title="acceptance by draft position", x_label="draft position",
-                      y_label="P(accepted | reached)", width=width, height=height, x_ticks=True)
 
 
 def _distributions(src: Source) -> list[str]:
@@ -346,7 +303,7 @@ def _distributions(src: Source) -> list[str]:
                                      y_label="fraction of requests ≤ x", width=380, height=260, markers=False))
     if not charts:
         return []
-    return ["<h3>Distributions</h3>", '<div class="charts">' + "".join(_figure(c) for c in charts) + "</div>",
+    return ["<h3>Distributions</h3>", '<div class="charts">' + "".join(figure(c) for c in charts) + "</div>",
             '<p class="note">per finished request: TTFT = sent → first token, TPOT = (last − first token) ÷ '
             "(tokens − 1), E2E = sent → last token.</p>"]
 
@@ -362,7 +319,7 @@ def _histogram(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                     y_label="fraction of verify rounds")
     counts = [[_run_label(r, len(runs)), *(" ".join(str(int(c)) for c in r.get("accept_histogram") or []),)]
               for r in runs if r.get("accept_histogram")]
-    return ["<h3>Accept-length histogram</h3>", _figure(svg), _table(["run", "verify rounds per k (k = 0, 1, …)"], counts,
+    return ["<h3>Accept-length histogram</h3>", figure(svg), table(["run", "verify rounds per k (k = 0, 1, …)"], counts,
                                                                        left=2)]
 
 
@@ -381,7 +338,7 @@ def _tiers(run: Mapping[str, Any], n_runs: int) -> list[str]:
              _fmt(100.0 * t["share"], 1) + " %" if t.get("share") is not None else "–", _fmt(t.get("verify_rounds")),
              _fmt(t.get("output_tokens")), _fmt(t.get("accept_length"), 3), _fmt(t.get("accept_rate"), 3),
              _fmt(t.get("output_tok_s"), 1)] for t in tiers]
-    return [*out, _table(["steps", "draft tokens", "share", "verify rounds", "output tokens", "accept length",
+    return [*out, table(["steps", "draft tokens", "share", "verify rounds", "output tokens", "accept length",
                           "accept rate", "tok/s"], rows, left=0)]
 
 
@@ -400,15 +357,15 @@ def _categories(src: Source) -> list[str]:
         rows.append([cat, *([c] if several else []), s["requests"], _fmt(s["tok_s"], 1), _fmt(s["accept_length"], 3),
                      _fmt(s["accept_rate"], 3)])
         by_cat[cat][c] = s["accept_length"]
-    head = ["category", *([_axis_col(var)] if several else []), "requests", "tok/s (mean per request)",
+    head = ["category", *([axis_col(var)] if several else []), "requests", "tok/s (mean per request)",
             "accept length", "accept rate"]
-    out = ["<h3>Acceptance per category</h3>", _table(head, rows)]
+    out = ["<h3>Acceptance per category</h3>", table(head, rows)]
     cats = sorted(by_cat)
     points = sorted({c for v in by_cat.values() for c in v}, key=lambda x: x or 0)
     series = [(point_label(var, c) if several else "accept length", [by_cat[cat].get(c) for cat in cats])
               for c in points]
     if any(v is not None for _, vs in series for v in vs):
-        out.append(_figure(bar_chart(cats, series, title="accept length per category", x_label="category",
+        out.append(figure(bar_chart(cats, series, title="accept length per category", x_label="category",
                                      y_label="accept length (tokens per verify round)")))
     return out
 
@@ -435,11 +392,6 @@ def _verification(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return ["<h3>Post-launch verification</h3>", *out] if out else []
 
 
-def _axis_col(var: str) -> str:
-    """A table column's head for a sweep axis."""
-    return "concurrency" if var == "concurrency" else "request rate (requests/s)"
-
-
 def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> list[str]:
     runs_src = [s for s in sources if s.kind == "run"]
     var = sources_sweep_var(runs_src)
@@ -453,7 +405,7 @@ def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> 
         series = [{"name": s.name, "points": [(r[var], r.get("output_tok_s")) for r in s.runs if is_point(r.get(var))]}
                   for s in runs_src]
         out += [f"<h2>Throughput against {name}</h2>",
-                _figure(line_chart(series, title=f"output tok/s against {name}", x_label=x_label,
+                figure(line_chart(series, title=f"output tok/s against {name}", x_label=x_label,
                                    y_label="output tok/s", log_x=True))]
     if bases and specs:
         base = bases[0]
@@ -461,13 +413,13 @@ def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> 
         out.append('<p class="note">speedup = geometric mean of the per-request tok/s ratios paired by prompt and '
                    f"repeat at each {name}, with its 95 % bootstrap interval.</p>")
         series = []
-        col = _axis_col(var)
+        col = axis_col(var)
         for s in specs:
             pts = sweep_speedups(s, base, var)
             rows = [[_fmt(p[var]), _fmt(p["output_tok_s"], 1), _fmt(p["baseline_tok_s"], 1),
                      _fmt(p["speedup"], 3), _ci(p["ci95"]), _fmt(p["verdict"]), _fmt(p["pairs"])] for p in pts]
             out.append(f"<h3>{esc(s.name)} over {esc(base.name)}</h3>")
-            out.append(_table([col, "tok/s", "baseline tok/s", "speedup", "95 % CI", "verdict", "pairs"], rows))
+            out.append(table([col, "tok/s", "baseline tok/s", "speedup", "95 % CI", "verdict", "pairs"], rows))
             if len(pts) >= 2:
                 be, be_ci, note = break_even(pts, var)
                 lo, hi = be_ci or (None, None)
@@ -479,258 +431,12 @@ def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> 
             series.append({"name": s.name, "points": [(p[var], p["speedup"]) for p in pts],
                            "band": [(p[var], *(p["ci95"] or (None, None))) for p in pts]})
         if speedup_chart and len({p[0] for s in series for p in s["points"]}) >= 2:
-            out.append(_figure(line_chart(series, title=f"speedup over {base.name} against {name}",
+            out.append(figure(line_chart(series, title=f"speedup over {base.name} against {name}",
                                           x_label=x_label, y_label="speedup (×)", log_x=True, ref_y=1.0)))
     return out
 
 
 # -- the story: the page's first screen -----------------------------------------------------------
-@dataclass
-class Story:
-    """A sweep against its baseline, as the page's first screen tells it: ``points`` in the sweep's shape
-    (``var``, ``speedup``, ``ci95``, ``verdict``, ``output_tok_s``, ``baseline_tok_s``, ``pairs``), the
-    break-even load and its interval, and the sweep's note."""
-
-    var: str
-    spec: Source
-    base: Source | None
-    points: list[dict]
-    break_even: float | None
-    break_even_ci95: Sequence[float | None] | None
-    note: str
-
-
-def _same_dir(a: Any, b: Path) -> bool:
-    try:
-        return Path(str(a)).resolve() == b.resolve()
-    except OSError:
-        return False
-
-
-def stories(sources: Sequence[Source]) -> tuple[list[Story], list[Source]]:
-    """The sweeps of ``sources`` told as stories, and the baseline directories loaded for them that were not
-    given (a sweep's ``sweep.json`` names its baseline directory: ``specdash report SWEEP_DIR`` alone tells
-    the whole story).  From ``sweep.json`` the sweep's own figures; two run directories without one (a
-    speculative and a plain one), the paired speedups recomputed from their records."""
-    runs = [s for s in sources if s.kind == "run"]
-    out, loaded = [], []
-    for spec in runs:
-        if not spec.sweep or not spec.speculative:
-            continue
-        var = sweep_var(spec.sweep)
-        others = [d for d in spec.sweep.get("run_dirs") or [] if not _same_dir(d, spec.path)]
-        base = next((s for s in [*runs, *loaded] if s is not spec and any(_same_dir(d, s.path) for d in others)), None)
-        for d in others if base is None else []:
-            try:
-                base = load_source(d)
-            except ReportError:
-                continue
-            loaded.append(base)
-            break
-        out.append(Story(var, spec, base, [p for p in spec.sweep["sweep"] if isinstance(p, dict)],
-                         spec.sweep.get(f"break_even_{var}"), spec.sweep.get("break_even_ci95"),
-                         str(spec.sweep.get("note") or "")))
-    if not out:
-        bases = [s for s in runs if not s.speculative]
-        var = sources_sweep_var(runs)
-        for spec in (s for s in runs if s.speculative and bases):
-            pts = sweep_speedups(spec, bases[0], var)
-            if len(pts) >= 2:
-                be, be_ci, note = break_even(pts, var)
-                out.append(Story(var, spec, bases[0], pts, be, be_ci, note))
-    return out, loaded
-
-
-def _verdict(st: Story) -> tuple[str, str]:
-    """(the first screen's headline sentence, its CSS class)."""
-    name = axis_name(st.var)
-    pts = sorted((p for p in st.points if p.get("speedup") is not None), key=lambda p: p[st.var])
-    if not pts:
-        return f"No paired speedup could be computed for this sweep. {st.note}", ""
-    lo_ci = [(p.get("ci95") or [None, None]) for p in pts]
-    faster = [c[0] is not None and c[0] > 1 for c in lo_ci]
-    slower = [c[1] is not None and c[1] < 1 for c in lo_ci]
-    first, last = pts[0], pts[-1]
-    unit = "" if st.var == "concurrency" else " requests/s"
-    curve = (f"speedup {first['speedup']:.2f}× at {name} {first[st.var]:g}{unit}, {last['speedup']:.2f}× at "
-             f"{last[st.var]:g}{unit}")
-    if st.break_even is not None:
-        lo, hi = st.break_even_ci95 or (None, None)
-        nd = 1 if st.var == "concurrency" else 2
-        ci = f" (95 % CI {_fmt(lo, nd)} – {_fmt(hi, nd)})" if lo is not None or hi is not None else ""
-        pays_low = first["speedup"] > 1
-        # the note restates the break-even ("… stops paying at about …"): not repeated here
-        return (f"Speculation {'pays up to' if pays_low else 'pays only above'} {name} ≈ {st.break_even:.{nd}f}{unit}"
-                f"{ci}: {curve}.", "ok" if pays_low else "bad")
-    if all(faster):
-        return (f"Speculation pays at every {name} swept: {curve}, every 95 % interval above 1; no break-even up to "
-                f"{last[st.var]:g}{unit} (sweep higher to find it).", "ok")
-    if all(slower):
-        return f"Speculation costs throughput at every {name} swept: {curve}. {st.note}", "bad"
-    return f"Speculation is neither clearly faster nor slower across the sweep: {curve}. {st.note}", ""
-
-
-def _by_point(src: Source | None, var: str) -> dict[Any, Mapping[str, Any]]:
-    return {r.get(var): r for r in (src.runs if src else []) if is_point(r.get(var))}
-
-
-def _story_section(st: Story) -> list[str]:
-    """Top first: the verdict; the speedup curve with its intervals and break-even; TTFT / TPOT / E2E against
-    load and the latency–throughput curve for both sides; per-position acceptance; the per-point table with
-    acceptance before timing; the settings."""
-    var, name = st.var, axis_name(st.var)
-    x_label = name if var == "concurrency" else "request rate (requests/s)"
-    base_name = st.base.name if st.base else str((st.spec.sweep or {}).get("baseline") or "baseline")
-    text, cls = _verdict(st)
-    out = [f'<h2 id="story">Does speculation pay? {esc(st.spec.name)} against {esc(base_name)}</h2>',
-           f'<p class="verdict {cls}">{esc(text)}</p>']
-    pts = sorted((p for p in st.points if is_point(p.get(var))), key=lambda p: p[var])
-    be_label = [(st.break_even, f"break-even ≈ {st.break_even:.3g}")] if st.break_even is not None else []
-    charts = [line_chart([{"name": st.spec.name, "points": [(p[var], p.get("speedup")) for p in pts],
-                           "band": [(p[var], *(p.get("ci95") or (None, None))) for p in pts]}],
-                         title=f"speedup over {base_name} against {name}", x_label=x_label + " (log scale)",
-                         y_label="speedup (×), 95 % CI", log_x=True, ref_y=1.0, vlines=be_label, width=400, height=260)]
-    spec_by, base_by = _by_point(st.spec, var), _by_point(st.base, var)
-    sides = [(st.spec.name, spec_by), *([(base_name, base_by)] if base_by else [])]
-    for key, label in (("tpot_ms", "TPOT"), ("ttft_ms", "TTFT"), ("e2e_ms", "E2E")):
-        series = [{"name": n, "points": [(x, _stat(r, key, "p50")) for x, r in sorted(by.items())]} for n, by in sides]
-        charts.append(line_chart(series, title=f"{label} p50 against {name}", x_label=x_label + " (log scale)",
-                                 y_label=f"{label} p50 ms", log_x=True, width=400, height=260))
-    lt = [{"name": n, "points": [(r.get("output_tok_s"), _stat(r, "tpot_ms", "p50")) for _, r in sorted(by.items())
-                                 if r.get("output_tok_s") is not None],
-           "labels": [point_label(var, x) for x, r in sorted(by.items()) if r.get("output_tok_s") is not None]}
-          for n, by in sides]
-    charts.append(line_chart(lt, title="latency–throughput: TPOT p50 against tok/s", x_label="output tok/s",
-                             y_label="TPOT p50 ms", width=400, height=260, x_ticks=False))
-    with_pos = [r for _, r in sorted(spec_by.items()) if position_rows(r)]
-    if with_pos:
-        charts.append(positions_chart(with_pos, [point_label(var, r.get(var)) for r in with_pos], width=400, height=260))
-    out.append('<div class="charts story">' + "".join(_figure(c) for c in charts) + "</div>")
-    rows = []
-    for p in pts:
-        x = p[var]
-        r, b = spec_by.get(x, {}), base_by.get(x, {})
-        rows.append([point_label(var, x), _fmt(p.get("speedup"), 3), _ci(p.get("ci95")), _fmt(p.get("verdict")),
-                     _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3), _fmt(r.get("server_accept_length"), 3),
-                     _fmt(p.get("output_tok_s"), 1), _fmt(p.get("baseline_tok_s"), 1),
-                     *(f"{_fmt(_stat(r, k, 'p50'), 2)} / {_fmt(_stat(b, k, 'p50'), 2)}" for k in ("ttft_ms", "tpot_ms",
-                                                                                                 "e2e_ms")),
-                     f"{_fmt(r.get('request_throughput'), 2)} / {_fmt(b.get('request_throughput'), 2)}"])
-    out.append(_table([_axis_col(var), "speedup", "95 % CI", "verdict", "accept length", "accept rate", "server τ",
-                       "tok/s", "baseline tok/s", "TTFT p50 ms (spec / base)", "TPOT p50 ms (spec / base)",
-                       "E2E p50 ms (spec / base)", "requests/s (spec / base)"], rows))
-    r0 = (st.spec.runs or [{}])[0]
-    m = st.spec.manifest
-    ds = m.get("dataset") if isinstance(m.get("dataset"), dict) else {}
-    rf = m.get("request_fields") if isinstance(m.get("request_fields"), dict) else {}
-    sampling = ", ".join(f"{k} {v}" for k, v in rf.items() if v not in (None, {}, [])) or None
-    out.append(_dl([("speculative settings (effective)", _settings(r0.get("effective"))), ("against", base_name),
-                    ("SGLang", r0.get("sglang_version")), ("workload", ds.get("source") or r0.get("suite")),
-                    ("max tokens", r0.get("max_tokens")), ("sampling", sampling),
-                    ("simulated", _yes(r0.get("simulated")))]))
-    return out
-
-
-def _headline(src: Source) -> list[str]:
-    """A single run's first lines: its figures, acceptance first."""
-    r = (src.runs or [{}])[0]
-    bits = [f"accept length {_fmt(r.get('accept_length'), 3)}", f"accept rate {_fmt(r.get('accept_rate'), 3)}",
-            f"{_fmt(r.get('output_tok_s'), 1)} tok/s", f"TTFT p50 {_fmt(_stat(r, 'ttft_ms', 'p50'), 2)} ms",
-            f"TPOT p50 {_fmt(_stat(r, 'tpot_ms', 'p50'), 2)} ms", f"E2E p50 {_fmt(_stat(r, 'e2e_ms', 'p50'), 2)} ms"]
-    return [f'<p class="verdict">{esc(src.name)} ({esc(_settings(r.get("effective")))}): {esc(", ".join(bits))}.</p>']
-
-
-def comparison_section(cmp: Mapping[str, Any], heading: str) -> list[str]:
-    """An A/B comparison (``comparison.json`` shape) as HTML: verdict, sides, baseline, categories,
-    prompts and two bar charts."""
-    a, b = str(cmp.get("a")), str(cmp.get("b"))
-    conf = cmp.get("confidence", 0.95) or 0.95
-    out = [f"<h2>{esc(heading)}: {esc(b)} vs {esc(a)}</h2>",
-           f"<p><b>Verdict: {esc(cmp.get('verdict'))}</b> — speedup {esc(b)}/{esc(a)} = {esc(_fmt(cmp.get('speedup'), 3))}"
-           f", {esc(f'{conf:.0%}')} CI {esc(_ci(cmp.get('ci95')))}, {esc(cmp.get('pairs'))} pairs (metric "
-           f"<code>{esc(cmp.get('metric'))}</code>; geometric mean of paired per-request ratios; interval: "
-           f"{esc(cmp.get('method', 'n/a'))}).</p>"]
-    for note in cmp.get("notes") or []:
-        out.append(f'<p class="note">note: {esc(note)}</p>')
-    ov = cmp.get("overall") or {}
-    base = cmp.get("baseline")
-    side_rows = [(f"A: {a}", ov.get("a")), (f"B: {b}", ov.get("b"))]
-    if base:
-        side_rows.append((f"baseline: {base.get('name')}", base.get("overall")))
-    out.append(_table(["side", "requests", "tok/s (mean)", "TPOT ms", "TTFT ms", "accept length", "accept rate"],
-                      [[n, _fmt((s or {}).get("requests")), _fmt((s or {}).get("tok_s"), 1),
-                        _fmt((s or {}).get("tpot_ms"), 2), _fmt((s or {}).get("ttft_ms"), 2),
-                        _fmt((s or {}).get("accept_length"), 3), _fmt((s or {}).get("accept_rate"), 3)]
-                       for n, s in side_rows]))
-    if base:
-        out += ["<h3>Against the baseline</h3>", _table(
-            ["side", "speedup vs baseline", "95 % CI", "verdict", "pairs"],
-            [[(base.get(k) or {}).get("b"), _fmt((base.get(k) or {}).get("speedup"), 3), _ci((base.get(k) or {}).get("ci95")),
-              _fmt((base.get(k) or {}).get("verdict")), _fmt((base.get(k) or {}).get("pairs"))] for k in ("a", "b")])]
-    cats = cmp.get("per_category") or {}
-    if cats:
-        out += ["<h3>Per category</h3>", _table(
-            ["category", "pairs", "speedup", "95 % CI", "verdict", "A tok/s", "B tok/s", "A accept length",
-             "B accept length"],
-            [[name, _fmt(c.get("pairs")), _fmt(c.get("speedup"), 3), _ci(c.get("ci95")), _fmt(c.get("verdict")),
-              _fmt((c.get("a") or {}).get("tok_s"), 1), _fmt((c.get("b") or {}).get("tok_s"), 1),
-              _fmt((c.get("a") or {}).get("accept_length"), 3), _fmt((c.get("b") or {}).get("accept_length"), 3)]
-             for name, c in cats.items()])]
-    rows = cmp.get("per_prompt") or []
-    if rows:
-        out += ["<h3>Per prompt</h3>", _table(
-            ["prompt", "category", "pairs", "A tok/s", "B tok/s", "A TPOT ms", "B TPOT ms", "A accept length",
-             "B accept length", "speedup"],
-            [[r.get("prompt_index"), _fmt(r.get("category")), _fmt(r.get("pairs")), _fmt(r.get("a_tok_s"), 1),
-              _fmt(r.get("b_tok_s"), 1), _fmt(r.get("a_tpot_ms"), 2), _fmt(r.get("b_tpot_ms"), 2),
-              _fmt(r.get("a_accept_length"), 3), _fmt(r.get("b_accept_length"), 3), _fmt(r.get("speedup"), 3)]
-             for r in rows])]
-        out.append(_figure(bar_chart([f"p{r.get('prompt_index')}" for r in rows],
-                                     [(a, [r.get("a_tok_s") for r in rows]), (b, [r.get("b_tok_s") for r in rows])],
-                                     title="output tok/s per prompt (mean over repeats)", x_label="prompt",
-                                     y_label="tok/s", value_fmt="{:.1f}")))
-    fa, fb = _fractions((ov.get("a") or {}).get("accept_histogram")), _fractions((ov.get("b") or {}).get("accept_histogram"))
-    if fa or fb:
-        kmax = max(len(fa or []), len(fb or []))
-        series = [(n, (f or []) + [0.0] * (kmax - len(f or []))) for n, f in ((a, fa), (b, fb)) if f]
-        out.append(_figure(bar_chart([str(k) for k in range(kmax)], series, title="accepted drafts per verify round",
-                                     x_label="accepted drafts k (accept length = k + 1)",
-                                     y_label="fraction of verify rounds")))
-    return out
-
-
-def _tune_section(src: Source) -> list[str]:
-    t = src.tune or {}
-    best = t.get("best") or {}
-    start = t.get("start") or {}
-    out = [f"<h2>Tune: {esc(t.get('profile'))}</h2>", f'<p class="note">directory <code>{esc(src.path)}</code></p>',
-           _dl([("suite", t.get("suite")), ("mode", t.get("mode")),
-                ("launches", f"{t.get('launches')} ({t.get('exploration_launches')} of the budget of {t.get('budget')})"),
-                ("stopped because", t.get("stop_reason")), ("start", _settings_of(start)), ("best", _settings_of(best)),
-                ("baseline tok/s", _fmt(t.get("baseline_tok_s"), 1)), ("preset written", t.get("preset")),
-                ("preset not saved", t.get("preset_not_saved"))])]
-    measured = t.get("measured") or []
-    if measured:
-        out += ["<h3>Measured settings</h3>", _table(
-            ["source", "launch", "concurrency", "settings", "tok/s", "accept length"],
-            [[m.get("source"), _fmt(m.get("launch")), _fmt(m.get("concurrency")), _settings_of(m.get("settings")),
-              _fmt(m.get("output_tok_s"), 1), _fmt(m.get("accept_length"), 3)] for m in measured], left=4)]
-    if t.get("advice_text"):
-        out += ["<h3>Advice</h3>", f"<pre>{esc(t['advice_text'])}</pre>"]
-    if isinstance(t.get("comparison"), Mapping) and t["comparison"].get("a") is not None:
-        out += comparison_section(t["comparison"], "Tune's final A/B")
-    return out
-
-
-def _settings_of(s: Any) -> str:
-    if isinstance(s, Mapping) and "settings" in s:
-        s = s.get("settings")
-    if not isinstance(s, Mapping) or not s:
-        return "no speculation"
-    return (f"steps {s.get('speculative_num_steps')} / topk {s.get('speculative_eagle_topk')} / draft tokens "
-            f"{s.get('speculative_num_draft_tokens')}")
-
-
 def render_report(sources: Sequence[Source], *, title: str | None = None) -> str:
     """The whole page for ``sources`` (see the module docstring); a string of HTML."""
     names = [s.name if s.kind == "run" else s.path.name for s in sources]
@@ -741,10 +447,10 @@ def render_report(sources: Sequence[Source], *, title: str | None = None) -> str
                     "specdash's simulated SGLang server, not from a GPU.</p>")
     told, loaded = stories(sources)
     for st in told:
-        body += _story_section(st)
+        body += story_section(st)
     runs = [s for s in sources if s.kind == "run"]
     if not told and len(runs) == 1:
-        body += _headline(runs[0])
+        body += headline(runs[0])
     if told or len(runs) > 1:
         body.append("<h2>Detail</h2>")
     for s in [*sources, *loaded]:
@@ -756,7 +462,7 @@ def render_report(sources: Sequence[Source], *, title: str | None = None) -> str
             sec = comparison_section(s.comparison or {}, "A/B comparison")
             body += [sec[0], f'<p class="note">compare directory <code>{esc(s.path)}</code></p>', *sec[1:]]
         elif s.kind == "tune":
-            body += _tune_section(s)
+            body += tune_section(s)
     from specdash import __version__
 
     return "\n".join([
