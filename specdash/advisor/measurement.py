@@ -55,6 +55,18 @@ class Settings:
         return {"speculative_num_steps": self.steps, "speculative_eagle_topk": self.topk,
                 "speculative_num_draft_tokens": self.draft_tokens}
 
+    @classmethod
+    def from_effective(cls, d: Mapping[str, Any] | None) -> Settings | None:
+        """From ``/server_info`` or a RUN's ``effective`` (read by
+        :meth:`specdash.sglang.effective.SpecSettings.from_effective`); None without speculation or
+        without a step count (topk defaults to 1, draft tokens to 0 when the server gives none)."""
+        from specdash.sglang.effective import SpecSettings
+
+        s = SpecSettings.from_effective(d)
+        if not s.on or not s.steps:
+            return None
+        return cls(s.steps, s.topk or 1, s.draft_tokens or 0)
+
 
 def chain(steps: int) -> Settings:
     """The chain (topk 1) with ``steps`` draft steps: draft tokens = steps + 1 (steps 0: the
@@ -234,11 +246,7 @@ class Measurement:
         default to the RUN's device-timer seconds (:meth:`PhaseTimes.from_run`, None without them)."""
         if phases is None:
             phases = PhaseTimes.from_run(run, concurrency=concurrency)
-        eff = run.get("effective") or {}
-        settings = None
-        if eff.get("speculative_algorithm") and eff.get("speculative_num_steps"):
-            settings = Settings(int(eff["speculative_num_steps"]), int(eff.get("speculative_eagle_topk") or 1),
-                                int(eff.get("speculative_num_draft_tokens") or 0))
+        settings = Settings.from_effective(run.get("effective"))
         tpot = run.get("tpot_ms") or {}
         tok = run.get("output_tok_s")
         rel = acceptance_rel_se(run.get("accept_histogram")) if settings is not None else None

@@ -37,6 +37,7 @@ from specdash.collect.live import LiveCollector
 from specdash.collect.snapshot import PollIntervals
 from specdash.launch import READY_TIMEOUT_S, ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite, build_launch
+from specdash.sglang.effective import SpecSettings
 from specdash.tui.presets import PresetsMixin
 from specdash.tui.verification import FailedVerification, pending_acceptance
 
@@ -136,17 +137,6 @@ class LaunchInfo:
     error: str | None = None
 
 
-def spec_settings(info_or_effective: dict | None) -> Settings | None:
-    """Advisor :class:`~specdash.advisor.Settings` from ``/server_info`` or an ``effective`` dict."""
-    from specdash.advisor import Settings
-    from specdash.sglang.effective import SpecSettings
-
-    s = SpecSettings.from_effective(info_or_effective)
-    if not s.on or not s.steps:
-        return None
-    return Settings(s.steps, s.topk or 1, s.draft_tokens or 0)
-
-
 class Session(PresetsMixin):
     """Controller of one dashboard session (see module docstring).
 
@@ -223,7 +213,8 @@ class Session(PresetsMixin):
         self._proc_checked = 0.0
         self._fault_shown: ServerFault | None = None
         #: (settings or None, run summary, concurrency) per measured launch, for the advisor.
-        self.measurements: dict[int, tuple[Settings | None, dict, int]] = {}
+        #: launch number → (the server's speculative settings as a RUN's ``effective``, the run's figures, concurrency)
+        self.measurements: dict[int, tuple[dict, dict, int]] = {}
         self._launch_no = 0
         self._lock = asyncio.Lock()
 
@@ -685,14 +676,16 @@ class Session(PresetsMixin):
             self._verify_task = asyncio.get_running_loop().create_task(self.verify())
 
     def _remember_measurement(self) -> None:
+        from specdash.advisor import Settings
+
         if self.collector is None:
             return
         run = self.collector.run_summary()
         if not run.get("requests"):
             return
         info = self.collector.snapshot().server_info
-        self.measurements[self._launch_no] = (spec_settings(info), dict(run), self.load.concurrency)
-        if spec_settings(info) is None and run.get("output_tok_s"):
+        self.measurements[self._launch_no] = (_effective(info), dict(run), self.load.concurrency)
+        if Settings.from_effective(info) is None and run.get("output_tok_s"):
             self.baseline_tok_s = float(run["output_tok_s"])
 
     # -- advice ---------------------------------------------------------------------------------
@@ -706,13 +699,8 @@ class Session(PresetsMixin):
             run = self.collector.run_summary()
             info = self.collector.snapshot().server_info
             if run.get("requests"):
-                data[self._launch_no] = (spec_settings(info), dict(run), self.load.concurrency)
-        out = []
-        for settings, run, conc in data.values():
-            tpot = run.get("tpot_ms") or {}
-            out.append(Measurement(settings, run.get("output_tok_s"), conc, run.get("accept_length"),
-                                   run.get("accept_histogram"), tpot.get("mean") if tpot else None))
-        return out
+                data[self._launch_no] = (_effective(info), dict(run), self.load.concurrency)
+        return [Measurement.from_run({**run, "effective": eff}, concurrency=conc) for eff, run, conc in data.values()]
 
     def advice_inputs(self) -> AdviceInputs:
         """(measurements, baseline tok/s, current settings) for :func:`advise_from` — taken on
@@ -720,7 +708,9 @@ class Session(PresetsMixin):
         ms = self.measurement_list()
         current = None
         if self.collector is not None:
-            current = spec_settings(self.collector.snapshot().server_info)
+            from specdash.advisor import Settings
+
+            current = Settings.from_effective(self.collector.snapshot().server_info)
         if current is not None and not any(m.settings == current for m in ms):
             current = None
         candidates = None
@@ -736,6 +726,13 @@ class Session(PresetsMixin):
         """The advisor's :class:`~specdash.advisor.Advice` for the measurements so far (None
         until a speculative run has tok/s and accept length).  CPU-heavy: run in a thread."""
         return advise_from(self.advice_inputs())
+
+
+def _effective(info: dict | None) -> dict:
+    """The speculative settings of ``/server_info`` as a RUN's ``effective`` (all None without speculation)."""
+    s = SpecSettings.from_effective(info)
+    return {"speculative_algorithm": s.algorithm, "speculative_num_steps": s.steps,
+            "speculative_eagle_topk": s.topk, "speculative_num_draft_tokens": s.draft_tokens}
 
 
 def advise_from(inputs: AdviceInputs) -> Advice | None:
