@@ -346,3 +346,38 @@ async def test_servers_stopped_even_when_the_app_ends_abruptly(tmp_path: Path) -
             raise RuntimeError("boom")
     assert pid is not None
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_session_measurements_are_the_advisors_inputs():
+    """Each launch's run becomes an advisor Measurement read by Settings.from_effective (one reader of the
+    speculative settings); a launch without speculation sets the baseline tok/s."""
+    from types import SimpleNamespace
+
+    from specdash.advisor import Settings
+    from specdash.tui.session_advice import SessionAdviceMixin
+
+    spec = {"speculative_algorithm": "EAGLE3", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": 4, "other": "ignored"}
+    runs = {1: ({"speculative_algorithm": None}, {"requests": 8, "output_tok_s": 100.0}),
+            2: (spec, {"requests": 8, "output_tok_s": 180.0, "accept_length": 2.5, "accept_histogram": [2, 3, 5, 10],
+                       "tpot_ms": {"mean": 5.0}})}
+
+    class Fake(SessionAdviceMixin):
+        profile = None
+        load = SimpleNamespace(concurrency=4)
+
+        def __init__(self):
+            self.measurements, self.baseline_tok_s, self._launch_no, self.collector = {}, None, 0, None
+
+    s = Fake()
+    for n, (info, run) in runs.items():
+        s._launch_no = n
+        s.collector = SimpleNamespace(run_summary=lambda run=run: run,
+                                      snapshot=lambda info=info: SimpleNamespace(server_info=info))
+        s._remember_measurement()
+    s.collector = None
+    ms = s.measurement_list()
+    assert [m.settings for m in ms] == [None, Settings(3, 1, 4)]
+    assert (ms[1].tok_s(), ms[1].tau(), ms[1].concurrency, ms[1].tpot_ms) == (180.0, 2.5, 4, 5.0)
+    assert s.baseline_tok_s == 100.0
+    assert s.advice_inputs()[:3] == (ms, 100.0, None)

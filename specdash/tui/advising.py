@@ -12,7 +12,7 @@ from specdash.tui.messages import AdviceReady
 from specdash.tui.state import ViewState
 
 if TYPE_CHECKING:
-    from specdash.tui.session import AdviceInputs
+    from specdash.tui.session_advice import AdviceInputs
 
 
 #: Seconds between looks for a newer concurrency sweep of the chosen profile.
@@ -64,7 +64,7 @@ class AdviceMixin:
     @work(thread=True, exclusive=True, group="advice")
     def advise_worker(self, inputs: AdviceInputs) -> None:
         """Fit the advisor off the event loop (numpy / scipy)."""
-        from specdash.tui.session import advise_from
+        from specdash.tui.session_advice import advise_from
 
         try:
             adv = advise_from(inputs)

@@ -29,7 +29,7 @@ import contextlib
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Protocol
 
 from specdash.bench.rundir import RunDir
 from specdash.bench.watchdog import ServerFault, Watchdog, log_tail_lines, proc_state, resume_if_stopped
@@ -37,20 +37,17 @@ from specdash.collect.live import LiveCollector
 from specdash.collect.snapshot import PollIntervals
 from specdash.launch import READY_TIMEOUT_S, ServerLaunch
 from specdash.profile import Profile, ProfileError, Suite, build_launch
-from specdash.sglang.effective import SpecSettings
 from specdash.tui.presets import PresetsMixin
+from specdash.tui.session_advice import SessionAdviceMixin
 from specdash.tui.verification import FailedVerification, pending_acceptance
 
 if TYPE_CHECKING:
-    from specdash.advisor import Advice, Measurement, Settings
     from specdash.eagle3.findings import DoctorReport
     from specdash.eagle3.verify import CollapseWatch
     from specdash.sglang.client import SGLangClient
     from specdash.sglang.launchspec import LaunchSpec
     from specdash.sglang.process import ServerProcess
     from specdash.tui.verification import Verification
-    #: (measurements, baseline tok/s, current settings, candidates or None): what :func:`advise_from` needs.
-    AdviceInputs: TypeAlias = "tuple[list[Measurement], float | None, Settings | None, list[Settings] | None]"
 
 #: Concurrency choices offered by the load control.
 CONCURRENCY_STEPS = (1, 2, 4, 8, 16, 32, 64)
@@ -137,7 +134,7 @@ class LaunchInfo:
     error: str | None = None
 
 
-class Session(PresetsMixin):
+class Session(PresetsMixin, SessionAdviceMixin):
     """Controller of one dashboard session (see module docstring).
 
     Args:
@@ -674,76 +671,6 @@ class Session(PresetsMixin):
             return
         if self._collapse.feed(rec) is not None:
             self._verify_task = asyncio.get_running_loop().create_task(self.verify())
-
-    def _remember_measurement(self) -> None:
-        from specdash.advisor import Settings
-
-        if self.collector is None:
-            return
-        run = self.collector.run_summary()
-        if not run.get("requests"):
-            return
-        info = self.collector.snapshot().server_info
-        self.measurements[self._launch_no] = (_effective(info), dict(run), self.load.concurrency)
-        if Settings.from_effective(info) is None and run.get("output_tok_s"):
-            self.baseline_tok_s = float(run["output_tok_s"])
-
-    # -- advice ---------------------------------------------------------------------------------
-    def measurement_list(self) -> list[Measurement]:
-        """Advisor :class:`~specdash.advisor.Measurement` s: one per measured launch, the live
-        run included."""
-        from specdash.advisor import Measurement
-
-        data = dict(self.measurements)
-        if self.collector is not None:
-            run = self.collector.run_summary()
-            info = self.collector.snapshot().server_info
-            if run.get("requests"):
-                data[self._launch_no] = (_effective(info), dict(run), self.load.concurrency)
-        return [Measurement.from_run({**run, "effective": eff}, concurrency=conc) for eff, run, conc in data.values()]
-
-    def advice_inputs(self) -> AdviceInputs:
-        """(measurements, baseline tok/s, current settings) for :func:`advise_from` — taken on
-        the event loop's thread so the advisor can then run in a worker thread."""
-        ms = self.measurement_list()
-        current = None
-        if self.collector is not None:
-            from specdash.advisor import Settings
-
-            current = Settings.from_effective(self.collector.snapshot().server_info)
-        if current is not None and not any(m.settings == current for m in ms):
-            current = None
-        candidates = None
-        if self.profile is not None:  # SGLang's simulated acceptance: trees cannot accept more than chains
-            import os
-
-            from specdash.advisor import simulated_acceptance_candidates
-
-            candidates = simulated_acceptance_candidates(self.profile.env, os.environ)[0]
-        return ms, self.baseline_tok_s, current, candidates
-
-    def advise(self) -> Advice | None:
-        """The advisor's :class:`~specdash.advisor.Advice` for the measurements so far (None
-        until a speculative run has tok/s and accept length).  CPU-heavy: run in a thread."""
-        return advise_from(self.advice_inputs())
-
-
-def _effective(info: dict | None) -> dict:
-    """The speculative settings of ``/server_info`` as a RUN's ``effective`` (all None without speculation)."""
-    s = SpecSettings.from_effective(info)
-    return {"speculative_algorithm": s.algorithm, "speculative_num_steps": s.steps,
-            "speculative_eagle_topk": s.topk, "speculative_num_draft_tokens": s.draft_tokens}
-
-
-def advise_from(inputs: AdviceInputs) -> Advice | None:
-    """Run :func:`specdash.advisor.advise` on :meth:`Session.advice_inputs` (None when no
-    speculative measurement with tok/s and accept length exists yet)."""
-    from specdash.advisor import advise
-
-    ms, baseline, current, candidates = inputs
-    if not any(m.settings is not None and m.tau() and m.tok_s() for m in ms):
-        return None
-    return advise(ms, baseline, current=current, candidates=candidates)
 
 
 def _launch_info(spec: LaunchSpec) -> LaunchInfo:
