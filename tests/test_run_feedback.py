@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 
-from specdash.bench.runner import CLIENT_CPU_BOUND, client_load
+from specdash.bench.summary import CLIENT_CPU_BOUND, client_load
 from specdash.commands.bench import Progress
 from specdash.commands.tables import render_table
 

@@ -29,7 +29,6 @@ from pathlib import Path
 
 from specdash.bench.load import (
     request_extra,
-    request_shape,
     sampling_params,
     send_suite,
     send_suite_rate,
@@ -37,26 +36,21 @@ from specdash.bench.load import (
 )
 from specdash.bench.points import RATE_POINT_S
 from specdash.bench.rundir import RunDir
+from specdash.bench.summary import SummaryMixin
+from specdash.bench.telemetry import TelemetryMixin
 from specdash.bench.watchdog import ServerFault, Watchdog, resume_if_stopped
 from specdash.collect.stream import RunStats
-from specdash.collect.tiers import TierStats
 from specdash.launch import (
     READY_TIMEOUT_S,
     ServerLaunch,
     build_manifest,
-    effective_from_server_info,
     preflight,
     server_fields,
 )
 from specdash.profile import Profile, Suite
-from specdash.results import ClientLoad, LoadFields, RunSummary
-from specdash.sglang.effective import SpecSettings
+from specdash.results import LoadFields, RunSummary
 from specdash.sglang.records import RequestRecord
 
-GPU_FILE = "gpu.jsonl"
-"""Device readings taken while a run's requests are in flight (:meth:`ProfileRun._sample_gpus`)."""
-GPU_SAMPLE_S = 1.0
-"""Seconds between two readings."""
 WARMUP_MAX_TOKENS = 32
 #: The most requests a ``request_rate`` sweep point without an in-flight cap warms up with at once.
 RATE_WARMUP_WIDTH = 64
@@ -123,7 +117,7 @@ class RunOptions:
     side: str | None = None
 
 
-class ProfileRun:
+class ProfileRun(TelemetryMixin, SummaryMixin):
     """Run ``profile`` over ``suite`` once (see module docstring); :meth:`run` returns the RUN dict.
 
     Raises (from :meth:`run`):
@@ -259,38 +253,6 @@ class ProfileRun:
             self._say(f"[{self.profile.name}] the API key reaches SGLang in a private --config file (0600, deleted "
                       "once the server is ready), not in argv: the line above shows it as ***")
         return self.launch.base_url, self.launch.api_key, self.launch.manifest
-
-    async def _read_gpu_exporters(self, manifest: dict) -> None:
-        """The configured GPU exporters, read once, into ``manifest["gpu_exporters"]`` (nothing is
-        added when none is configured; the manifest is written again with them); a node that cannot be
-        read is named on the progress line.  Each exporter has a total deadline
-        (:data:`specdash.collect.exporter.DEFAULT_TIMEOUT_S`) and a size cap, so this ends within seconds
-        whatever the exporters do; it runs as a task beside the load (:meth:`_start_exporters`)."""
-        from specdash.collect.exporter import merge_targets, profile_targets, read_exporters
-
-        targets = merge_targets(self.opt.gpu_exporters, profile_targets(self.profile))
-        if not targets:
-            return
-        readings = await read_exporters(targets)
-        manifest["gpu_exporters"] = [r.to_json() for r in readings]
-        self.rundir.write_manifest(manifest)
-        for r in readings:
-            self._say(f"[{self.profile.name}] GPU exporter {r.target.node}: "
-                      + (f"{len(r.devices)} device(s)" if r.status == "ok" else r.status))
-
-    def _start_exporters(self, manifest: dict) -> asyncio.Task:
-        """:meth:`_read_gpu_exporters` as a task: the first request does not wait for a slow exporter."""
-        return asyncio.create_task(self._read_gpu_exporters(manifest), name="specdash-gpu-exporters")
-
-    @staticmethod
-    async def _join_exporters(task: asyncio.Task | None, *, cancel: bool) -> None:
-        """Wait for the exporters' task (bounded by their deadline), or cancel it (the run is being cut short)."""
-        if task is None:
-            return
-        if cancel and not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):  # a reading is never worth a failed run
-            await task
 
     def _format_for_server(self, info: dict | None) -> None:
         """An attached run whose profile names no local tokenizer (``--url`` alone, or a profile whose
@@ -608,44 +570,6 @@ class ProfileRun:
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
 
-    async def _sample_gpus_while(self, client, segment: int) -> None:
-        """One GPU reading every :data:`GPU_SAMPLE_S` into ``gpu.jsonl`` while the load runs, the first at once
-        (cancelled with the load)."""
-        while True:
-            await self._sample_gpus(client, segment)
-            await asyncio.sleep(GPU_SAMPLE_S)
-
-    async def _sample_gpus(self, client, segment: int) -> None:
-        """Append one reading of every device to the run directory's ``gpu.jsonl`` (:data:`GPU_FILE`):
-        the simulator's ``/sim/gpus`` for a simulated server, else NVML (``read_gpus``; nothing without a
-        driver).  A line is a :class:`~specdash.collect.gpu.GpuSample` (``to_json``, processes left out)
-        with ``t`` (epoch s), ``segment`` and ``concurrency`` / ``request_rate`` of the point.  Never raises:
-        a reading that fails is skipped."""
-        from specdash.collect.gpu import gpus_from_sim, read_gpus
-
-        if self.rundir is None:
-            return
-        try:
-            if self.profile.server.launcher == "sim" and not self.opt.url:
-                devices = gpus_from_sim(await client.get_json("/sim/gpus") or {})
-            else:
-                devices = await asyncio.to_thread(read_gpus, processes=False)
-        except Exception:  # a reading is telemetry: never a reason to fail the run
-            return
-        if not devices:
-            return
-        import json
-
-        t = time.time()
-        point = {"request_rate" if self._rate_sweep else "concurrency": self._point_value} \
-            if self._point_value is not None else {}
-        lines = "".join(json.dumps({"t": t, "segment": segment, **point,
-                                    **{k: v for k, v in d.to_json().items() if k not in ("processes", "timestamp")}})
-                        + "\n" for d in devices)
-        with contextlib.suppress(OSError), open(self.rundir.path / GPU_FILE, "a", encoding="utf-8") as fh:
-            fh.write(lines)
-
-
     async def _note_exit(self, wait_s: float = 1.0, after: str = "a request broke off") -> bool:
         """:meth:`Watchdog.note_exit <specdash.bench.watchdog.Watchdog.note_exit>`: True (and :attr:`fault`
         set) when a failed call was the server going away."""
@@ -730,101 +654,6 @@ class ProfileRun:
             return {"request_rate": None, "burstiness": None}
         return {"request_rate": "inf" if math.isinf(rate) else rate, "burstiness": self.opt.burstiness,
                 "arrival_seed": self.opt.arrival_seed, "concurrency": self.opt.concurrency}
-
-    # -- outputs --------------------------------------------------------------------------------
-    def _summarize(self, info, info_after, metrics_before, metrics_after, concurrency, max_tokens) -> RunSummary:
-        from specdash.bench.adaptive import run_fields
-        from specdash.eagle3.verify import verify_server
-        from specdash.profile import server_flags
-        from specdash.sglang.metrics import parse_metrics, server_accept_length
-
-        server_al = None
-        if metrics_before and metrics_after:
-            server_al = server_accept_length(parse_metrics(metrics_before), parse_metrics(metrics_after))
-        effective = effective_from_server_info(info)
-        log_lines = self.server.log_lines() if self.server is not None else []
-        version, _ = self.profile.judged_version(cli=self.opt.sglang_version, server=info.get("version"))
-        envs = (self.profile.env, os.environ) if self.launch is not None else (self.profile.env,)
-        adaptive = run_fields(
-            flags=server_flags(self.profile), server_info=info, version=version,
-            log_lines=log_lines if self.server is not None else None,
-            window_start=self._log_start if self._log_start is not None else len(log_lines),
-            log_base=self._log_base, metrics_before=metrics_before, metrics_after=metrics_after, envs=envs)
-        depth = _position_depth(effective, adaptive.tiers if adaptive.enabled else None)
-        s = self.stats.summary(**depth)
-        if adaptive.enabled:  # the records' accept rate divides by the launch draft tokens
-            ppr = adaptive.proposed_per_round
-            s = self.stats.summary(proposed_per_round=ppr, **depth) if ppr is not None else {**s, "accept_rate": None}
-        s.update(self.stats.goodput(self.opt.goodput))
-        ver = verify_server(
-            self.profile, info_after or info, log_lines, self.stats.verify_records(),
-        )
-        return {
-            "profile": self.profile.name,
-            "profile_path": str(self.profile.path) if self.profile.path else None,
-            "simulated": bool(info.get("simulated")) or self.profile.server.launcher == "sim",
-            "acceptance_simulated": adaptive.acceptance_simulated,
-            "sglang_version": info.get("version"),
-            "effective": effective,
-            "suite": self.suite.name,
-            "prompt_format": self.prompt_format["format"],
-            "prompt_format_warning": self.prompt_format.get("warning"),
-            "concurrency": concurrency,
-            "max_tokens": max_tokens,
-            "request_shape": request_shape(self.suite, max_tokens),
-            **self._load_fields(),
-            **s,
-            "server_accept_length": server_al,
-            **client_load(s, getattr(self, "_client_cpu", None)),
-            "metrics_error": self.metrics_error,
-            "server_info_errors": self.server_info_errors or None,
-            **adaptive.fields(),
-            "verification": {"status": ver.status, "findings": [f.to_json() for f in ver.findings]},
-            "run_dir": str(self.rundir.path),
-        }
-
-
-
-#: A client process busier than this fraction of one core over a run (its own CPU seconds ÷ wall seconds)
-#: cannot keep up with the streams: Python runs the event loop on one core.
-CLIENT_CPU_BOUND = 0.9
-#: ITL p50 below this fraction of TPOT p50: the events were read in bursts, not as the server sent them.
-ITL_BURST_FRACTION = 0.05
-
-
-def client_load(summary: dict, cpu_fraction: float | None) -> ClientLoad:
-    """``client_cpu_fraction`` (specdash's process CPU seconds ÷ wall seconds over the measured requests) and
-    ``client_bound``: None, or why the client, not the server, set the pace — its process near a full core
-    (≥ :data:`CLIENT_CPU_BOUND`), or ITL p50 below :data:`ITL_BURST_FRACTION` of TPOT p50 (e.g. 0.00 ms beside
-    4 ms: streamed events waited in the socket and were read together, so the gaps between them are the
-    client's, not SGLang's; an ``ignore_eos`` run with ``--stream-interval`` > 1 also batches events, which
-    TPOT would show too).  Either way the latencies measure the client: lower the concurrency, or run the
-    load from another process or machine."""
-    why = []
-    if cpu_fraction is not None and cpu_fraction >= CLIENT_CPU_BOUND:
-        why.append(f"specdash's process used {cpu_fraction:.0%} of a core while sending")
-    itl = (summary.get("itl_ms") or {}).get("p50")
-    tpot = (summary.get("tpot_ms") or {}).get("p50")
-    if itl is not None and tpot and tpot > 0.5 and itl < ITL_BURST_FRACTION * tpot:
-        why.append(f"ITL p50 {itl:.2f} ms beside TPOT p50 {tpot:.2f} ms: the events were read in bursts")
-    return {"client_cpu_fraction": cpu_fraction,
-            "client_bound": ("; ".join(why) + " — the client, not the server, set the pace: lower the concurrency "
-                             "or drive the load from another process") if why else None}
-
-
-def _position_depth(effective: dict, tiers: Sequence[TierStats] | None) -> dict:
-    """``steps`` / ``draft_tokens`` for ``accept_by_position`` (:func:`specdash.sglang.positions.accept_fields`):
-    the effective settings read back from the server; under adaptive speculation whose tiers ran at
-    different step counts, the shallowest tier's (a chain): the pooled histogram cannot tell a round of
-    an S-step tier that accepted all S drafts (it never reached S + 1) from one that was rejected at
-    S + 1, so only the positions every tier drafted are exact."""
-    read = SpecSettings.from_effective(effective)
-    ran = sorted({int(t.speculative_num_steps) for t in tiers or ()
-                  if t.speculative_num_steps and (t.verify_rounds or 0) > 0})
-    if len(ran) > 1:
-        return {"steps": ran[0], "draft_tokens": ran[0] + 1}
-    return {"steps": read.steps, "draft_tokens": read.draft_tokens}
-
 
 def _count_lines(path: Path) -> int:
     """Lines in a log file (0 when absent), counted as :meth:`ServerProcess.log_lines` splits them."""
