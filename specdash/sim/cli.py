@@ -103,7 +103,8 @@ def _wiring_kwargs(checked, opts, scenario) -> dict:
 
     from specdash.sim import args as A
     from specdash.sim.logfmt import LogWriter
-    from specdash.sim.server import SimCrash, SimServer
+    from specdash.sim.server import SimServer
+    from specdash.sim.serving import SimCrash
 
     srv = SimServer(checked, opts, scenario, log=LogWriter(stream=io.StringIO()), quiet=True)
     try:
