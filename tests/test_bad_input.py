@@ -160,6 +160,36 @@ def test_doctor_unknown_sim_scenario_is_an_error_naming_the_known_ones(tmp_path,
     assert "SIM_SCENARIO" not in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("table, line, said", [
+    ("gpu", 'memory_mib = "lots"', "[gpu]: memory_mib must be a whole number, not 'lots'"),
+    ("acceptance", 'alpha = "high"', "[acceptance]: alpha must be a number, not 'high'"),
+    ("target", "step_ms = [1]", "[target]: step_ms must be a number, not [1]"),
+    ("gpu", "count = 1.5", "[gpu]: count must be a whole number, not 1.5"),
+    ("gpu", "count = true", "[gpu]: count must be a whole number, not True"),
+    ("scenario", "name = 5", "[scenario]: name must be a string, not 5"),
+    ("scenario", "time_scale = inf", "[scenario]: time_scale must be a finite number, not inf"),
+    ("target", "step_ms = 1e300", "target.step_ms must be from 0 to 100000 ms (got 1e+300)"),
+    ("jitter", "sigma = 1e9", "jitter.sigma must be from 0 to 5 (got 1e+09)"),
+    ("acceptance.categories", 'coding = "x"', "[acceptance]: categories.coding must be a number, not 'x'"),
+])
+def test_scenario_values_of_the_wrong_type_or_size_are_refused_by_name(tmp_path, capsys, table, line, said):
+    """A value of the wrong type or out of range in a scenario file is a SIM_SCENARIO error naming the file,
+    the table and the key (not a TypeError inside the simulator, not a step of 1e300 ms that hangs)."""
+    import json
+
+    from specdash.sim.scenario import ScenarioError, load_scenario
+
+    scen = tmp_path / "mine.toml"
+    scen.write_text(f"[{table}]\n{line}\n")
+    with pytest.raises(ScenarioError) as exc:
+        load_scenario(str(scen))
+    assert str(exc.value).startswith(str(scen)) and said in str(exc.value), str(exc.value)
+    prof = sim_profile(tmp_path, "bad", scenario=str(scen))
+    assert main(["doctor", "--profile", str(prof), "--json"]) == 1
+    (f,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "SIM_SCENARIO"]
+    assert said in f["message"]
+
+
 def test_doctor_bad_key_in_a_scenario_file_points_at_the_file(tmp_path, capsys):
     """A scenario file that exists but has a key the simulator refuses: the fix names the file to correct,
     not [sim] scenario (which is right)."""

@@ -386,17 +386,74 @@ def scenario_names() -> list[str]:
     return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
 
 
+#: Upper bounds of a scenario's magnitudes (a value past them is a typo, and a simulated step of hours would
+#: hang every request): milliseconds of one step or phase, seconds of start-up, the time scale, GPUs, MiB.
+MAX_MS = 100_000.0
+MAX_STARTUP_S = 3600.0
+MAX_TIME_SCALE = 10_000.0
+MAX_GPUS = 64
+MAX_SIGMA = 5.0
+
+
+def _typed(where: str, key: str, value: Any, hint: Any) -> Any:
+    """``value`` as the field's type (``hint``: float, int, str, bool, ``X | None``, ``dict[str, float]``).
+
+    Raises:
+        ScenarioError: another type (a string where a number goes, a list, ``true`` for a count), or a
+            number that is not finite — naming the file, the table and the key.
+    """
+    import types
+    import typing
+
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if isinstance(hint, types.UnionType) else []
+    if args:
+        hint = args[0]
+    base = typing.get_origin(hint) or hint
+    what = {float: "a number", int: "a whole number", str: "a string", bool: "true or false",
+            dict: "a table of numbers"}.get(base, str(hint))
+    bad = ScenarioError(f"{where}: {key} must be {what}, not {value!r}")
+    if base is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        if not math.isfinite(value):
+            raise ScenarioError(f"{where}: {key} must be a finite number, not {value!r}")
+        return float(value)
+    if base is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad
+        return value
+    if base is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if base is str:
+        if not isinstance(value, str):
+            raise bad
+        return value
+    if base is dict:
+        if not isinstance(value, dict):
+            raise bad
+        return {str(k): _typed(where, f"{key}.{k}", v, float) for k, v in value.items()}
+    return value
+
+
 def _fill(cls, data: dict, where: str):
+    """An instance of the dataclass ``cls`` from one TOML table, every value checked against the field's type
+    (:func:`_typed`).
+
+    Raises:
+        ScenarioError: an unknown key, or a value of the wrong type.
+    """
+    import typing
+
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    hints = typing.get_type_hints(cls)
     obj = cls()
     for k, v in data.items():
-        default = getattr(obj, k)
-        if isinstance(default, float) and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        setattr(obj, k, v)
+        setattr(obj, k, _typed(where, k, v, hints[k]))
     return obj
 
 
@@ -406,7 +463,7 @@ def scenario_from_dict(data: dict[str, Any], *, name: str = "unnamed", path: str
     ``[jitter]``).
 
     Raises:
-        ScenarioError: unknown section or key.
+        ScenarioError: unknown section or key, a value of the wrong type or out of range.
     """
     data = dict(data)
     head = dict(data.pop("scenario", {}))
@@ -420,7 +477,7 @@ def scenario_from_dict(data: dict[str, Any], *, name: str = "unnamed", path: str
     if set(jitter) - {"sigma"}:
         raise ScenarioError(f"{path or name} [jitter]: only 'sigma' is known")
     if "sigma" in jitter:
-        sc.jitter_sigma = float(jitter["sigma"])
+        sc.jitter_sigma = _typed(f"{path or name} [jitter]", "sigma", jitter["sigma"], float)
     for sec, cls in sections.items():
         if sec in data:
             sub = dict(data[sec])
@@ -429,7 +486,7 @@ def scenario_from_dict(data: dict[str, Any], *, name: str = "unnamed", path: str
     if not head.get("name"):
         sc.name = name
     sc.path = path
-    cats = {str(k): float(v) for k, v in sc.acceptance.categories.items()}
+    cats = dict(sc.acceptance.categories)
     cats.setdefault("general", 1.0)
     sc.acceptance.categories = cats
     _validate(sc)
@@ -454,6 +511,24 @@ def _validate(sc: Scenario) -> None:
         problems.append("acceptance.rank_decay must be in (0, 1)")
     if sc.gpu.count < 1 or sc.gpu.memory_mib <= 0:
         problems.append("gpu.count and gpu.memory_mib must be positive")
+    if sc.gpu.count > MAX_GPUS:
+        problems.append(f"gpu.count must be at most {MAX_GPUS}")
+    if not 0 < sc.time_scale <= MAX_TIME_SCALE:
+        problems.append(f"scenario.time_scale must be at most {MAX_TIME_SCALE:g}")
+    if not 0 <= sc.startup_s <= MAX_STARTUP_S:
+        problems.append(f"scenario.startup_s must be from 0 to {MAX_STARTUP_S:g} s")
+    for sec in ("target", "prefill", "draft"):
+        for f in fields(getattr(sc, sec)):
+            v = getattr(getattr(sc, sec), f.name)
+            if "ms" in f.name.split("_"):  # step_ms, base_ms, ms_per_token, compute_ms_per_token, …
+                if isinstance(v, float) and not 0 <= v <= MAX_MS:
+                    problems.append(f"{sec}.{f.name} must be from 0 to {MAX_MS:g} ms (got {v:g})")
+    for key, v in (("jitter.sigma", sc.jitter_sigma), ("acceptance.prompt_sigma", sc.acceptance.prompt_sigma)):
+        if not 0 <= v <= MAX_SIGMA:
+            problems.append(f"{key} must be from 0 to {MAX_SIGMA:g} (got {v:g})")
+    for cat, v in sc.acceptance.categories.items():
+        if not 0 <= v <= 10:
+            problems.append(f"acceptance.categories.{cat} must be from 0 to 10 (an α multiplier; got {v:g})")
     if problems:
         raise ScenarioError(f"{sc.path or sc.name}: " + "; ".join(problems))
 
