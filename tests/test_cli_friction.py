@@ -243,12 +243,15 @@ def test_completion_without_shtab_says_what_to_install(monkeypatch):
     # a sub-sub-command's options count as known; a typo there is named with the nearest one
     (["profile", "show", "--jsn", "demo-eagle3"], "unknown option: --jsn (did you mean --json?)"),
     (["--bench", "--no-such-thing"], "unknown option: --no-such-thing; `specdash --help` lists the options"),
+    # a sub-command typo: argparse's choices, and the nearest one
+    (["profile", "shwo", "demo-eagle3"], "invalid choice: 'shwo'"),
+    (["profile", "shwo", "demo-eagle3"], "did you mean 'show'?"),
 ])
 def test_unknown_options_are_named_with_the_nearest_spelling(argv, said):
     rc, out, err = _run(argv)
     assert rc == 2 and out == ""
     assert said in " ".join(err.split()), err
-    assert "invalid choice" not in err
+    assert "invalid choice" not in err or "did you mean" in err
 
 
 def test_known_options_still_parse_exactly():

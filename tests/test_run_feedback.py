@@ -65,3 +65,16 @@ def test_bench_table_warns():
     run = {"profile": "p", "requests": 1, "output_tokens": 10, "effective": {}, "verification": {},
            "client_bound": "ITL p50 0.00 ms beside TPOT p50 4.00 ms: the events were read in bursts — …"}
     assert "  warning: client-bound: ITL p50 0.00 ms beside TPOT p50 4.00 ms" in render_table([run])
+
+
+def test_a_category_of_one_pair_says_too_few_pairs_not_no_difference():
+    """comparison.json keeps the contract's verdict; the text says why there is none (n < 3: no interval)."""
+    from specdash.commands.tables import render_comparison
+
+    cmp = {"a": "A", "b": "B", "speedup": 1.2, "ci95": [1.1, 1.3], "pairs": 5, "verdict": "faster",
+           "per_category": {"coding": {"pairs": 1, "speedup": 3.225, "ci95": [None, None],
+                                       "verdict": "no significant difference"},
+                            "math": {"pairs": 4, "speedup": 1.1, "ci95": [1.01, 1.2], "verdict": "faster"}}}
+    text = render_comparison(cmp)
+    assert "  [coding] speedup 3.225× (n=1: too few pairs for an interval)" in text
+    assert "  [math] speedup 1.100× (95 % CI 1.010–1.200, 4 pairs: faster)" in text

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,6 +92,11 @@ class Parser(argparse.ArgumentParser):
                 parts.append(f"{name}" + (f" ({hint})" if hint else ""))
             message = (f"unknown option{'s' if len(parts) > 1 else ''}: {', '.join(parts)}; "
                        f"`{self.prog} --help` lists the options")
+        elif (m := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)):
+            near = difflib.get_close_matches(m.group(1), re.findall(r"'([^']+)'", m.group(2)) or
+                                             [c.strip() for c in m.group(2).split(",")], n=1, cutoff=0.6)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
         super().error(message)
 
 

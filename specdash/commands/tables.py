@@ -4,6 +4,8 @@ whose post-launch verification failed).  Used by ``--bench``, ``tune``, ``report
 
 from __future__ import annotations
 
+from specdash.bench.stats import MIN_PAIRS
+
 
 def fmt(v, nd=1, unit="") -> str:
     if v is None:
@@ -209,7 +211,14 @@ def render_comparison(cmp: dict) -> str:
             lines.append(f"  {c['b']} vs baseline {base['name']}: {fmt(c.get('speedup'), 3)}× "
                          f"(95 % CI {fmt(blo, 3)}–{fmt(bhi, 3)}): {c.get('verdict')}")
     for cat, row in (cmp.get("per_category") or {}).items():
-        lines.append(f"  [{cat}] speedup {fmt(row.get('speedup'), 3)}× ({row.get('verdict')})")
+        ci, n = row.get("ci95"), row.get("pairs")
+        if ci and ci[0] is not None:
+            said = f"95 % CI {fmt(ci[0], 3)}–{fmt(ci[1], 3)}, {n} pairs: {row.get('verdict')}"
+        elif isinstance(n, int) and n < MIN_PAIRS:  # the JSON keeps the contract's verdict; the text says why
+            said = f"n={n}: too few pairs for an interval"
+        else:
+            said = str(row.get("verdict"))
+        lines.append(f"  [{cat}] speedup {fmt(row.get('speedup'), 3)}× ({said})")
     return "\n".join(lines)
 
 
