@@ -372,3 +372,18 @@ def test_prefill_share_of_a_clients_tok_s_is_not_charged_to_the_rounds():
                         accept_histogram=m.accept_histogram) for m in ms]
     assert _Model(bare, 1).c(1) == 0.0
     assert bare[2].round_time_ms()[0] > round_ms(Settings(3, 4, 8)) * 1.08
+
+
+def test_vs_current_compares_at_the_predictions_concurrency():
+    """A setting measured at two loads (a live tune's tier at c1 and at the schedule's c16): 'vs current' and
+    the measured tok/s are the c1 figure, not the geometric mean of both (×0.33 read for ×1.19)."""
+    from specdash.advisor import Measurement, Settings, advise
+
+    cur = Settings(3, 1, 4)
+    ms = [Measurement(cur, 331.4, 1, 2.9, [10, 20, 30, 140], 8.0),
+          Measurement(cur, 4285.6, 16, 2.9, [10, 20, 30, 140], 10.0),
+          Measurement(Settings(5, 1, 6), 360.0, 1, 3.4, [10, 10, 20, 20, 20, 120], 8.5)]
+    adv = advise(ms, 120.0, current=cur)
+    assert abs(adv.current_tok_s - 331.4) < 1e-9
+    for s in adv.suggestions:
+        assert abs(s.speedup_vs_current - s.predicted_tok_s / 331.4) < 1e-9 * s.speedup_vs_current

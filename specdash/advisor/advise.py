@@ -511,10 +511,12 @@ def advise(
         raise ValueError("the advisor needs at least one measurement with drafting (steps ≥ 1)")
     if current is not None and current.steps < 1:
         current = None
-    cur_meas = next((m for m in spec if m.settings == current), None) if current else drafting[0]
+    at_batch = [m for m in spec if int(m.concurrency) == batch]  # what the predictions are compared with
+    cur_meas = (next((m for m in at_batch if m.settings == current), None)
+                or next((m for m in spec if m.settings == current), None)) if current else drafting[0]
     current = current or drafting[0].settings
-    measured: dict[Settings, list[float]] = {}
-    for m in spec:
+    measured: dict[Settings, list[float]] = {}  # tok/s at the predictions' concurrency only (not a mean over loads)
+    for m in at_batch:
         measured.setdefault(m.settings, []).append(float(m.tok_s()))
     cands = list(candidates) if candidates is not None else candidate_grid()
     if current not in cands and current.steps >= 1:
