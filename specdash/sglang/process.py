@@ -233,6 +233,7 @@ class ServerProcess:
         self._cwd = cwd
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
+        self._drained = False  # the reader was joined once after the exit (see log_tail)
         self._record: dict[str, Any] | None = None
         self._record_path: Path | None = None
         self._known: dict[int, float] = {}  # descendant pid -> create_time
@@ -355,12 +356,21 @@ class ServerProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, n: int = 40) -> str:
-        """The last ``n`` log lines."""
+        """The last ``n`` log lines.  Once the process has exited, waits (at most 2 s, once) for
+        the reader thread to pass the pipe's last lines to the ring, so a dead server's tail is
+        what it wrote last rather than what the reader had reached when the exit was noticed."""
+        self._drain_after_exit()
         return self.ring.tail(n)
+
+    def _drain_after_exit(self) -> None:
+        if self._reader is not None and not self._drained and self.returncode is not None:
+            self._drained = True
+            self._reader.join(timeout=2.0)
 
     def log_lines(self) -> list[str]:
         """Every output line so far: from the log file when there is one (complete), else
         the lines the ring still holds.  Lines keep tqdm's ``\r`` redraws as written."""
+        self._drain_after_exit()
         if self.log_path is not None and self.log_path.exists():
             text = self.log_path.read_bytes().decode("utf-8", "replace")
             return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
@@ -416,8 +426,6 @@ class ServerProcess:
     def _check_exited(self, what: str) -> None:
         code = self.returncode
         if code is not None:
-            if self._reader is not None:
-                self._reader.join(timeout=2.0)  # let the last lines reach the ring
             raise ServerStartError(f"server {what} with exit code {code}", code, self.log_tail())
 
     def _remember_descendants(self) -> None:
