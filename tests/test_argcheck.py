@@ -191,19 +191,21 @@ def test_real_sglang_0_5_14_resolution(tmp_path):
     assert any("adjusted to speculative_num_steps + 1" in w for w in r.warnings)
 
 
-def test_real_sglang_0_5_14_lazy_imports_keep_the_verdict(tmp_path, monkeypatch):
-    """$SPECDASH_ARGCHECK_LAZY: packages SGLang imports while parsing but need not run (here openai, aiohttp,
-    requests) load lazily in the child; SGLang's refusal and its source line are the same."""
+def test_real_sglang_0_5_14_standins_keep_the_verdict(tmp_path, monkeypatch):
+    """$SPECDASH_ARGCHECK_STANDIN: modules stood in for although installed (here aiohttp and requests, which the
+    0.5.14 site has and SGLang imports while parsing but never calls there): SGLang's refusal and its source
+    line are the same, and the finding says what was stood in for."""
     site = _real_site()
     t, d = tiny_target(tmp_path / "t"), tiny_draft(tmp_path / "d")
     argv = ["--model-path", str(t), "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(d),
             "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
             "--enable-lora", "--lora-paths", f"a={tmp_path}/lora", "--max-loras-per-batch", "1"]
     plain = run_argcheck(sys.executable, argv, {"PYTHONPATH": site}, gpu_memory_mib=143771)
-    monkeypatch.setenv("SPECDASH_ARGCHECK_LAZY", "openai,aiohttp,requests")
-    lazy = run_argcheck(sys.executable, argv, {"PYTHONPATH": site}, gpu_memory_mib=143771)
-    assert plain.status == lazy.status == "refused"
-    assert lazy.message == plain.message and lazy.where == plain.where == \
+    monkeypatch.setenv("SPECDASH_ARGCHECK_STANDIN", "requests, aiohttp")
+    stood = run_argcheck(sys.executable, argv, {"PYTHONPATH": site}, gpu_memory_mib=143771)
+    assert plain.status == stood.status == "refused"
+    assert stood.message == plain.message and stood.where == plain.where == \
         "sglang/srt/server_args.py:6850 in check_lora_server_args"
-    assert lazy.lazy == ["aiohttp", "openai", "requests"] and lazy.lazily_imported and not plain.lazily_imported
+    assert stood.standins == ["requests", "aiohttp"] and not plain.standins
+    assert {"aiohttp", "requests"} <= set(stood.stubbed) and not {"aiohttp", "requests"} & set(plain.stubbed)
     assert set(plain.stage_seconds) >= {"prepare_server_args"} and plain.modules_imported_while_checking is not None

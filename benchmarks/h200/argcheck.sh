@@ -51,29 +51,9 @@ profile ok EAGLE3 '"--speculative-num-steps", "3", "--speculative-eagle-topk", "
 building() { pgrep -f "prewarm|sgl_kernel.rmsnorm|silu_and_mul|top_k_renorm_probs" >/dev/null 2>&1; }
 ROUNDS="${ROUNDS:-quiet}"
 [ "${COLD:-0}" = 1 ] && building && ROUNDS="cold $ROUNDS"
-# LAZY=1: one more round with the heaviest third-party packages of the quiet round's import (cumulative
-# ≥ 0.3 s, top level, not sglang/torch/numpy/transformers/huggingface_hub) loaded lazily by the child
-# ($SPECDASH_ARGCHECK_LAZY): the verdicts must not change; the time saved is the figure.
-[ "${LAZY:-0}" = 1 ] && ROUNDS="$ROUNDS lazy"
-lazy_roots() {
-  python3 - "$W/importtime-quiet.txt" <<'PY'
-import sys
-keep = {"sglang", "torch", "numpy", "transformers", "huggingface_hub", "typing_extensions", "packaging"}
-std = set(sys.stdlib_module_names)
-roots = []
-for line in open(sys.argv[1]):
-    if line.startswith("import time:") and "|" in line:
-        _, cum, name = line[len("import time:"):].split("|", 2)
-        name = name.strip()
-        try:
-            cum = int(cum)
-        except ValueError:
-            continue
-        if "." not in name and cum >= 300_000 and name not in keep and name not in std and not name.startswith("_"):
-            roots.append((cum, name))
-print(",".join(n for _, n in sorted(roots, reverse=True)))
-PY
-}
+# STANDIN=torchvision: a round with those modules stood in for although installed ($SPECDASH_ARGCHECK_STANDIN;
+# SGLang 0.5.14 imports only torchvision.io.decode_jpeg at module level, for request-time image decoding).
+[ -n "${STANDIN:-}" ] && case " $ROUNDS " in *" standin "*) ;; *) ROUNDS="$ROUNDS standin" ;; esac
 # Where the child's time goes: python -X importtime of the module the check imports (top 25 by cumulative us).
 imports() {
   python3 -X importtime -c "import sglang.srt.server_args" 2> "$W/importtime-$1.txt" >/dev/null
@@ -98,13 +78,13 @@ for round in $ROUNDS; do
 if [ "$round" = quiet ]; then
   t0=$(date +%s); while building && [ $(( $(date +%s) - t0 )) -lt "${QUIET_WAIT_S:-300}" ]; do sleep 2; done
   log "quiet round: waited $(( $(date +%s) - t0 )) s for device_up's background kernel builds; load $(cut -d' ' -f1-3 /proc/loadavg)"
-elif [ "$round" = lazy ]; then
-  export SPECDASH_ARGCHECK_LAZY="$(lazy_roots)"
-  log "lazy round: SPECDASH_ARGCHECK_LAZY=$SPECDASH_ARGCHECK_LAZY"
+elif [ "$round" = standin ]; then
+  export SPECDASH_ARGCHECK_STANDIN="$STANDIN"
+  log "standin round: SPECDASH_ARGCHECK_STANDIN=$STANDIN"
 else
   log "cold round: background kernel builds still running; load $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
-[ "$round" = lazy ] || imports "$round"
+case "$round" in standin) ;; *) imports "$round" ;; esac
 for c in lora pp dflash ok; do
   t0=$(date +%s.%N)
   python3 -m specdash doctor --profile "$W/profiles/$c.toml" --json > "$W/$c.$round.json" 2> "$W/$c.$round.err"
@@ -114,7 +94,7 @@ for c in lora pp dflash ok; do
   echo "{\"case\": \"$c\", \"round\": \"$round\", \"exit\": $rc, \"wall_s\": $(python3 -c "print(round($t1 - $t0, 2))"), \"gpu_mem_before_mib\": \"$before\", \"gpu_mem_after_mib\": \"$(mem)\"}" > "$W/$c.$round.run.json"
 done
 done
-unset SPECDASH_ARGCHECK_LAZY
+unset SPECDASH_ARGCHECK_STANDIN
 # The verdict: the quiet round (a user's doctor run on an idle host); the other rounds are reported beside it.
 python3 - "$W" $ROUNDS <<'PY' | tee -a "$W/steps.log"
 import json, pathlib, sys
@@ -140,7 +120,8 @@ for rnd in sys.argv[2:]:
                                "where": f["evidence"].get("where"),
                                "import_seconds": f["evidence"].get("import_seconds"),
                                "stage_seconds": f["evidence"].get("stage_seconds"),
-                               "lazily_imported": f["evidence"].get("lazily_imported")} for f in arg],
+                               "standins": f["evidence"].get("standins"),
+                               "stubbed": f["evidence"].get("stubbed")} for f in arg],
                   "gpu_mem_mib": [run["gpu_mem_before_mib"], run["gpu_mem_after_mib"]]})
       print(f"{rnd} {c}: {'PASS' if good else 'FAIL'} {run['wall_s']} s " + (errs[0]["message"][:160] if errs else
             (arg[0]["message"][:160] if arg else "no ARGCHECK finding")))

@@ -60,9 +60,9 @@ class ArgCheck:
     modules stood in for; ``seconds``: wall time, of which ``import_seconds`` went to importing SGLang's
     ``srt.server_args`` (torch included) in the child and ``stage_seconds`` to each of SGLang's steps after it
     (``prepare_server_args``, ``resolve_once``, ``check_server_args``; s), ``modules_imported_while_checking``
-    the modules those steps imported on their own; ``lazy`` / ``lazily_imported``: the packages asked to load lazily
-    (``$SPECDASH_ARGCHECK_LAZY``: comma-separated top-level names, or ``*``) and those that did; ``device_added`` / ``gpu_memory_assumed``: the CUDA
-    device was emulated (no GPU visible) and its memory assumed.
+    the modules those steps imported on their own; ``standins``: the modules asked to be stood in for even where
+    installed (``$SPECDASH_ARGCHECK_STANDIN``: comma-separated top-level names); ``device_added`` /
+    ``gpu_memory_assumed``: the CUDA device was emulated (no GPU visible) and its memory assumed.
     """
 
     status: str
@@ -79,8 +79,7 @@ class ArgCheck:
     import_seconds: float | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     modules_imported_while_checking: int | None = None
-    lazy: list[str] = field(default_factory=list)
-    lazily_imported: list[str] = field(default_factory=list)
+    standins: list[str] = field(default_factory=list)
     device_added: bool = False
     gpu_memory_assumed: bool = False
     note: str | None = None
@@ -149,9 +148,9 @@ def run_argcheck(python: str, argv: list[str], env: dict[str, str] | None = None
     e = dict(os.environ) | dict(env or {})
     e.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
     e.setdefault("TOKENIZERS_PARALLELISM", "false")
-    lazy = [r.strip() for r in os.environ.get("SPECDASH_ARGCHECK_LAZY", "").split(",") if r.strip()]
+    standins = [r.strip() for r in os.environ.get("SPECDASH_ARGCHECK_STANDIN", "").split(",") if r.strip()]
     req = json.dumps({"argv": [str(a) for a in argv], "gpu_memory_mib": gpu_memory_mib, "stubs": list(stubs),
-                      "fields": list(fields), "lazy": lazy or None})
+                      "fields": list(fields), "standins": standins})
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen([python, str(CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -175,7 +174,7 @@ def run_argcheck(python: str, argv: list[str], env: dict[str, str] | None = None
         data = json.loads(line[len(MARK):])
     except ValueError as exc:
         return ArgCheck("error", python, note=f"unreadable result: {exc}")
-    res = ArgCheck(**{k: v for k, v in data.items() if k in ArgCheck.__dataclass_fields__})
+    res = ArgCheck(**{k: v for k, v in data.items() if k in ArgCheck.__dataclass_fields__ and k != "standins"}, standins=standins)
     res.seconds = round(time.monotonic() - t0, 1)
     if data.get("exception") == "SystemExit":
         m = [ln for ln in err.splitlines() if ": error: " in ln]

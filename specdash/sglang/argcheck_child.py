@@ -4,7 +4,7 @@ This file runs *in the profile's Python* (the interpreter that has SGLang), as `
 and imports nothing of specdash.  It reads one JSON object on stdin::
 
     {"argv": [...], "gpu_memory_mib": 143771 | null, "stubs": ["triton", ...], "fields": [...],
-     "lazy": ["transformers", ...] | ["*"] | null}
+     "standins": ["torchvision", ...]}
 
 (the argv on stdin, never on a command line: it may hold ``--api-key``), then does what
 ``python -m sglang.launch_server`` does before any weights load: ``prepare_server_args(argv)``
@@ -20,6 +20,9 @@ has it) instead of ``torch.cuda.mem_get_info``; with no CUDA device visible ``--
 the CUDA paths are judged, not the CPU ones.  ``stubs`` names modules that may be stood in for when they
 are *not installed* (triton, torchvision, … that SGLang imports at module level but never calls while
 parsing); an installed module always wins (the stand-in finder sits last on ``sys.meta_path``).
+``standins`` names modules stood in for even where installed (first on ``sys.meta_path``): the caller's
+choice to skip an import the check never runs (torchvision costs ~4.5 s of SGLang 0.5.14's import on a GPU
+host, for ``decode_jpeg`` alone, which ``srt/utils/common.py`` calls only when decoding a request's image).
 """
 
 import os
@@ -125,49 +128,6 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-class _LazyFinder(importlib.abc.MetaPathFinder):
-    """Import the pure-Python modules of ``roots`` lazily (``importlib.util.LazyLoader``): a module runs
-    when one of its attributes is first read, not at ``import``.  SGLang's ``server_args`` imports much it
-    never reads while parsing; those modules then cost nothing.  Semantics are kept: whatever is read runs
-    exactly as it would.  Extension modules and packages whose loader has no ``exec_module`` load as usual.
-    ``roots``: top-level package names, or ``["*"]``: every third-party package but sglang, torch and numpy."""
-
-    #: never lazy: what the check itself runs, and packages that make their own modules lazy (transformers and
-    #: huggingface_hub replace their module in sys.modules, which a LazyLoader module cannot take)
-    KEEP = {"sglang", "torch", "numpy", "typing_extensions", "packaging", "transformers", "huggingface_hub"}
-
-    def __init__(self, roots):
-        import importlib.util
-
-        self._lazy = importlib.util.LazyLoader
-        self.any = "*" in roots
-        self.roots = set(roots) - {"*"}
-        self.used = set()
-        self._std = set(getattr(sys, "stdlib_module_names", ()))
-
-    def _wanted(self, root):
-        if self.any:
-            return root not in self._std and root not in self.KEEP and not root.startswith("_")
-        return root in self.roots
-
-    def find_spec(self, name, path, target=None):
-        root = name.split(".")[0]
-        if not self._wanted(root):
-            return None
-        for finder in sys.meta_path:
-            if finder is self or isinstance(finder, _StubFinder) or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        if isinstance(spec.loader, importlib.machinery.SourceFileLoader):
-            spec.loader = self._lazy(spec.loader)
-            self.used.add(root)
-        return spec
-
-
 class _Warnings(logging.Handler):
     def __init__(self):
         super().__init__(logging.WARNING)
@@ -214,10 +174,8 @@ def main():
     out = {"status": "unavailable", "python": sys.executable}
     finder = _StubFinder(req.get("stubs") or [])
     sys.meta_path.append(finder)  # last: installed modules win
-    lazy = _LazyFinder(req.get("lazy") or []) if req.get("lazy") else None
-    if lazy is not None:
-        sys.meta_path.insert(0, lazy)
-        out["lazy"] = sorted(lazy.roots | ({"*"} if lazy.any else set()))
+    forced = _StubFinder(req.get("standins") or [])
+    sys.meta_path.insert(0, forced)  # first: stood in for even where installed
     warn = _Warnings()
     try:
         import sglang
@@ -226,7 +184,7 @@ def main():
         import sglang.srt.server_args as sa_mod
     except BaseException as exc:  # not importable here: say why
         out.update(exception=type(exc).__name__, message=str(exc)[:2000], where=_raised_at(exc.__traceback__))
-        out["stubbed"] = sorted(finder.used)
+        out["stubbed"] = sorted(finder.used | forced.used)
         out["seconds"] = round(time.monotonic() - t0, 2)
         print(MARK + json.dumps(out), flush=True)
         return
@@ -293,9 +251,7 @@ def main():
                    where=_raised_at(exc.__traceback__))
     out["modules_imported_while_checking"] = len(sys.modules) - mods
     out["warnings"] = warn.lines
-    out["stubbed"] = sorted(finder.used)
-    if lazy is not None:
-        out["lazily_imported"] = sorted(lazy.used)
+    out["stubbed"] = sorted(finder.used | forced.used)
     out["seconds"] = round(time.monotonic() - t0, 2)
     print(MARK + json.dumps(out), flush=True)
 

@@ -71,7 +71,7 @@ def rule_argcheck(ctx: RuleContext) -> None:
     red = redact_argv(argv)
     ev = {"python": python, "sglang_version": ver, "seconds": chk.seconds, "import_seconds": chk.import_seconds,
           "stage_seconds": chk.stage_seconds, "modules_imported_while_checking": chk.modules_imported_while_checking,
-          **({"lazily_imported": chk.lazily_imported} if chk.lazy else {}),
+          **({"standins": chk.standins} if chk.standins else {}),
           "stubbed": chk.stubbed, "argv": red}
     if ver and ctx.source in ("cli", "profile") and ver.split("+")[0] != ctx.version:
         ctx.add("ARGCHECK", "warning",
