@@ -15,6 +15,13 @@
 #   run("source /root/carry/device_up.sh && bash benchmarks/real/bed.sh build-train", carry=[".whl/gguf2"])
 #   run("source /root/carry/device_up.sh && bash benchmarks/real/bed.sh train-eval", carry=[...])
 # (setup leaves a copy of device_up.sh in /root/carry: SGLang is unpacked already, so the carry need not travel again)
+# Since the tracked tree passed ~24 MB the parts above no longer fit beside it: prepare.sh also writes the packed
+# layout .whl/p1 ... p5 (SGLang's site and the first chunk in p1, then chunks of one tar of the GGUF parts, the
+# draft parts and flashinfer's data, each call's carry sized to what fits beside the tree). Then:
+#   run("source .whl/p1/device_up.sh; mkdir -p /root/carry && cp .whl/p1/*.sh .whl/p1/*.py /root/carry/;
+#        bash benchmarks/real/bed.sh part", carry=[".whl/p1"]); the same `part` with .whl/p2, p3, p4;
+#   run("source /root/carry/device_up.sh; POINTS=... bash benchmarks/real/bed.sh judge", carry=[".whl/p5"])
+#   (any phase that builds the target assembles the chunks, checks their sha256 and unpacks flashinfer's data)
 # Phases:
 #   setup        SGLang (device_up.sh), SpecForge + datasets into /root/site2, a check that they import.
 #   part         copies the carried GGUF part(s) to /root/gguf.
@@ -36,6 +43,9 @@
 #                servers and the client with taskset. machine.txt and machine-state.log (load, /proc/stat with
 #                steal, GPU clocks and power before and after each measurement) come back with the results.
 #   tune         `specdash tune` (relaunch or --live) per entry of TUNES (MODE:C:S,K,D) on the real server.
+#   judge        every point of POINTS on a server of its own (as grid-par), then measured against each other by
+#                benchmarks/real/judge.py: short bursts, one block (a concurrency, a slice of the suite) at a time,
+#                each server once per block in a shuffled order; judge.jsonl (a line a burst) comes back as it grows.
 # Results come back under $OUT (at most 8 files): steps.log, train.jsonl, draft.tar.part-* (the draft, <= 15 MB
 # each), data.jsonl.xz (the training answers, build-train only), <phase>.tar.gz (everything else).
 set -uo pipefail
@@ -102,13 +112,26 @@ print('torch', torch.__version__, 'transformers', transformers.__version__, 'sgl
 fi
 
 if [ "$PHASE" = part ]; then
-  mkdir -p /root/gguf /root/draftparts
+  mkdir -p /root/gguf /root/draftparts /root/payload
   cp .whl/gguf*/part-* /root/gguf/ 2> /dev/null; cp .whl/draft*/draft.tar.part-* /root/draftparts/ 2> /dev/null
-  log "parts: $(ls -l /root/gguf /root/draftparts | awk 'NF > 5 {print $5, $9}' | tr '\n' ' ')"
+  cp .whl/p*/chunk-* .whl/p*/xpayload.sha256 /root/payload/ 2> /dev/null
+  log "parts: $(ls -l /root/gguf /root/draftparts /root/payload | awk 'NF > 5 {print $5, $9}' | tr '\n' ' ')"
   exit 0
 fi
 
+assemble_payload() {  # prepare.sh's packed layout: chunks of one tar (GGUF parts, draft parts, fi_data) over the calls
+  mkdir -p /root/payload; cp .whl/p*/chunk-* .whl/p*/xpayload.sha256 /root/payload/ 2> /dev/null
+  [ -f /root/payload/xpayload.sha256 ] && [ ! -f /root/payload/.done ] || return 0
+  if [ "$(cat /root/payload/chunk-* | sha256sum | cut -c1-64)" = "$(cat /root/payload/xpayload.sha256)" ]; then
+    cat /root/payload/chunk-* | tar -C /root -xf - && touch /root/payload/.done
+    [ -d /root/site/flashinfer/data ] || tar -xJf /root/fi_data.tar.xz -C /root/site
+    log "payload assembled: $(ls /root/gguf /root/draftparts | tr '\n' ' ')"
+  else
+    log "payload: chunks $(ls /root/payload | tr '\n' ' ') do not match xpayload.sha256 (a chunk missing?)"
+  fi
+}
 build_target() {
+  assemble_payload
   [ -f /root/models/smol/model.safetensors ] && return 0
   mkdir -p /root/gguf && cp .whl/gguf*/part-* /root/gguf/ 2> /dev/null
   cat /root/gguf/part-* > /root/gguf/smol.gguf
@@ -202,13 +225,8 @@ if [ "$PHASE" = grid ]; then
   (cd "$W" && tar -czf "$OUT/grid.tar.gz" --exclude="data.jsonl*" --exclude="*.pid" --exclude=prompts.jsonl runs prof grid-*.json grid-*.err) 2> /dev/null
   exit 0
 fi
-if [ "$PHASE" = grid-par ]; then
-  # the grid in parallel launches: every point of POINTS gets a server of its own (one relaunch per point), all
-  # started at once on ports 30100+ (SGLang's KV pool capped by --max-total-tokens so that they fit one GPU
-  # together; mem-fraction-static 0.9 only bounds what each may take), then measured one at a time: the others
-  # are stopped (SIGSTOP of their process groups: an idle SGLang scheduler polls at 100 % of a core) and the
-  # measured one is attached with `specdash --bench --url` under its own profile (post-launch verification of
-  # what it serves). A launch costs ~60 s and a point's measurement ~25 s, so ~12 points fit one call.
+launch_points() {  # every point of POINTS on a server of its own (ports 30100+), all at once; PORTS="port:name ..."
+  # (shared by grid-par and judge; the comment of grid-par says why all at once)
   build_target || { log "no target"; exit 1; }
   unpack_carried_draft
   # an earlier call's results went back with it: start clean (names -2, -3 ... count this call's points only)
@@ -255,6 +273,15 @@ if [ "$PHASE" = grid-par ]; then
   done
   log "ready: $(for pn in $PORTS; do curl -s -m 2 -o /dev/null -w '%{http_code} ' http://127.0.0.1:${pn%%:*}/health; done)"
   for pn in $PORTS; do kill -STOP -- -"$(cat "$W/server-${pn%%:*}.pid")" 2> /dev/null; done
+}
+if [ "$PHASE" = grid-par ]; then
+  # the grid in parallel launches: every point of POINTS gets a server of its own (one relaunch per point), all
+  # started at once on ports 30100+ (SGLang's KV pool capped by --max-total-tokens so that they fit one GPU
+  # together; mem-fraction-static 0.9 only bounds what each may take), then measured one at a time: the others
+  # are stopped (SIGSTOP of their process groups: an idle SGLang scheduler polls at 100 % of a core) and the
+  # measured one is attached with `specdash --bench --url` under its own profile (post-launch verification of
+  # what it serves). A launch costs ~60 s and a point's measurement ~25 s, so ~12 points fit one call.
+  launch_points
   for pn in $PORTS; do
     port=${pn%%:*}; n=${pn#*:}; pg=$(cat "$W/server-$port.pid")
     # a baseline-end still to come keeps 45 s of the phase for itself (the call's drift is worth more than a point)
@@ -287,6 +314,25 @@ except Exception as e: print('unreadable', e)")"
   find "$W/runs" -name server.log -size +200k -exec sh -c 'tail -c 100000 "$1" > "$1.tail"; rm "$1"' _ {} \; 2> /dev/null
   tail -c 20000 "$W"/server-301*.log > "$W/servers-tail.log" 2> /dev/null
   (cd "$W" && tar -czf "$OUT/grid-par.tar.gz" --exclude="data.jsonl*" --exclude="*.pid" --exclude=prompts.jsonl runs prof grid-*.json grid-*.err servers-tail.log machine.txt machine-state.log) 2> /dev/null
+  exit 0
+fi
+if [ "$PHASE" = judge ]; then
+  # the points of POINTS judged against each other to a few percent despite the bed's 13-23 % spread per
+  # measurement: all launched at once (launch_points), then measured in short interleaved bursts, one block at a
+  # time (a concurrency and a slice of the suite sent to every server in a shuffled order, the others stopped):
+  # benchmarks/real/judge.py says why. JUDGE_CONC (1,4,16) with JUDGE_BURST requests a burst (3,12,32).
+  launch_points
+  args=""; for pn in $PORTS; do port=${pn%%:*}; args="$args --server ${pn#*:}=http://127.0.0.1:$port=$(cat "$W/server-$port.pid")"; done
+  echo "judge before $(machine_state)" >> "$W/machine-state.log"
+  $PIN_CLIENT $PY benchmarks/real/judge.py run $args --suite real-smol --concurrency "${JUDGE_CONC:-1,4,16}" \
+    --burst "${JUDGE_BURST:-3,12,32}" --deadline-s $(( $(left) - 40 )) --seed "${JUDGE_SEED:-0}" --out "$OUT/judge.jsonl" 2> "$W/judge.err"
+  log "judge exit $?: $(tail -1 "$W/judge.err")"
+  echo "judge after $(machine_state)" >> "$W/machine-state.log"
+  for pn in $PORTS; do pg=$(cat "$W/server-${pn%%:*}.pid"); kill -- -"$pg" 2> /dev/null; kill -CONT -- -"$pg" 2> /dev/null; done
+  sleep 3; pkill -9 -f sglang.launch_server 2> /dev/null
+  $PY benchmarks/real/judge.py summarize "$OUT/judge.jsonl" 2>&1 | tee -a "$OUT/steps.log"
+  tail -c 20000 "$W"/server-301*.log > "$W/servers-tail.log" 2> /dev/null
+  (cd "$W" && tar -czf "$OUT/judge.tar.gz" prof judge.err servers-tail.log machine.txt machine-state.log) 2> /dev/null
   exit 0
 fi
 if [ "$PHASE" = tune ]; then

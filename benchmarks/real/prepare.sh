@@ -38,4 +38,28 @@ if [ -n "$C" ]; then
 else
   echo "prepare: no committed draft weights found in the history: the bed trains a new draft (build-train)"
 fi
+# The packed layout (what the device calls carry since the tracked tree passed ~24 MB): one tar of the GGUF parts,
+# the draft parts and SGLang's flashinfer data, cut into chunks that fill what each call may carry beside the
+# tree (64 MiB in all): .whl/p1 = SGLang's site + device_up.sh + the first chunk, .whl/p2 ... the rest, the last
+# with the tar's sha256. bed.sh's `part` copies a call's chunk to /root/payload; any phase that builds the
+# target puts the tar together once every chunk is there (and checks the sha256).
+if [ -f .whl/carry/site312.tar.xz ] && [ -d .whl/draft1 ]; then
+  rm -rf .whl/xstage .whl/p[0-9]*; mkdir -p .whl/xstage/gguf .whl/xstage/draftparts
+  ln .whl/gguf*/part-* .whl/xstage/gguf/; ln .whl/draft*/draft.tar.part-* .whl/xstage/draftparts/
+  ln .whl/carry/fi_data.tar.xz .whl/xstage/
+  tar -C .whl/xstage -cf .whl/xpayload.tar gguf draftparts fi_data.tar.xz
+  # the tree as the device tool counts it is more than its bytes (a 24.5 MB tree and a 42.2 MB carry were refused
+  # on 2026-12-07): take its size on disk (4 KiB blocks), which is larger still than its tar
+  TREE=$(git ls-files -z | xargs -0 du -c --block-size=1 | tail -1 | cut -f1)
+  CAP=$(( 67108864 - TREE - 400000 ))  # bytes a call may carry beside the tracked tree (400 kB for edits)
+  mkdir -p .whl/p1; ln .whl/carry/device_up.sh .whl/carry/make_models.py .whl/carry/site312.tar.xz .whl/p1/
+  FIRST=$(( CAP - $(cat .whl/p1/* | wc -c) ))
+  head -c "$FIRST" .whl/xpayload.tar > .whl/p1/chunk-01
+  tail -c +$(( FIRST + 1 )) .whl/xpayload.tar | split -b "$CAP" -d -a 2 --numeric-suffixes=2 - .whl/chunk-
+  for f in .whl/chunk-*; do n=${f##*-}; mkdir -p ".whl/p$((10#$n))"; mv "$f" ".whl/p$((10#$n))/"; done
+  last=$(ls -d .whl/p[0-9]* | sort -V | tail -1); sha256sum .whl/xpayload.tar | cut -c1-64 > "$last/xpayload.sha256"
+  rm -rf .whl/xstage .whl/xpayload.tar
+  echo "prepare: $(ls -d .whl/p[0-9]* | wc -l) calls' carries, each <= $CAP bytes beside a $TREE-byte tree:"
+  du -sb .whl/p[0-9]*
+fi
 du -sh .whl/carry .whl/extra .whl/gguf* .whl/draft* 2> /dev/null
