@@ -20,6 +20,7 @@ from specdash.bench.runner import ProfileRun, RunOptions
 from specdash.cli import main
 from specdash.profile import load_profile, parse_suite
 from specdash.sim.testing import SimProcess
+from tests.procs import process_gone
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -350,7 +351,7 @@ def test_leftover_from_a_killed_specdash_is_found_and_stopped(tmp_path, monkeypa
         except psutil.Error:
             break
         time.sleep(0.1)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert process_gone(pid)
     assert find_leftovers() == []
     assert ServerProcess  # imported API
 

@@ -31,6 +31,7 @@ from specdash.collect.exporter import (
     read_exporters,
 )
 from specdash.collect.gpu import GpuSample
+from tests.procs import process_gone
 
 DATA = Path(__file__).parent / "data" / "exporters"
 DCGM_A = (DATA / "dcgm-node-a.txt").read_text()
@@ -326,7 +327,6 @@ async def test_gpu_panel_shows_two_nodes_from_exporters(tmp_path: Path) -> None:
     """The dashboard on the simulator with two DCGM exporters: the GPU panel has the local
     (simulated) devices, then a header line and the devices of each node; a third, down
     exporter is named with its reason."""
-    import psutil
 
     from specdash.collect.snapshot import PollIntervals
     from specdash.tui.app import create_app
@@ -362,4 +362,4 @@ async def test_gpu_panel_shows_two_nodes_from_exporters(tmp_path: Path) -> None:
             # leave only once the launch has finished (the launch worker must not outlive the screens)
             await wait_for(pilot, lambda: app_.session.state == ServerState.READY, timeout=30, what="server ready")
             pid = app_.session.server.pid
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE  # stopped on exit
+    assert process_gone(pid)  # stopped on exit

@@ -20,6 +20,7 @@ from specdash.sglang import process as proc_mod
 from specdash.sglang.leftovers import find_leftovers, kill_leftover, stop_leftovers_interactively
 from specdash.sglang.logs import LineKind
 from specdash.sglang.process import ServerProcess, ServerStartError, free_port, live_servers, state_dir
+from tests.procs import process_gone
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[1]
@@ -51,13 +52,6 @@ def group_members(pgid: int) -> list[int]:
         except (psutil.Error, ProcessLookupError):
             pass
     return out
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def script(body: str) -> list[str]:
@@ -108,7 +102,7 @@ def test_stop_kills_grandchildren_and_escapees(tmp_path):
     same, escaped = map(int, srv.ring.lines()[0].split())
     assert os.getpgid(same) == srv.pid and os.getpgid(escaped) != srv.pid
     srv.stop(timeout_s=5)
-    assert gone(same) and gone(escaped) and gone(srv.pid)
+    assert process_gone(same) and process_gone(escaped) and process_gone(srv.pid)
     assert group_members(srv.pid) == []
 
 
@@ -137,7 +131,7 @@ def test_context_manager_and_state_record(tmp_path):
         assert rec["argv"] == argv[:3] and rec["owner_pid"] == os.getpid()
         assert rec["create_time"] == pytest.approx(psutil.Process(srv.pid).create_time())
         assert find_leftovers() == []  # its owner (this process) is alive
-    assert not rec_path.exists() and gone(srv.pid)
+    assert not rec_path.exists() and process_gone(srv.pid)
 
 
 def test_missing_program_raises_and_registers_nothing(tmp_path):
@@ -242,13 +236,13 @@ def test_leftover_after_sigkill_of_specdash(tmp_path):
         assert find_leftovers() == []  # the owner still runs
         owner.kill()  # SIGKILL: no cleanup can run
         owner.wait()
-        assert not gone(server_pid)  # the server outlived its owner ...
+        assert not process_gone(server_pid)  # the server outlived its owner ...
         leftovers = find_leftovers()
         assert [r["pid"] for r in leftovers] == [server_pid]  # ... and is found on the next start
         rec = leftovers[0]
         assert rec["alive_pids"] == [server_pid] and rec["run_dir"] == str(tmp_path / "run")
         assert kill_leftover(rec, timeout_s=5) is True
-        assert gone(server_pid) and group_members(server_pid) == []
+        assert process_gone(server_pid) and group_members(server_pid) == []
         assert find_leftovers() == [] and not Path(rec["path"]).exists()
     finally:
         owner.kill()
@@ -262,7 +256,7 @@ def test_the_parent_death_signal_ends_the_server_when_its_owner_is_sigkilled(tmp
     try:
         owner.kill()  # SIGKILL: no handler of the owner runs; the kernel signals the server
         owner.wait()
-        wait_until(lambda: gone(server_pid), timeout=15.0, what=f"server {server_pid} to end")
+        wait_until(lambda: process_gone(server_pid), timeout=15.0, what=f"server {server_pid} to end")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server_pid, signal.SIGKILL)
@@ -276,13 +270,13 @@ def test_stop_leftovers_interactively(tmp_path):
         owner.kill()
         owner.wait()
         assert stop_leftovers_interactively(said.append, ask=True, input_fn=lambda _: "n") == []
-        assert not gone(server_pid)
+        assert not process_gone(server_pid)
         assert said[0].startswith(f"leftover server from an earlier specdash: pid {server_pid} (")
         assert said[-1] == "leftover servers left running"
         prompts: list[str] = []
         stopped = stop_leftovers_interactively(said.append, ask=True,
                                                input_fn=lambda q: prompts.append(q) or "")
-        assert [r["pid"] for r in stopped] == [server_pid] and gone(server_pid)
+        assert [r["pid"] for r in stopped] == [server_pid] and process_gone(server_pid)
         assert prompts == ["Stop 1 leftover server(s)? [Y/n] "] and said[-1] == "stopped 1 leftover server(s)"
         assert stop_leftovers_interactively(said.append, ask=False) == []
     finally:
@@ -329,7 +323,7 @@ def test_signal_handlers_stop_servers(tmp_path, sig):
         owner.send_signal(sig)
         rc = owner.wait(timeout=20)
         assert rc != 0
-        assert gone(server_pid) and group_members(server_pid) == []
+        assert process_gone(server_pid) and group_members(server_pid) == []
         assert find_leftovers() == []  # stopped cleanly: record removed
         assert not (state_dir() / f"{server_pid}.json").exists()
     finally:

@@ -18,6 +18,7 @@ import pytest
 from specdash.collect.snapshot import PollIntervals
 from specdash.tui.app import AppConfig, SpecdashApp, create_app
 from specdash.tui.session import ServerState
+from tests.procs import process_gone
 
 FAST = PollIntervals(metrics=0.3, server_info=0.6, gpu=0.5, logs=0.1)
 SIZE = (150, 45)
@@ -41,7 +42,8 @@ def config(tmp_path: Path, **kw) -> AppConfig:
 
 
 def children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    """This process's live descendants (one that exits while being looked at is left out)."""
+    return [p for p in psutil.Process().children(recursive=True) if not process_gone(p.pid)]
 
 
 def screen_text(app: SpecdashApp, selector: str = "Static") -> str:
@@ -140,7 +142,7 @@ async def test_demo_launch_tweak_relaunch_save_quit(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", what="quit question")
         await pilot.press("y")
         await wait_for(pilot, lambda: not app.is_running, timeout=30, what="app exit")
-    assert not psutil.pid_exists(server_pid) or psutil.Process(server_pid).status() == psutil.STATUS_ZOMBIE
+    assert process_gone(server_pid)
     left = [p for p in children() if p.pid not in before]
     assert left == [], f"processes left behind: {left}"
 
@@ -279,8 +281,7 @@ async def test_offers_to_stop_servers_left_by_a_killed_specdash(tmp_path: Path) 
             await wait_for(pilot, lambda: screen_text(app).strip() != "", what="leftover question text")
             assert str(server_pid) in screen_text(app)
             await pilot.press("y")
-            await wait_for(pilot, lambda: not psutil.pid_exists(server_pid)
-                           or psutil.Process(server_pid).status() == psutil.STATUS_ZOMBIE, what="leftover stopped")
+            await wait_for(pilot, lambda: process_gone(server_pid), what="leftover stopped")
             await pilot.press("q")
     finally:
         if owner.poll() is None:
@@ -345,7 +346,7 @@ async def test_servers_stopped_even_when_the_app_ends_abruptly(tmp_path: Path) -
             pid = app.session.server.pid
             raise RuntimeError("boom")
     assert pid is not None
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert process_gone(pid)
 
 
 def test_session_measurements_are_the_advisors_inputs():

@@ -16,10 +16,9 @@ import signal
 import time
 from pathlib import Path
 
-import psutil
-
 from specdash.tui.app import create_app
 from specdash.tui.session import STOPPED_REASON, ServerState
+from tests.procs import process_gone
 from tests.test_tui import SIZE, config, wait_for
 
 
@@ -40,10 +39,6 @@ def _count_sends(session) -> list[float]:
 def _records(run_dir: Path) -> list[dict]:
     path = run_dir / "requests.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
-
-
-def _gone(pid: int) -> bool:
-    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
 async def test_sigkill_under_load_stops_the_load_and_shows_the_cause(tmp_path: Path) -> None:
@@ -83,7 +78,7 @@ async def test_sigkill_under_load_stops_the_load_and_shows_the_cause(tmp_path: P
         assert any(m.startswith("server exited (killed by SIGKILL") and "--- last server log lines ---" in m
                    for m in toasts)
         assert app.check_action("launch", ()) is True  # r / l launch it again
-        await wait_for(pilot, lambda: _gone(pid), what="the server's tree reaped")
+        await wait_for(pilot, lambda: process_gone(pid), what="the server's tree reaped")
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, what="app exit")
 
@@ -113,7 +108,7 @@ async def test_sigstop_under_load_is_a_stall_not_ready(tmp_path: Path) -> None:
         status = app.query_one("#status").content.plain
         assert " STALLED " in status and "READY" not in status
         await pilot.press("s")  # SIGCONT, then SIGTERM of the tree
-        await wait_for(pilot, lambda: s.state == ServerState.IDLE and _gone(pid), what="the stopped server stopped")
+        await wait_for(pilot, lambda: s.state == ServerState.IDLE and process_gone(pid), what="the stopped server stopped")
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, what="app exit")
 
@@ -139,7 +134,7 @@ async def test_a_stopped_idle_server_shows_stalled_then_ready_again(tmp_path: Pa
         await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ConfirmScreen", what="quit question")
         await pilot.press("y")
         await wait_for(pilot, lambda: not app.is_running, what="app exit")
-    assert _gone(pid)
+    assert process_gone(pid)
 
 
 async def test_an_attached_server_that_dies_under_load(tmp_path: Path) -> None:
@@ -186,7 +181,7 @@ async def test_a_dead_scheduler_is_a_dead_server(tmp_path: Path) -> None:
         assert not s.fault.stalled and s.fault.child == pid + 1
         run = json.loads((run_dir / "summary.json").read_text())["runs"][-1]
         assert run["partial"] is True and run["partial_reason"].startswith("a server process died")
-        await wait_for(pilot, lambda: _gone(pid), what="the server's tree killed")
+        await wait_for(pilot, lambda: process_gone(pid), what="the server's tree killed")
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, what="app exit")
 

@@ -22,6 +22,7 @@ import pytest
 
 from specdash.tui.app import create_app
 from specdash.tui.config import TABS, AppConfig
+from tests.procs import process_gone
 from tests.test_tui import FAST, config, wait_for
 
 #: a closing tag that matches nothing (MarkupError), an unclosed tag, and a link (must not become one)
@@ -189,9 +190,8 @@ async def test_profile_name_and_server_log_line_with_markup(tmp_path: Path, monk
         pid = s.server.pid
         await pilot.press("s")
         await wait_for(pilot, lambda: s.state == ServerState.IDLE and s.server is None, what="stopped")
-    import psutil
 
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert process_gone(pid)
 
 
 def test_the_tui_has_no_markup_path_left() -> None:
