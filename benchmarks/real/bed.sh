@@ -324,7 +324,8 @@ if [ "$PHASE" = judge ]; then
   launch_points
   args=""; for pn in $PORTS; do port=${pn%%:*}; args="$args --server ${pn#*:}=http://127.0.0.1:$port=$(cat "$W/server-$port.pid")"; done
   echo "judge before $(machine_state)" >> "$W/machine-state.log"
-  $PIN_CLIENT $PY benchmarks/real/judge.py run $args --suite real-smol --concurrency "${JUDGE_CONC:-1,4,16}" \
+  first=$(echo $PORTS | cut -d' ' -f1); first=${first#*:}
+  $PIN_CLIENT $PY benchmarks/real/judge.py run $args --suite real-smol --profile "$W/prof/$first.toml" --concurrency "${JUDGE_CONC:-1,4,16}" \
     --burst "${JUDGE_BURST:-3,12,32}" --deadline-s $(( $(left) - 40 )) --seed "${JUDGE_SEED:-0}" --out "$OUT/judge.jsonl" 2> "$W/judge.err"
   log "judge exit $?: $(tail -1 "$W/judge.err")"
   echo "judge after $(machine_state)" >> "$W/machine-state.log"

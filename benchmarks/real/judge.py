@@ -19,7 +19,7 @@ sent to last done, tok_s = tokens / seconds; accept_length = Σ tokens / Σ veri
 
 Usage (device, servers already up and stopped; see bed.sh phase ``judge``)::
 
-    python benchmarks/real/judge.py run --server NAME=URL=PGID ... --suite real-smol --concurrency 1,4,16 \
+    python benchmarks/real/judge.py run --server NAME=URL=PGID ... --suite real-smol --profile P.toml --concurrency 1,4,16 \
         --burst 3,12,32 --deadline-s 400 --out judge.jsonl
     python benchmarks/real/judge.py summarize judge.jsonl [more.jsonl] [--json]
 """
@@ -98,9 +98,14 @@ def _row(recs: list[dict]) -> dict:
 
 
 async def run(args) -> None:
+    from specdash.profile import load_profile
+    from specdash.profile.chat import apply_prompt_format
     from specdash.profile.files import load_suite
 
-    suite = load_suite(args.suite)
+    # the prompts as `specdash --bench` sends them for this target: its chat template applied on the client
+    # (the 2026-12-07 run sent the suite's raw text: ~54-token answers, a workload of its own)
+    suite, prompt_format = apply_prompt_format(load_profile(args.profile) if args.profile else None,
+                                               load_suite(args.suite))
     servers = []
     for spec in args.server:
         name, url, pgid = (spec.split("=") + [""])[:3]
@@ -111,6 +116,8 @@ async def run(args) -> None:
     n_prompts = len(suite.prompts)
     rng = random.Random(args.seed)
     out = open(args.out, "a", buffering=1)
+    out.write(json.dumps({"prompt_format": prompt_format.get("format"), "template": prompt_format.get("template"),
+                          "note": prompt_format.get("note")}) + "\n")
     t_start = time.monotonic()
     for _, _, pg in servers:
         _signal(pg, signal.SIGSTOP)
@@ -189,7 +196,7 @@ def summarize(paths: list[str]) -> dict:
     for i, p in enumerate(paths):
         for line in open(p):
             r = json.loads(line)
-            if r.get("tok_s") and "served" not in r:
+            if r.get("tok_s") and "served" not in r and "prompt_format" not in r:
                 r["block"] = f"{i}:{r['block']}"  # blocks of different files (calls, launches) stay apart
                 r["launch"] = i
                 rows.append(r)
@@ -244,6 +251,8 @@ def main() -> None:
     r.add_argument("--server", action="append", required=True, help="NAME=URL=PGID (PGID: the process group to "
                    "SIGSTOP between bursts; empty: never stopped)")
     r.add_argument("--suite", default="real-smol")
+    r.add_argument("--profile", help="a profile of the servers' target: its chat template formats the prompts as "
+                   "`specdash --bench` does (without it the suite's raw text is sent)")
     r.add_argument("--concurrency", default="1,4,16")
     r.add_argument("--burst", default="3,12,32", help="requests per burst, one per concurrency")
     r.add_argument("--deadline-s", type=float, default=400.0)
