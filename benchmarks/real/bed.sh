@@ -18,8 +18,9 @@
 # Since the tracked tree passed ~24 MB the parts above no longer fit beside it: prepare.sh also writes the packed
 # layout .whl/p1 ... p5 (SGLang's site and the first chunk in p1, then chunks of one tar of the GGUF parts, the
 # draft parts and flashinfer's data, each call's carry sized to what fits beside the tree). Then:
-#   run("source .whl/p1/device_up.sh; mkdir -p /root/carry && cp .whl/p1/*.sh .whl/p1/*.py /root/carry/;
-#        bash benchmarks/real/bed.sh part", carry=[".whl/p1"]); the same `part` with .whl/p2, p3, p4;
+#   run("setsid bash -c 'source .whl/p1/device_up.sh > /root/dup.log 2>&1'; mkdir -p /root/carry &&
+#        cp .whl/p1/*.sh .whl/p1/*.py /root/carry/; bash benchmarks/real/bed.sh part", carry=[".whl/p1"])
+#   (setsid: device_up's background kernel builds outlive the call); the same `part` with .whl/p2, p3, p4;
 #   run("source /root/carry/device_up.sh; POINTS=... bash benchmarks/real/bed.sh judge", carry=[".whl/p5"])
 #   (any phase that builds the target assembles the chunks, checks their sha256 and unpacks flashinfer's data)
 # Phases:
