@@ -112,7 +112,9 @@ async def run(args) -> None:
         servers.append((name, url, int(pgid) if pgid else None))
     concs = [int(c) for c in args.concurrency.split(",")]
     bursts = [int(b) for b in args.burst.split(",")]
-    assert len(bursts) == len(concs), "one --burst size per --concurrency"
+    if len(bursts) != len(concs):
+        raise SystemExit(f"judge: --burst {args.burst} gives {len(bursts)} sizes for {len(concs)} concurrencies "
+                         f"(--concurrency {args.concurrency}): one size per concurrency")
     n_prompts = len(suite.prompts)
     rng = random.Random(args.seed)
     out = open(args.out, "a", buffering=1)
