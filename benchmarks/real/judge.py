@@ -49,31 +49,16 @@ def _signal(pgid: int | None, sig: int) -> None:
             pass
 
 
-async def _burst(url: str, suite, idx: list[int], concurrency: int) -> list[dict]:
-    from specdash.bench.load import send_suite
-    from specdash.sglang.client import SGLangClient
-
-    client = SGLangClient(url, timeout=120.0)
-    try:
-        return await send_suite(client, suite, [(i, 0) for i in idx], concurrency=concurrency,
-                                max_tokens=suite.suite.max_tokens)
-    finally:
-        await client.aclose()
-
-
-async def _served(url: str, pg: int | None) -> dict:
+async def _served(client, pg: int | None) -> dict:
     """The server's speculative settings and release from ``/server_info`` (SGLang's own report)."""
-    from specdash.sglang.client import SGLangClient
     from specdash.sglang.effective import SpecSettings
 
     _signal(pg, signal.SIGCONT)
-    client = SGLangClient(url, timeout=30.0)
     try:
         info = await client.server_info()
     except Exception as exc:  # recorded, not fatal: the bursts say whether it serves
         return {"error": repr(exc)}
     finally:
-        await client.aclose()
         _signal(pg, signal.SIGSTOP)
     s = SpecSettings.from_effective(info)
     return {"algorithm": s.algorithm, "steps": s.steps, "topk": s.topk, "draft_tokens": s.draft_tokens,
@@ -81,16 +66,16 @@ async def _served(url: str, pg: int | None) -> dict:
 
 
 def _row(recs: list[dict]) -> dict:
+    from specdash.collect.stream import add_histograms
+
     ok = [r for r in recs if r.get("ok")]
     tokens = sum(r["completion_tokens"] for r in ok)
     t0 = min((r["t_sent"] for r in ok), default=0.0)
     t1 = max((r["t_done"] for r in ok), default=0.0)
     vct = sum((r.get("spec") or {}).get("verify_ct") or 0 for r in ok)
-    hist: list[int] = []
+    hist = None
     for r in ok:
-        for i, n in enumerate((r.get("spec") or {}).get("histogram") or []):
-            hist += [0] * (i + 1 - len(hist))
-            hist[i] += n
+        hist = add_histograms(hist, (r.get("spec") or {}).get("histogram"))
     secs = t1 - t0
     return {"requests": len(recs), "ok": len(ok), "tokens": tokens, "seconds": round(secs, 4),
             "tok_s": round(tokens / secs, 2) if secs > 0 else None, "verify_ct": vct,
@@ -106,10 +91,13 @@ async def run(args) -> None:
     # (the 2026-12-07 run sent the suite's raw text: ~54-token answers, a workload of its own)
     suite, prompt_format = apply_prompt_format(load_profile(args.profile) if args.profile else None,
                                                load_suite(args.suite))
-    servers = []
+    from specdash.bench.load import send_suite
+    from specdash.sglang.client import SGLangClient
+
+    servers = []  # (name, client, process group): one client a server, its connections kept across bursts
     for spec in args.server:
         name, url, pgid = (spec.split("=") + [""])[:3]
-        servers.append((name, url, int(pgid) if pgid else None))
+        servers.append((name, SGLangClient(url, timeout=120.0), int(pgid) if pgid else None))
     concs = [int(c) for c in args.concurrency.split(",")]
     bursts = [int(b) for b in args.burst.split(",")]
     if len(bursts) != len(concs):
@@ -126,21 +114,21 @@ async def run(args) -> None:
     block_s = {c: 0.0 for c in concs}  # the longest block so far per concurrency (deadline check)
     cursor = {c: 0 for c in concs}
 
-    async def measure(name, url, pg, c, idx):
+    async def measure(client, pg, c, idx):
         _signal(pg, signal.SIGCONT)
         await asyncio.sleep(args.settle_s)
         try:
-            recs = await _burst(url, suite, idx, c)
+            return await send_suite(client, suite, [(i, 0) for i in idx], concurrency=c,
+                                    max_tokens=suite.suite.max_tokens)
         finally:
             _signal(pg, signal.SIGSTOP)
-        return recs
 
     # warm-up: one burst per server and concurrency, not recorded (first rounds of a fresh server run slow);
     # what each server runs, as it reports it (a "served" line per server: the name must match the settings)
-    for name, url, pg in servers:
+    for name, client, pg in servers:
         for c, b in zip(concs, bursts):
-            await measure(name, url, pg, c, [(cursor[c] + i) % n_prompts for i in range(min(b, 2 * c))])
-        out.write(json.dumps({"served": name, **await _served(url, pg)}) + "\n")
+            await measure(client, pg, c, [(cursor[c] + i) % n_prompts for i in range(min(b, 2 * c))])
+        out.write(json.dumps({"served": name, **await _served(client, pg)}) + "\n")
     block = 0
     rnd = 0
     while True:
@@ -150,17 +138,18 @@ async def run(args) -> None:
                 print(f"judge: stop before round {rnd} c{c}: {left:.0f} s left, a block takes {block_s[c]:.0f} s",
                       file=sys.stderr)
                 out.close()
-                for _, _, pg in servers:
+                for _, client, pg in servers:
                     _signal(pg, signal.SIGCONT)
+                    await client.aclose()
                 return
             idx = [(cursor[c] + i) % n_prompts for i in range(b)]
             cursor[c] = (cursor[c] + b) % n_prompts
             order = list(servers)
             rng.shuffle(order)
             tb = time.monotonic()
-            for pos, (name, url, pg) in enumerate(order):
+            for pos, (name, client, pg) in enumerate(order):
                 t0 = time.time()
-                recs = await measure(name, url, pg, c, idx)
+                recs = await measure(client, pg, c, idx)
                 row = {"block": block, "round": rnd, "concurrency": c, "server": name, "position": pos,
                        "prompts": idx, **_row(recs), "t0": round(t0, 3)}
                 out.write(json.dumps(row) + "\n")
