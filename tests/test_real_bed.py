@@ -219,3 +219,29 @@ def test_judge_recovers_server_ratios_through_a_slow_host(tmp_path):
         assert p["accept_length"] == 2.5
     assert res["per_server"]["c"]["vs_baseline"] == pytest.approx(0.90 / 0.70, rel=0.03)
     assert res["within_2pct_of_best"] == ["a", "b"]
+
+
+def test_judge_leaves_out_failed_bursts_and_says_so(tmp_path):
+    """A server whose requests failed is named, not ranked (its surviving requests' tok/s would flatter it), and
+    one block gives no interval (null in JSON, never NaN) while the best is still named."""
+    judge = _load("judge")
+    ok = {"requests": 4, "ok": 4, "tokens": 800, "seconds": 1.0, "tok_s": 800.0, "verify_ct": 300, "accept_length": 2.67}
+    lines = [{"prompt_format": "raw"}]
+    for block in range(3):
+        lines += [{"block": block, "concurrency": 4, "server": "a", **ok},
+                  {"block": block, "concurrency": 4, "server": "b", **ok, "tok_s": 700.0},
+                  {"block": block, "concurrency": 4, "server": "half-dead", **ok, "ok": 2, "tok_s": 2000.0}]
+    f = tmp_path / "j.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"block": 3, "conc')  # cut off mid-line
+    res = judge.summarize([str(f)])["4"]
+    assert res["blocks"] == 0 and res["servers_with_failed_bursts"] == ["half-dead"] and "nothing to compare" in res["note"]
+    g = tmp_path / "one.jsonl"
+    g.write_text("".join(json.dumps(x) + "\n" for x in lines[:3]))
+    one = judge.summarize([str(g)])["4"]
+    assert one["blocks"] == 1 and one["best"] == "a" and one["within_2pct_of_best"] == ["a"]
+    assert one["per_server"]["b"]["vs_best_ci95"] is None and one["sd_log_tok_s_blocked"] is None
+    assert "NaN" not in json.dumps(one)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="no burst with a tok/s"):
+        judge.summarize([str(empty)])

@@ -83,29 +83,26 @@ def _row(recs: list[dict]) -> dict:
 
 
 async def run(args) -> None:
-    from specdash.profile import load_profile
+    # the prompts as `specdash --bench` sends them for this target: its chat template applied on the client
+    # (the 2026-12-07 run sent the suite's raw text: ~54-token answers, a workload of its own)
+    from specdash.profile import ProfileError, load_profile
     from specdash.profile.chat import apply_prompt_format
     from specdash.profile.files import load_suite
 
-    # the prompts as `specdash --bench` sends them for this target: its chat template applied on the client
-    # (the 2026-12-07 run sent the suite's raw text: ~54-token answers, a workload of its own)
-    suite, prompt_format = apply_prompt_format(load_profile(args.profile) if args.profile else None,
-                                               load_suite(args.suite))
+    try:
+        suite, prompt_format = apply_prompt_format(load_profile(args.profile) if args.profile else None,
+                                                   load_suite(args.suite))
+    except ProfileError as exc:
+        raise SystemExit(f"judge: {exc}") from None
     from specdash.bench.load import send_suite
     from specdash.sglang.client import SGLangClient
 
-    servers = []  # (name, client, process group): one client a server, its connections kept across bursts
-    for spec in args.server:
-        name, url, pgid = (spec.split("=") + [""])[:3]
-        servers.append((name, SGLangClient(url, timeout=120.0), int(pgid) if pgid else None))
-    concs = [int(c) for c in args.concurrency.split(",")]
-    bursts = [int(b) for b in args.burst.split(",")]
-    if len(bursts) != len(concs):
-        raise SystemExit(f"judge: --burst {args.burst} gives {len(bursts)} sizes for {len(concs)} concurrencies "
-                         f"(--concurrency {args.concurrency}): one size per concurrency")
+    # (name, client, process group): one client a server, its connections kept across bursts
+    servers = [(name, SGLangClient(url, timeout=120.0), pg) for name, url, pg in args.servers]
+    concs, bursts = args.concs, args.bursts
     n_prompts = len(suite.prompts)
     rng = random.Random(args.seed)
-    out = open(args.out, "a", buffering=1)
+    out = open(args.out, "x", buffering=1)  # never appended to: blocks of two runs in one file would mix
     out.write(json.dumps({"prompt_format": prompt_format.get("format"), "template": prompt_format.get("template"),
                           "note": prompt_format.get("note")}) + "\n")
     t_start = time.monotonic()
@@ -153,6 +150,10 @@ async def run(args) -> None:
                 row = {"block": block, "round": rnd, "concurrency": c, "server": name, "position": pos,
                        "prompts": idx, **_row(recs), "t0": round(t0, 3)}
                 out.write(json.dumps(row) + "\n")
+                if row["ok"] < row["requests"]:
+                    err = next((r.get("error") for r in recs if not r.get("ok")), None)
+                    print(f"judge: {name} c{c} block {block}: {row['requests'] - row['ok']} of {row['requests']} "
+                          f"requests failed ({err}); the burst does not count", file=sys.stderr)
             block_s[c] = max(block_s[c], time.monotonic() - tb)
             print(f"judge: round {rnd} c{c} block {block} in {time.monotonic() - tb:.1f} s", file=sys.stderr)
             block += 1
@@ -178,6 +179,57 @@ def _tint(xs: list[float]) -> tuple[float, float, float]:
     return m, m - h, m + h
 
 
+def _ci(lo: float, hi: float) -> list[float] | None:
+    """A log-scale interval as ratios (None without one: fewer than two blocks)."""
+    return None if math.isnan(lo) else [round(math.exp(lo), 4), round(math.exp(hi), 4)]
+
+
+def _parse_run_args(ap, args) -> None:
+    """``--server``, ``--concurrency`` and ``--burst`` read and checked (``ap.error``: exit 2 with the reason):
+    ``args.servers`` [(name, url, pgid | None)], ``args.concs``, ``args.bursts``."""
+    servers = []
+    for spec in args.server:
+        import httpx
+
+        name, sep, rest = spec.partition("=")
+        url, pg = rest, None
+        head, sep2, tail = rest.rpartition("=")
+        if sep2 and head.startswith(("http://", "https://")):  # NAME=URL=PGID (a URL may hold '=' itself)
+            url, pg = head, tail
+        try:
+            httpx.URL(url).port  # noqa: B018 - parses the URL and its port
+            pg = int(pg) if pg else None
+        except (httpx.InvalidURL, ValueError):
+            url = ""
+        if not sep or not name or not url.startswith(("http://", "https://")):
+            ap.error(f"--server {spec!r}: NAME=URL[=PGID] with an http(s) URL and a numeric process group, e.g. "
+                     "a=http://127.0.0.1:30100=4242")
+        servers.append((name, url, pg))
+    dup = sorted({n for n, _, _ in servers if [x for x, _, _ in servers].count(n) > 1})
+    if dup:
+        ap.error(f"--server names must differ: {', '.join(dup)} given twice")
+
+    def ints(flag: str, text: str) -> list[int]:
+        try:
+            vals = [int(x) for x in text.split(",")]
+        except ValueError:
+            ap.error(f"{flag} {text}: comma-separated whole numbers, e.g. 1,4,16")
+        if any(v < 1 for v in vals):
+            ap.error(f"{flag} {text}: every value must be at least 1")
+        return vals
+
+    args.servers = servers
+    args.concs, args.bursts = ints("--concurrency", args.concurrency), ints("--burst", args.burst)
+    if len(args.bursts) != len(args.concs):
+        ap.error(f"--burst {args.burst} gives {len(args.bursts)} sizes for {len(args.concs)} concurrencies "
+                 f"(--concurrency {args.concurrency}): one size per concurrency")
+    if Path(args.out).exists():
+        ap.error(f"--out {args.out} exists: a run writes a file of its own (blocks of two runs would mix); "
+                 "summarize several files together instead")
+    if not Path(args.out).resolve().parent.is_dir():
+        ap.error(f"--out {args.out}: its folder does not exist")
+
+
 def summarize(paths: list[str]) -> dict:
     """Per concurrency: each server's tok/s (geometric mean over blocks) and its ratio to the best server with
     a 95 % interval from the blocks' paired log differences; the noise with and without blocking (standard
@@ -185,28 +237,47 @@ def summarize(paths: list[str]) -> dict:
     model)."""
     rows = []
     for i, p in enumerate(paths):
-        for line in open(p):
-            r = json.loads(line)
-            if r.get("tok_s") and "served" not in r and "prompt_format" not in r:
+        for k, line in enumerate(open(p, encoding="utf-8"), 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except ValueError:  # a run cut off mid-line: its last line is partial
+                print(f"judge: {p}:{k}: not a JSON line (a run cut off while writing it?): left out", file=sys.stderr)
+                continue
+            if "block" in r and "server" in r:
                 r["block"] = f"{i}:{r['block']}"  # blocks of different files (calls, launches) stay apart
-                r["launch"] = i
                 rows.append(r)
+    if not any(r.get("tok_s") for r in rows):
+        raise ValueError(f"no burst with a tok/s figure in {', '.join(paths)} (no server answered, or not a "
+                         "judge.py run's output)")
     out: dict = {}
     for c in sorted({r["concurrency"] for r in rows}):
         rc = [r for r in rows if r["concurrency"] == c]
-        blocks: dict[str, dict[str, float]] = {}
-        for r in rc:
-            blocks.setdefault(r["block"], {})[r["server"]] = math.log(r["tok_s"])
         names = sorted({r["server"] for r in rc})
+        # a burst in which a request failed does not count (its tok/s would be the survivors'), and its block is
+        # then incomplete
+        counted = [r for r in rc if r.get("tok_s") and r.get("ok", 0) == r.get("requests", 0)]
+        failed = sorted({r["server"] for r in rc} - {r["server"] for r in counted} |
+                        {r["server"] for r in rc if r.get("ok", 0) < r.get("requests", 0)})
+        blocks: dict[str, dict[str, float]] = {}
+        for r in counted:
+            blocks.setdefault(r["block"], {})[r["server"]] = math.log(r["tok_s"])
         full = {b: v for b, v in blocks.items() if len(v) == len(names)}
+        if not full:
+            out[str(c)] = {"blocks": 0, "blocks_incomplete": len(blocks), "servers": len(names),
+                           "servers_with_failed_bursts": failed,
+                           "note": "no block has a counted burst of every server: nothing to compare"}
+            continue
         # additive model on complete blocks: y_bs = mu + a_b + s_s + e
         mu = statistics.fmean(y for v in full.values() for y in v.values())
         a = {b: statistics.fmean(v.values()) - mu for b, v in full.items()}
         s = {n: statistics.fmean(v[n] for v in full.values()) - mu for n in names}
         resid = [v[n] - mu - a[b] - s[n] for b, v in full.items() for n in names]
-        dof = max(1, (len(full) - 1) * (len(names) - 1))
-        sd_resid = math.sqrt(sum(e * e for e in resid) / dof)
-        sd_raw = statistics.fmean(statistics.stdev([v[n] for v in full.values()]) for n in names) if len(full) > 1 else math.nan
+        dof = (len(full) - 1) * (len(names) - 1)
+        sd_resid = math.sqrt(sum(e * e for e in resid) / dof) if dof else None
+        sd_raw = statistics.fmean(statistics.stdev([v[n] for v in full.values()]) for n in names) \
+            if len(full) > 1 else None
         best = max(names, key=lambda n: s[n])
         per = {}
         for n in names:
@@ -216,7 +287,7 @@ def summarize(paths: list[str]) -> dict:
             toks = sum(r["tokens"] for r in rc if r["server"] == n)
             vct = sum(r["verify_ct"] for r in rc if r["server"] == n)
             per[n] = {"tok_s_geomean": round(math.exp(mu + s[n]), 1), "vs_best": round(math.exp(m), 4),
-                      "vs_best_ci95": [round(math.exp(lo), 4), round(math.exp(hi), 4)],
+                      "vs_best_ci95": _ci(lo, hi),
                       "accept_length": round(toks / vct, 3) if vct else None,
                       "accept_length_range": [min(tau), max(tau)] if tau else None}
         base = next((n for n in names if "baseline" in n), None)
@@ -225,12 +296,15 @@ def summarize(paths: list[str]) -> dict:
                 d = [v[n] - v[base] for v in full.values()]
                 m, lo, hi = _tint(d)
                 per[n]["vs_baseline"] = round(math.exp(m), 4)
-                per[n]["vs_baseline_ci95"] = [round(math.exp(lo), 4), round(math.exp(hi), 4)]
-        # which servers are indistinguishable from the best (interval reaches 1.0) and the 2 % set
+                per[n]["vs_baseline_ci95"] = _ci(lo, hi)
+        # the servers not shown to be more than 2 % below the best (upper interval end ≥ 0.98; the best itself);
+        # with fewer than two blocks there is no interval, and only the best is named
         out[str(c)] = {"blocks": len(full), "blocks_incomplete": len(blocks) - len(full), "servers": len(names),
-                       "best": best, "sd_log_tok_s_unblocked": round(sd_raw, 4),
-                       "sd_log_tok_s_blocked": round(sd_resid, 4),
-                       "within_2pct_of_best": sorted(n for n in names if per[n]["vs_best_ci95"][1] >= 0.98),
+                       "servers_with_failed_bursts": failed, "best": best,
+                       "sd_log_tok_s_unblocked": None if sd_raw is None else round(sd_raw, 4),
+                       "sd_log_tok_s_blocked": None if sd_resid is None else round(sd_resid, 4),
+                       "within_2pct_of_best": sorted(n for n in names if n == best or (
+                           per[n]["vs_best_ci95"] is not None and per[n]["vs_best_ci95"][1] >= 0.98)),
                        "per_server": dict(sorted(per.items(), key=lambda kv: -kv[1]["vs_best"]))}
     return out
 
@@ -255,21 +329,38 @@ def main() -> None:
     s.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.cmd == "run":
+        _parse_run_args(r, args)
         asyncio.run(run(args))
         return
-    res = summarize(args.files)
+    files = [str(Path(f).resolve()) for f in args.files]
+    if len(set(files)) < len(files):
+        s.error("a file named twice would count its blocks twice")
+    try:
+        res = summarize(args.files)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"judge: {exc}") from None
     if args.json:
         print(json.dumps(res, indent=1))
         return
+
+    def f3(x) -> str:
+        return "—" if x is None else f"{x:.3f}"
+
     for c, v in res.items():
-        print(f"c{c}: {v['blocks']} complete blocks, {v['servers']} servers; sd of log tok/s per burst "
-              f"{v['sd_log_tok_s_unblocked']:.3f} unblocked, {v['sd_log_tok_s_blocked']:.3f} within a block")
+        if not v["blocks"]:
+            print(f"c{c}: {v['note']} (servers with failed bursts: {', '.join(v['servers_with_failed_bursts']) or 'none'})")
+            continue
+        print(f"c{c}: {v['blocks']} complete block(s), {v['servers']} server(s); sd of log tok/s per burst "
+              f"{f3(v['sd_log_tok_s_unblocked'])} unblocked, {f3(v['sd_log_tok_s_blocked'])} within a block")
+        if v["servers_with_failed_bursts"]:
+            print(f"  bursts with failed requests left out: {', '.join(v['servers_with_failed_bursts'])}")
         for n, p in v["per_server"].items():
-            lo, hi = p["vs_best_ci95"]
+            ci = p["vs_best_ci95"]
+            iv = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[no interval: one block]"
             vb = f"  ×{p['vs_baseline']:.3f} baseline" if "vs_baseline" in p else ""
-            print(f"  {n:32s} {p['tok_s_geomean']:9.1f} tok/s  ×{p['vs_best']:.3f} [{lo:.3f}, {hi:.3f}] of the best"
-                  f"  τ {p['accept_length'] or 0:.3f}{vb}")
-        print(f"  within 2 % of the best (interval reaches 0.98): {', '.join(v['within_2pct_of_best'])}")
+            print(f"  {n:32s} {p['tok_s_geomean']:9.1f} tok/s  ×{p['vs_best']:.3f} {iv} of the best"
+                  f"  τ {f3(p['accept_length'])}{vb}")
+        print(f"  not shown more than 2 % below the best (interval reaches 0.98): {', '.join(v['within_2pct_of_best'])}")
 
 
 if __name__ == "__main__":
