@@ -23,6 +23,8 @@
 #   (setsid: device_up's background kernel builds outlive the call); the same `part` with .whl/p2, p3, p4;
 #   run("source /root/carry/device_up.sh; POINTS=... bash benchmarks/real/bed.sh judge", carry=[".whl/p5"])
 #   (any phase that builds the target assembles the chunks, checks their sha256 and unpacks flashinfer's data)
+#   With `bash benchmarks/real/slim.sh on` first (the committed results leave the index for the calls; `off` after),
+#   prepare.sh's packing fits in three calls (p1, p2, p3), the last one running the phase itself.
 # Phases:
 #   setup        SGLang (device_up.sh), SpecForge + datasets into /root/site2, a check that they import.
 #   part         copies the carried GGUF part(s) to /root/gguf.
