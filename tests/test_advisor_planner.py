@@ -93,3 +93,23 @@ def test_tiers_of_one_launch_count_once():
     assert TunePlanner.launches(tiers) == 1
     assert TunePlanner.launches([*tiers, ONE_PER_ROUND]) == 2
     assert Measurement.tiers_from_run({"tiers": None}) == []
+
+
+def test_exploration_gain_is_what_one_more_launch_is_expected_to_buy():
+    """A live tune's last two launches go to the adaptive schedule's A/B only while one more exploration is expected to
+    gain less than 1 % of the best measured (``planner.exploration_gain``): here the start chain alone leaves the trees
+    far above it, and a space with every candidate measured leaves nothing to buy."""
+    from tests.test_advisor import SCENARIOS
+
+    healthy = next(o for o in SCENARIOS if o.name == "healthy")
+    rng = np.random.default_rng(3)
+    live = TunePlanner(healthy.start, 6, baseline=healthy.baseline_tok_s(), live_margin=0.01)
+    ms = [healthy.measure(healthy.start, rng)]
+    gain = live.exploration_gain(ms)
+    best_pred = max(p.tok_s for p in live.last_advice.predictions if p.settings != healthy.start)
+    assert gain >= 0.01, gain
+    assert best_pred > ms[0].output_tok_s  # the gain is real: a wider setting is predicted faster than the measured chain
+    small = [healthy.start, Settings(4, 1, 5), Settings(3, 2, 6)]
+    done = TunePlanner(healthy.start, 6, baseline=healthy.baseline_tok_s(), candidates=small, live_margin=0.01)
+    every = [healthy.measure(s, rng) for s in small]
+    assert done.exploration_gain(every) == 0.0

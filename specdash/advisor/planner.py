@@ -453,6 +453,22 @@ class TunePlanner:
                        f"{'exploit' if kappa == 0 else 'optimistic' if kappa < 1 else 'upper-end'} pick)")
         return pick.settings
 
+    def exploration_gain(self, measurements: Sequence[Measurement]) -> float:
+        """The largest expected improvement (:func:`expected_gain`) of one more launch, as a share of the best
+        measured setting's score (0.0 when nothing unmeasured can beat it by more than its interval)."""
+        try:
+            adv, _, open_preds = self._open(measurements)
+        except ValueError:
+            return 0.0
+        scores = self._scores(measurements, adv)
+        if not scores or not open_preds:
+            return 0.0
+        inc = max(scores, key=scores.get)
+        best_meas = scores[inc]
+        margin = max(self.live_margin or 0.0, self._noise(measurements).get(inc) or 0.0)
+        can = [p for p in open_preds if p.hi >= best_meas * (1.0 + margin)]
+        return max((expected_gain(p, best_meas) for p in can), default=0.0) / best_meas
+
     def chain_tiers(self, measurements: Sequence[Measurement], *, max_tiers: int = 3) -> list[int]:
         """Chain step counts (topk 1, draft tokens = steps + 1) worth measuring together, as
         adaptive tiers of one launch, sorted; empty when no chain is worth measuring.
