@@ -20,9 +20,30 @@ specdash), so every floor that makes or reads one names the same type:
 
 Units are in the key names (``_ms``, ``_s``, ``tok_s`` = output tokens per second); not applicable → None.
 No ``from __future__ import annotations`` here: Python 3.11 reads ``NotRequired`` only from evaluated annotations.
+
+A key read in many places has one reader here: :func:`output_tok_s` (the key's name, where a value names it — a
+comparison's ``metric``, a column list — is :data:`OUTPUT_TOK_S`).
 """
 
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+#: The name of the output-throughput key (a RUN's, a sweep point's, a tier's …) and of the comparison metric.
+OUTPUT_TOK_S: Final = "output_tok_s"
+
+
+def output_tok_s(rec: Mapping[str, Any]) -> float | None:
+    """Output tokens per second of ``rec`` (``tok_s``: output tokens ÷ seconds, all requests in flight together).
+
+    For a RUN (:class:`RunFigures`): the successful requests' completion tokens over the run's wall time
+    (``duration_s``: first request sent → last response finished, :mod:`specdash.collect.stream`); for a
+    sweep point (:class:`SweepPoint`) its RUN's; for a tier (:class:`Tier`) the tier's output tokens over
+    the decode time spent in it; for another record that carries the key (a tune's ``measured`` row, a
+    comparison's side, another tool's RUN-shaped result) the figure it took from one of those.  The value
+    as stored (a JSON number, not converted); None when the key is absent or null (not measured, or not
+    applicable: no request finished, no time elapsed)."""
+    return rec.get(OUTPUT_TOK_S)
+
 
 # -- parts of a RUN ------------------------------------------------------------------------------------------
 
@@ -315,7 +336,7 @@ class TuneReport(TypedDict):
     time: dict[str, Any]
 
 
-__all__ = ["RUN_KEYS", "RUN_REQUIRED_KEYS", "AcceptPosition", "Adaptive", "AdaptiveFields", "ClientLoad",
-           "ComparisonReport", "ContextGroup", "Dist", "Effective", "FindingJSON", "GoodputFields", "GroupFigures",
-           "LoadFields", "RequestShape", "RunFigures", "RunSummary", "Summary", "SweepPoint", "SweepReport", "Tier",
-           "TuneReport", "Verification"]
+__all__ = ["OUTPUT_TOK_S", "RUN_KEYS", "RUN_REQUIRED_KEYS", "AcceptPosition", "Adaptive", "AdaptiveFields",
+           "ClientLoad", "ComparisonReport", "ContextGroup", "Dist", "Effective", "FindingJSON", "GoodputFields",
+           "GroupFigures", "LoadFields", "RequestShape", "RunFigures", "RunSummary", "Summary", "SweepPoint",
+           "SweepReport", "Tier", "TuneReport", "Verification", "output_tok_s"]

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specdash.results import OUTPUT_TOK_S
 from specdash.sglang.positions import accept_fields, from_unconditional
 
 AIPERF_FILE = "profile_export_aiperf.json"
@@ -250,7 +251,7 @@ def unpaired_comparison(a_name: str, a_tok_s: Sequence[float], a_run_tok_s: floa
 
     a = np.asarray([x for x in a_tok_s if x and x > 0 and math.isfinite(x)], float)
     b = np.asarray([x for x in b_tok_s if x and x > 0 and math.isfinite(x)], float)
-    base = {"a": a_name, "b": b_name, "metric": "output_tok_s", "pairs": 0, "per_prompt": [], "per_category": {},
+    base = {"a": a_name, "b": b_name, "metric": OUTPUT_TOK_S, "pairs": 0, "per_prompt": [], "per_category": {},
             "baseline": None, "confidence": confidence}
     if len(a) >= 2 and len(b) >= 2:
         la, lb = np.log(a), np.log(b)

@@ -44,6 +44,7 @@ from specdash.bench.launches import LaunchEntry, LaunchLog, by_purpose, time_lef
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
 from specdash.profile import build_launch, write_preset
 from specdash.profile.variants import baseline_of, variant
+from specdash.results import output_tok_s
 
 
 def save_preset(source, winner, out_dir: Path, settings, *, label: str | None = None) -> Path:
@@ -319,7 +320,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
 
         base_prof = decode_logged(base_prof)
     if baseline_run is not None:
-        say(f"tune: baseline from {baseline_run.get('run_dir')} ({baseline_run.get('output_tok_s'):.1f} tok/s, "
+        say(f"tune: baseline from {baseline_run.get('run_dir')} ({output_tok_s(baseline_run):.1f} tok/s, "
             "measured earlier; no baseline launch)")
         base_run, base_launch, later = baseline_run, None, opts
         base_recs = _read_records(baseline_run.get("run_dir"))
@@ -555,7 +556,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "launch_cap_cut": cap_notes,
         "fast_explore": explorer.to_json(),
         "baseline_reused": None if baseline_run is None else {
-            "run_dir": baseline_run.get("run_dir"), "output_tok_s": baseline_run.get("output_tok_s"),
+            "run_dir": baseline_run.get("run_dir"), "output_tok_s": output_tok_s(baseline_run),
             "notes": list(baseline_notes)},
         "start": start.to_json(),
         "best": best.to_json(),
