@@ -21,8 +21,9 @@ specdash), so every floor that makes or reads one names the same type:
 Units are in the key names (``_ms``, ``_s``, ``tok_s`` = output tokens per second); not applicable → None.
 No ``from __future__ import annotations`` here: Python 3.11 reads ``NotRequired`` only from evaluated annotations.
 
-A key read in many places has one reader here: :func:`output_tok_s` (the key's name, where a value names it — a
-comparison's ``metric``, a column list — is :data:`OUTPUT_TOK_S`).
+A writer may build one with its type's keyword constructor (``Tier(speculative_num_steps=…, …)``: a plain dict,
+keys in the order given).  A key read in many places has one reader here: :func:`output_tok_s` (the key's name,
+where a value names it — a comparison's ``metric``, a column list — is :data:`OUTPUT_TOK_S`).
 """
 
 from collections.abc import Mapping

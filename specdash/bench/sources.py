@@ -156,9 +156,9 @@ def sweep_speedups(spec: Source, base: Source, var: str | None = None) -> list[d
         if b is None:
             continue
         cmp = build_comparison(base.records_at(x, var), spec.records_at(x, var), a_name=base.name, b_name=spec.name)
-        points.append({var: x, "output_tok_s": output_tok_s(run), "baseline_tok_s": output_tok_s(b),
-                       "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
-                       "pairs": cmp.get("pairs", 0)})
+        points.append(dict({var: x}, output_tok_s=output_tok_s(run), baseline_tok_s=output_tok_s(b),
+                           speedup=cmp.get("speedup"), ci95=cmp.get("ci95"), verdict=cmp.get("verdict"),
+                           pairs=cmp.get("pairs", 0)))
     return points
 
 

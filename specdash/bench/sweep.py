@@ -89,10 +89,10 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
                                        and v < HELD_BACK_BELOW * float(x)),
                       served_fraction=kept, saturated=sorted(k for k, v in kept.items()
                                                              if v is not None and v < SATURATED_BELOW))
-        pt.update({"output_tok_s": output_tok_s(run), "baseline_tok_s": output_tok_s(b) if b else None,
-                   "accept_length": run.get("accept_length"), "accept_by_position": run.get("accept_by_position"),
-                   "speedup": None, "ci95": None,
-                   "verdict": None, "pairs": 0, "throughput_ratio": None})
+        pt.update(output_tok_s=output_tok_s(run), baseline_tok_s=output_tok_s(b) if b else None,
+                  accept_length=run.get("accept_length"), accept_by_position=run.get("accept_by_position"),
+                  speedup=None, ci95=None,
+                  verdict=None, pairs=0, throughput_ratio=None)
         if b is not None:
             cmp = build_comparison(base_recs.get(x, []), recs.get(x, []), a_name=baseline.name, b_name=profile.name)
             pt.update(speedup=cmp.get("speedup"), ci95=cmp.get("ci95"), verdict=cmp.get("verdict"),

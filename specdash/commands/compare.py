@@ -212,13 +212,13 @@ class Side:
 
     def summary(self) -> dict[str, Any]:
         r = self.run
-        return {"name": self.name, "tool": self.tool, "path": str(self.path), "output_tok_s": output_tok_s(r),
-                "ttft_ms_p50": (r.get("ttft_ms") or {}).get("p50"), "tpot_ms_p50": (r.get("tpot_ms") or {}).get("p50"),
-                "itl_ms_p50": (r.get("itl_ms") or {}).get("p50"), "accept_length": r.get("accept_length"),
-                "accept_rate": r.get("accept_rate"), "accept_by_position": r.get("accept_by_position"),
-                "accept_by_position_source": r.get("accept_by_position_source"),
-                "concurrency": r.get("concurrency"), "output_tokens_per_request": self.output_len()[0],
-                "simulated": r.get("simulated")}
+        return dict(name=self.name, tool=self.tool, path=str(self.path), output_tok_s=output_tok_s(r),
+                    ttft_ms_p50=(r.get("ttft_ms") or {}).get("p50"), tpot_ms_p50=(r.get("tpot_ms") or {}).get("p50"),
+                    itl_ms_p50=(r.get("itl_ms") or {}).get("p50"), accept_length=r.get("accept_length"),
+                    accept_rate=r.get("accept_rate"), accept_by_position=r.get("accept_by_position"),
+                    accept_by_position_source=r.get("accept_by_position_source"),
+                    concurrency=r.get("concurrency"), output_tokens_per_request=self.output_len()[0],
+                    simulated=r.get("simulated"))
 
 
 def length_difference(a: Side, b: Side) -> str | None:
@@ -300,7 +300,7 @@ def _overlay(sides: list[Side]) -> dict[str, Any] | None:
         row: dict[str, Any] = {var: x}
         for s in sides:
             hit = [r for r in s.runs if r.get(var) == x]
-            row[s.name] = {"output_tok_s": output_tok_s(hit[0]), "accept_length": hit[0].get("accept_length")} \
+            row[s.name] = dict(output_tok_s=output_tok_s(hit[0]), accept_length=hit[0].get("accept_length")) \
                 if hit else None
         rows.append(row)
     return {"variable": var, "points": rows}
