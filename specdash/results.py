@@ -13,8 +13,10 @@ specdash), so every floor that makes or reads one names the same type:
   appear only in some runs (``arrival_seed`` in open loop, ``sweep_point`` in a sweep).
 * :class:`SweepReport` / :class:`SweepPoint` — ``--sweep``'s ``--json`` payload and ``sweep.json``.
 * :class:`ComparisonReport` — ``comparison.json`` (``--vs``, ``specdash compare``).
+* :class:`ExternalRun` — another tool's result read as a RUN (:mod:`specdash.bench.external`), a side of
+  ``specdash compare``.
 * :class:`TuneReport` — ``tune.json`` (``specdash tune``), declared here; :func:`specdash.bench.tune.tune`
-  writes it.
+  writes it, one :class:`TuneMeasured` row per setting measured.
 * :class:`Effective` — the four speculative settings read back from the server (the RUN's
   ``effective``); :class:`specdash.sglang.speculative.SpecSettings` reads them.
 
@@ -299,7 +301,63 @@ class ComparisonReport(TypedDict):
     verification_failed: NotRequired[list[str]]
 
 
+class ExternalRun(TypedDict):
+    """A vLLM ``bench serve`` result or an AIPerf export read as a RUN (:mod:`specdash.bench.external`; read by
+    :mod:`specdash.commands.compare`): the RUN's figures the file has (the rest None), which ``tool`` wrote it, the
+    ``model``, the mean output tokens per request and, where the file says it (AIPerf), the output tokens asked."""
+
+    profile: str
+    tool: str
+    model: str | None
+    requests: int | None
+    failed_requests: float | None
+    output_tokens: float | None
+    duration_s: float | None
+    output_tok_s: float | None
+    request_throughput: float | None
+    ttft_ms: dict[str, float | None] | None
+    tpot_ms: dict[str, float | None] | None
+    itl_ms: dict[str, float | None] | None
+    e2e_ms: dict[str, float | None] | None
+    concurrency: int | None
+    request_rate: float | str | None
+    mean_output_tokens: float | None
+    asked_output_tokens: NotRequired[float | None]
+    prompts: int | None
+    accept_length: float | None
+    accept_rate: float | None
+    accept_histogram: list[int] | None
+    accept_by_position: list[AcceptPosition] | list[dict[str, Any]] | None
+    accept_by_position_source: Literal["server", "histogram"] | None
+
+
 # -- tunes ---------------------------------------------------------------------------------------------------
+#: A tune row's ``for`` (what a row beyond the tune's own measurements was for: ``"final A/B"``, ``"adaptive
+#: schedule"``); a Python keyword, so declared apart.
+_MeasuredFor = TypedDict("_MeasuredFor", {"for": NotRequired[str]})
+
+
+class TuneMeasured(_MeasuredFor):
+    """One ``measured`` row of ``tune.json`` (:func:`specdash.bench.tune._row_json`; read by
+    :mod:`specdash.bench.tune_text` and the HTML report): a setting (None: no speculation), its tok/s and τ at
+    ``concurrency``, where it came from (``source``: ``"launch"`` or ``"tier"``; ``launch``: the launch's index
+    or None) and its run directory; some rows add the live windows behind a tier, the tok/s interval (±1.96
+    standard errors) and ``for``; after the last acceptance fit, the measured and the expected acceptance by
+    draft position."""
+
+    settings: dict[str, Any] | None
+    output_tok_s: float | None
+    accept_length: float | None
+    concurrency: int
+    source: str
+    launch: int | None
+    run_dir: str | None
+    windows: NotRequired[int | None]
+    interval: NotRequired[list[float] | None]
+    accept_by_position: NotRequired[list[AcceptPosition] | None]
+    expected_accept_by_position: NotRequired[list[dict[str, Any]] | None]
+
+
 class TuneReport(TypedDict):
     """``tune.json``: what ``specdash tune`` launched, measured, picked and saved."""
 
@@ -323,7 +381,7 @@ class TuneReport(TypedDict):
     start: dict[str, Any]
     best: dict[str, Any]
     baseline_tok_s: float | None
-    measured: list[dict[str, Any]]
+    measured: list[TuneMeasured]
     best_expected_accept_by_position: list[dict[str, Any]] | None
     advice: dict[str, Any]
     advice_text: str
@@ -338,6 +396,6 @@ class TuneReport(TypedDict):
 
 
 __all__ = ["OUTPUT_TOK_S", "RUN_KEYS", "RUN_REQUIRED_KEYS", "AcceptPosition", "Adaptive", "AdaptiveFields",
-           "ClientLoad", "ComparisonReport", "ContextGroup", "Dist", "Effective", "FindingJSON", "GoodputFields",
-           "GroupFigures", "LoadFields", "RequestShape", "RunFigures", "RunSummary", "Summary", "SweepPoint",
-           "SweepReport", "Tier", "TuneReport", "Verification", "output_tok_s"]
+           "ClientLoad", "ComparisonReport", "ContextGroup", "Dist", "Effective", "ExternalRun", "FindingJSON",
+           "GoodputFields", "GroupFigures", "LoadFields", "RequestShape", "RunFigures", "RunSummary", "Summary",
+           "SweepPoint", "SweepReport", "Tier", "TuneMeasured", "TuneReport", "Verification", "output_tok_s"]
