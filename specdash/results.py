@@ -13,16 +13,40 @@ specdash), so every floor that makes or reads one names the same type:
   appear only in some runs (``arrival_seed`` in open loop, ``sweep_point`` in a sweep).
 * :class:`SweepReport` / :class:`SweepPoint` — ``--sweep``'s ``--json`` payload and ``sweep.json``.
 * :class:`ComparisonReport` — ``comparison.json`` (``--vs``, ``specdash compare``).
+* :class:`ExternalRun` — another tool's result read as a RUN (:mod:`specdash.bench.external`), a side of
+  ``specdash compare``.
 * :class:`TuneReport` — ``tune.json`` (``specdash tune``), declared here; :func:`specdash.bench.tune.tune`
-  writes it.
+  writes it, one :class:`TuneMeasured` row per setting measured.
 * :class:`Effective` — the four speculative settings read back from the server (the RUN's
   ``effective``); :class:`specdash.sglang.speculative.SpecSettings` reads them.
 
 Units are in the key names (``_ms``, ``_s``, ``tok_s`` = output tokens per second); not applicable → None.
 No ``from __future__ import annotations`` here: Python 3.11 reads ``NotRequired`` only from evaluated annotations.
+
+A writer may build one with its type's keyword constructor (``Tier(speculative_num_steps=…, …)``: a plain dict,
+keys in the order given).  A key read in many places has one reader here: :func:`output_tok_s` (the key's name,
+where a value names it — a comparison's ``metric``, a column list — is :data:`OUTPUT_TOK_S`).
 """
 
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, Final, Literal, NotRequired, TypedDict
+
+#: The name of the output-throughput key (a RUN's, a sweep point's, a tier's …) and of the comparison metric.
+OUTPUT_TOK_S: Final = "output_tok_s"
+
+
+def output_tok_s(rec: Mapping[str, Any]) -> float | None:
+    """Output tokens per second of ``rec`` (``tok_s``: output tokens ÷ seconds, all requests in flight together).
+
+    For a RUN (:class:`RunFigures`): the successful requests' completion tokens over the run's wall time
+    (``duration_s``: first request sent → last response finished, :mod:`specdash.collect.stream`); for a
+    sweep point (:class:`SweepPoint`) its RUN's; for a tier (:class:`Tier`) the tier's output tokens over
+    the decode time spent in it; for another record that carries the key (a tune's ``measured`` row, a
+    comparison's side, another tool's RUN-shaped result) the figure it took from one of those.  The value
+    as stored (a JSON number, not converted); None when the key is absent or null (not measured, or not
+    applicable: no request finished, no time elapsed)."""
+    return rec.get(OUTPUT_TOK_S)
+
 
 # -- parts of a RUN ------------------------------------------------------------------------------------------
 
@@ -277,7 +301,63 @@ class ComparisonReport(TypedDict):
     verification_failed: NotRequired[list[str]]
 
 
+class ExternalRun(TypedDict):
+    """A vLLM ``bench serve`` result or an AIPerf export read as a RUN (:mod:`specdash.bench.external`; read by
+    :mod:`specdash.commands.compare`): the RUN's figures the file has (the rest None), which ``tool`` wrote it, the
+    ``model``, the mean output tokens per request and, where the file says it (AIPerf), the output tokens asked."""
+
+    profile: str
+    tool: str
+    model: str | None
+    requests: int | None
+    failed_requests: float | None
+    output_tokens: float | None
+    duration_s: float | None
+    output_tok_s: float | None
+    request_throughput: float | None
+    ttft_ms: dict[str, float | None] | None
+    tpot_ms: dict[str, float | None] | None
+    itl_ms: dict[str, float | None] | None
+    e2e_ms: dict[str, float | None] | None
+    concurrency: int | None
+    request_rate: float | str | None
+    mean_output_tokens: float | None
+    asked_output_tokens: NotRequired[float | None]
+    prompts: int | None
+    accept_length: float | None
+    accept_rate: float | None
+    accept_histogram: list[int] | None
+    accept_by_position: list[AcceptPosition] | list[dict[str, Any]] | None
+    accept_by_position_source: Literal["server", "histogram"] | None
+
+
 # -- tunes ---------------------------------------------------------------------------------------------------
+#: A tune row's ``for`` (what a row beyond the tune's own measurements was for: ``"final A/B"``, ``"adaptive
+#: schedule"``); a Python keyword, so declared apart.
+_MeasuredFor = TypedDict("_MeasuredFor", {"for": NotRequired[str]})
+
+
+class TuneMeasured(_MeasuredFor):
+    """One ``measured`` row of ``tune.json`` (:func:`specdash.bench.tune._row_json`; read by
+    :mod:`specdash.bench.tune_text` and the HTML report): a setting (None: no speculation), its tok/s and τ at
+    ``concurrency``, where it came from (``source``: ``"launch"`` or ``"tier"``; ``launch``: the launch's index
+    or None) and its run directory; some rows add the live windows behind a tier, the tok/s interval (±1.96
+    standard errors) and ``for``; after the last acceptance fit, the measured and the expected acceptance by
+    draft position."""
+
+    settings: dict[str, Any] | None
+    output_tok_s: float | None
+    accept_length: float | None
+    concurrency: int
+    source: str
+    launch: int | None
+    run_dir: str | None
+    windows: NotRequired[int | None]
+    interval: NotRequired[list[float] | None]
+    accept_by_position: NotRequired[list[AcceptPosition] | None]
+    expected_accept_by_position: NotRequired[list[dict[str, Any]] | None]
+
+
 class TuneReport(TypedDict):
     """``tune.json``: what ``specdash tune`` launched, measured, picked and saved."""
 
@@ -301,7 +381,7 @@ class TuneReport(TypedDict):
     start: dict[str, Any]
     best: dict[str, Any]
     baseline_tok_s: float | None
-    measured: list[dict[str, Any]]
+    measured: list[TuneMeasured]
     best_expected_accept_by_position: list[dict[str, Any]] | None
     advice: dict[str, Any]
     advice_text: str
@@ -315,7 +395,7 @@ class TuneReport(TypedDict):
     time: dict[str, Any]
 
 
-__all__ = ["RUN_KEYS", "RUN_REQUIRED_KEYS", "AcceptPosition", "Adaptive", "AdaptiveFields", "ClientLoad",
-           "ComparisonReport", "ContextGroup", "Dist", "Effective", "FindingJSON", "GoodputFields", "GroupFigures",
-           "LoadFields", "RequestShape", "RunFigures", "RunSummary", "Summary", "SweepPoint", "SweepReport", "Tier",
-           "TuneReport", "Verification"]
+__all__ = ["OUTPUT_TOK_S", "RUN_KEYS", "RUN_REQUIRED_KEYS", "AcceptPosition", "Adaptive", "AdaptiveFields",
+           "ClientLoad", "ComparisonReport", "ContextGroup", "Dist", "Effective", "ExternalRun", "FindingJSON",
+           "GoodputFields", "GroupFigures", "LoadFields", "RequestShape", "RunFigures", "RunSummary", "Summary",
+           "SweepPoint", "SweepReport", "Tier", "TuneMeasured", "TuneReport", "Verification", "output_tok_s"]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specdash.results import output_tok_s
 from specdash.sglang.metrics import METRICS
 from specdash.sglang.speculative import normalize_speculative
 
@@ -248,7 +249,7 @@ class Measurement:
             phases = PhaseTimes.from_run(run, concurrency=concurrency)
         settings = Settings.from_effective(run.get("effective"))
         tpot = run.get("tpot_ms") or {}
-        tok = run.get("output_tok_s")
+        tok = output_tok_s(run)
         rel = acceptance_rel_se(run.get("accept_histogram")) if settings is not None else None
         return cls(settings, tok, concurrency, run.get("accept_length"),
                    run.get("accept_histogram"), tpot.get("mean") if isinstance(tpot, Mapping) else None,
@@ -264,10 +265,11 @@ class Measurement:
         out = []
         for t in run.get("tiers") or []:
             steps = t.get("speculative_num_steps")
-            if steps is None or not t.get("output_tok_s"):
+            tok = output_tok_s(t)
+            if steps is None or not tok:
                 continue
             n = t.get("speculative_num_draft_tokens") or int(steps) + 1
-            out.append(cls(Settings(int(steps), 1, int(n)), float(t["output_tok_s"]), concurrency,
+            out.append(cls(Settings(int(steps), 1, int(n)), float(tok), concurrency,
                            t.get("accept_length") or (1.0 if int(steps) == 0 else None),
                            label=run.get("profile"), source="tier", launch=launch))
         return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specdash.results import output_tok_s
+
 
 class BaselineRunError(ValueError):
     """``--baseline-from``: the run directory cannot stand in for this tune's baseline (the message
@@ -43,7 +45,7 @@ def load_baseline_run(run_dir: Path, profile, suite) -> tuple[dict, list[str]]:
                                f"({(runs[0].get('effective') or {}).get('speculative_algorithm')}); the baseline is "
                                "the same server without [speculative]")
     conc = int(suite.suite.concurrency or 1)
-    at = [r for r in runs if int(r.get("concurrency") or 1) == conc and r.get("output_tok_s")]
+    at = [r for r in runs if int(r.get("concurrency") or 1) == conc and output_tok_s(r)]
     if not at:
         have = sorted({int(r.get("concurrency") or 1) for r in runs})
         raise BaselineRunError(f"--baseline-from {d}: no measured run at the suite's concurrency {conc} (it has "

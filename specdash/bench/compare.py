@@ -21,9 +21,11 @@ Definitions (units in the key names):
 
 Output (field order fixed for scripts that read it; keys after ``baseline`` are additions)::
 
-    {"a", "b", "metric": "output_tok_s", "speedup", "ci95": [lo, hi], "verdict", "pairs",
+    {"a", "b", "metric", "speedup", "ci95": [lo, hi], "verdict", "pairs",
      "per_prompt": [ROW, ...], "per_category": {cat: {...}}, "baseline": {...} | None,
      "overall": {"a": SIDE, "b": SIDE}, "confidence", "method", "excluded", "notes"}
+
+``metric`` is ``output_tok_s`` (:data:`specdash.results.OUTPUT_TOK_S`): the per-request figure compared.
 
 ROW (flat, the same columns as comparison.csv): ``prompt_index, category, pairs, a_tok_s,
 b_tok_s, a_tpot_ms, b_tpot_ms, a_ttft_ms, b_ttft_ms, a_accept_length, b_accept_length,
@@ -49,11 +51,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from specdash.bench.stats import geometric_mean, paired_speedup
-from specdash.results import ComparisonReport
+from specdash.results import OUTPUT_TOK_S, ComparisonReport
 from specdash.sglang.effective import SpecSettings
 from specdash.sglang.positions import accept_fields
 
-METRIC = "output_tok_s"
 UNCATEGORIZED = "uncategorized"
 
 CSV_COLUMNS = (
@@ -222,7 +223,7 @@ def _core(
     return {
         "a": a_name,
         "b": b_name,
-        "metric": METRIC,
+        "metric": OUTPUT_TOK_S,
         "speedup": overall.speedup,
         "ci95": [overall.ci95[0], overall.ci95[1]],
         "verdict": overall.verdict,

@@ -25,10 +25,10 @@ re-running it.  Two formats, detected from their keys:
   ``metrics.output_sequence_length``) gives the per-request figures.
 
 :func:`load_external` turns either into an :class:`ExternalSide`: a ``summary.json``-RUN-shaped dict
-(the fields the file has; the rest None) plus per-request output tok/s where the file has them.  No
-file pairs its requests with specdash's by prompt, so :func:`unpaired_comparison` compares the
-geometric means of the per-request tok/s with an independent bootstrap per side (or, without
-per-request figures, the run throughputs, with no interval).
+(:class:`specdash.results.ExternalRun`: the fields the file has; the rest None) plus per-request output
+tok/s where the file has them.  No file pairs its requests with specdash's by prompt, so
+:func:`unpaired_comparison` compares the geometric means of the per-request tok/s with an independent
+bootstrap per side (or, without per-request figures, the run throughputs, with no interval).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specdash.results import OUTPUT_TOK_S, ExternalRun
 from specdash.sglang.positions import accept_fields, from_unconditional
 
 AIPERF_FILE = "profile_export_aiperf.json"
@@ -59,7 +60,7 @@ class ExternalSide:
     tool: str
     name: str
     path: Path
-    run: dict[str, Any]
+    run: ExternalRun
     request_tok_s: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -127,21 +128,21 @@ def _vllm(path: Path, d: Mapping[str, Any]) -> ExternalSide:
     else:
         notes.append("no per-request figures (run vllm bench serve with --save-detailed): compared by run throughput, "
                      "with no interval")
-    run = {
-        "profile": str(d.get("label") or d.get("model_id") or path.stem), "tool": "vllm bench serve",
-        "model": d.get("model_id"), "requests": completed, "failed_requests": _num(d.get("failed")),
-        "output_tokens": out_tok, "duration_s": _num(d.get("duration")), "output_tok_s": _num(d.get("output_throughput")),
-        "request_throughput": _num(d.get("request_throughput")),
-        "ttft_ms": _vllm_dist(d, "ttft"), "tpot_ms": _vllm_dist(d, "tpot"), "itl_ms": _vllm_dist(d, "itl"),
-        "e2e_ms": _vllm_dist(d, "e2el"), "concurrency": d.get("max_concurrency"),
-        "request_rate": None if rate in (None, "inf") and d.get("max_concurrency") else rate,
-        "mean_output_tokens": (out_tok / completed) if out_tok and completed else None,
-        "prompts": d.get("num_prompts"),
-        "accept_length": _num(d.get("spec_decode_acceptance_length")),
-        "accept_rate": (_num(d.get("spec_decode_acceptance_rate")) or 0.0) / 100.0
+    run = ExternalRun(
+        profile=str(d.get("label") or d.get("model_id") or path.stem), tool="vllm bench serve",
+        model=d.get("model_id"), requests=completed, failed_requests=_num(d.get("failed")),
+        output_tokens=out_tok, duration_s=_num(d.get("duration")), output_tok_s=_num(d.get("output_throughput")),
+        request_throughput=_num(d.get("request_throughput")),
+        ttft_ms=_vllm_dist(d, "ttft"), tpot_ms=_vllm_dist(d, "tpot"), itl_ms=_vllm_dist(d, "itl"),
+        e2e_ms=_vllm_dist(d, "e2el"), concurrency=d.get("max_concurrency"),
+        request_rate=None if rate in (None, "inf") and d.get("max_concurrency") else rate,
+        mean_output_tokens=(out_tok / completed) if out_tok and completed else None,
+        prompts=d.get("num_prompts"),
+        accept_length=_num(d.get("spec_decode_acceptance_length")),
+        accept_rate=(_num(d.get("spec_decode_acceptance_rate")) or 0.0) / 100.0
         if _num(d.get("spec_decode_acceptance_rate")) is not None else None,
-        "accept_histogram": None, "accept_by_position": None, "accept_by_position_source": None,
-    }
+        accept_histogram=None, accept_by_position=None, accept_by_position_source=None,
+    )
     per_pos = d.get("spec_decode_per_position_acceptance_rates")
     if isinstance(per_pos, list) and per_pos:
         try:
@@ -195,19 +196,19 @@ def _aiperf(path: Path, d: Mapping[str, Any]) -> ExternalSide:
         except (TypeError, ValueError):
             raise ExternalFormatError(f"{path}: pooled_spec_decode_acceptance_histogram is not {{count: steps}}") from None
         hist = [pairs.get(k, 0) for k in range(max(pairs) + 1)]
-    run = {
-        "profile": str((names or [None])[0] or path.parent.name), "tool": "aiperf", "model": (names or [None])[0],
-        "requests": int(requests) if requests is not None else None, "failed_requests": _num(d.get("error_request_count")),
-        "output_tokens": _avg(d, "total_osl"), "duration_s": _avg(d, "benchmark_duration"),
-        "output_tok_s": _avg(d, "output_token_throughput"), "request_throughput": _avg(d, "request_throughput"),
-        "ttft_ms": _aiperf_dist(d, "time_to_first_token"), "tpot_ms": _aiperf_dist(d, "inter_token_latency"),
-        "itl_ms": None, "e2e_ms": _aiperf_dist(d, "request_latency"),
-        "concurrency": loadgen.get("concurrency"), "request_rate": loadgen.get("request_rate"),
-        "mean_output_tokens": _avg(d, "output_sequence_length"), "asked_output_tokens": osl.get("mean"),
-        "prompts": int(requests) if requests is not None else None,
-        "accept_length": None, "accept_rate": None, "accept_histogram": hist,
+    run = ExternalRun(
+        profile=str((names or [None])[0] or path.parent.name), tool="aiperf", model=(names or [None])[0],
+        requests=int(requests) if requests is not None else None, failed_requests=_num(d.get("error_request_count")),
+        output_tokens=_avg(d, "total_osl"), duration_s=_avg(d, "benchmark_duration"),
+        output_tok_s=_avg(d, "output_token_throughput"), request_throughput=_avg(d, "request_throughput"),
+        ttft_ms=_aiperf_dist(d, "time_to_first_token"), tpot_ms=_aiperf_dist(d, "inter_token_latency"),
+        itl_ms=None, e2e_ms=_aiperf_dist(d, "request_latency"),
+        concurrency=loadgen.get("concurrency"), request_rate=loadgen.get("request_rate"),
+        mean_output_tokens=_avg(d, "output_sequence_length"), asked_output_tokens=osl.get("mean"),
+        prompts=int(requests) if requests is not None else None,
+        accept_length=None, accept_rate=None, accept_histogram=hist,
         **accept_fields(hist),
-    }
+    )
     tok_s = _aiperf_records(path.parent / AIPERF_RECORDS)
     notes = [] if tok_s else [f"no {AIPERF_RECORDS} beside it: compared by run throughput, with no interval"]
     return ExternalSide("aiperf", run["profile"], path, run, tok_s, notes)
@@ -250,7 +251,7 @@ def unpaired_comparison(a_name: str, a_tok_s: Sequence[float], a_run_tok_s: floa
 
     a = np.asarray([x for x in a_tok_s if x and x > 0 and math.isfinite(x)], float)
     b = np.asarray([x for x in b_tok_s if x and x > 0 and math.isfinite(x)], float)
-    base = {"a": a_name, "b": b_name, "metric": "output_tok_s", "pairs": 0, "per_prompt": [], "per_category": {},
+    base = {"a": a_name, "b": b_name, "metric": OUTPUT_TOK_S, "pairs": 0, "per_prompt": [], "per_category": {},
             "baseline": None, "confidence": confidence}
     if len(a) >= 2 and len(b) >= 2:
         la, lb = np.log(a), np.log(b)

@@ -60,6 +60,7 @@ from specdash.bench.sources import (
     sweep_speedups,
 )
 from specdash.bench.svg import PALETTE, SVG_NS, bar_chart, cdf_points, esc, line_chart, nice_ticks
+from specdash.results import output_tok_s
 
 __all__ = ["GENERATOR", "PALETTE", "SVG_NS", "bar_chart", "esc", "is_generated_report", "line_chart", "nice_ticks",
            "render_report"]
@@ -250,7 +251,7 @@ def _run_table(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                if isinstance(r.get("goodput_fraction"), (int, float)) else "–"] if goodput else [])
         rows.append([_run_label(r, len(runs)), _fmt(r.get("concurrency")), *rate,
                      _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3), _fmt(r.get("server_accept_length"), 3),
-                     _fmt(r.get("output_tok_s"), 1), _fmt(r.get("request_throughput"), 2), *gp,
+                     _fmt(output_tok_s(r), 1), _fmt(r.get("request_throughput"), 2), *gp,
                      _fmt(r.get("requests")), _fmt(r.get("failed_requests")), _fmt(r.get("output_tokens")),
                      _fmt(r.get("duration_s"), 2),
                      *(_fmt(stat(r, k, q), 2) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
@@ -337,7 +338,7 @@ def _tiers(run: Mapping[str, Any], n_runs: int) -> list[str]:
     rows = [[t.get("speculative_num_steps"), t.get("speculative_num_draft_tokens"),
              _fmt(100.0 * t["share"], 1) + " %" if t.get("share") is not None else "–", _fmt(t.get("verify_rounds")),
              _fmt(t.get("output_tokens")), _fmt(t.get("accept_length"), 3), _fmt(t.get("accept_rate"), 3),
-             _fmt(t.get("output_tok_s"), 1)] for t in tiers]
+             _fmt(output_tok_s(t), 1)] for t in tiers]
     return [*out, table(["steps", "draft tokens", "share", "verify rounds", "output tokens", "accept length",
                           "accept rate", "tok/s"], rows, left=0)]
 
@@ -402,7 +403,7 @@ def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> 
     specs = [s for s in runs_src if s.speculative]
     out: list[str] = []
     if len(xs) >= 2:
-        series = [{"name": s.name, "points": [(r[var], r.get("output_tok_s")) for r in s.runs if is_point(r.get(var))]}
+        series = [{"name": s.name, "points": [(r[var], output_tok_s(r)) for r in s.runs if is_point(r.get(var))]}
                   for s in runs_src]
         out += [f"<h2>Throughput against {name}</h2>",
                 figure(line_chart(series, title=f"output tok/s against {name}", x_label=x_label,
@@ -416,7 +417,7 @@ def _sweep_section(sources: Sequence[Source], *, speedup_chart: bool = True) -> 
         col = axis_col(var)
         for s in specs:
             pts = sweep_speedups(s, base, var)
-            rows = [[_fmt(p[var]), _fmt(p["output_tok_s"], 1), _fmt(p["baseline_tok_s"], 1),
+            rows = [[_fmt(p[var]), _fmt(output_tok_s(p), 1), _fmt(p["baseline_tok_s"], 1),
                      _fmt(p["speedup"], 3), _ci(p["ci95"]), _fmt(p["verdict"]), _fmt(p["pairs"])] for p in pts]
             out.append(f"<h3>{esc(s.name)} over {esc(base.name)}</h3>")
             out.append(table([col, "tok/s", "baseline tok/s", "speedup", "95 % CI", "verdict", "pairs"], rows))

@@ -31,6 +31,7 @@ from specdash.bench.sources import (
     sweep_speedups,
 )
 from specdash.bench.svg import bar_chart, esc, line_chart
+from specdash.results import output_tok_s
 
 
 @dataclass
@@ -144,9 +145,9 @@ def story_section(st: Story) -> list[str]:
         series = [{"name": n, "points": [(x, stat(r, key, "p50")) for x, r in sorted(by.items())]} for n, by in sides]
         charts.append(line_chart(series, title=f"{label} p50 against {name}", x_label=x_label + " (log scale)",
                                  y_label=f"{label} p50 ms", log_x=True, width=400, height=260))
-    lt = [{"name": n, "points": [(r.get("output_tok_s"), stat(r, "tpot_ms", "p50")) for _, r in sorted(by.items())
-                                 if r.get("output_tok_s") is not None],
-           "labels": [point_label(var, x) for x, r in sorted(by.items()) if r.get("output_tok_s") is not None]}
+    lt = [{"name": n, "points": [(output_tok_s(r), stat(r, "tpot_ms", "p50")) for _, r in sorted(by.items())
+                                 if output_tok_s(r) is not None],
+           "labels": [point_label(var, x) for x, r in sorted(by.items()) if output_tok_s(r) is not None]}
           for n, by in sides]
     charts.append(line_chart(lt, title="latency–throughput: TPOT p50 against tok/s", x_label="output tok/s",
                              y_label="TPOT p50 ms", width=400, height=260, x_ticks=False))
@@ -160,7 +161,7 @@ def story_section(st: Story) -> list[str]:
         r, b = spec_by.get(x, {}), base_by.get(x, {})
         rows.append([point_label(var, x), _fmt(p.get("speedup"), 3), _ci(p.get("ci95")), _fmt(p.get("verdict")),
                      _fmt(r.get("accept_length"), 3), _fmt(r.get("accept_rate"), 3), _fmt(r.get("server_accept_length"), 3),
-                     _fmt(p.get("output_tok_s"), 1), _fmt(p.get("baseline_tok_s"), 1),
+                     _fmt(output_tok_s(p), 1), _fmt(p.get("baseline_tok_s"), 1),
                      *(f"{_fmt(stat(r, k, 'p50'), 2)} / {_fmt(stat(b, k, 'p50'), 2)}" for k in ("ttft_ms", "tpot_ms",
                                                                                                  "e2e_ms")),
                      f"{_fmt(r.get('request_throughput'), 2)} / {_fmt(b.get('request_throughput'), 2)}"])
@@ -183,7 +184,7 @@ def headline(src: Source) -> list[str]:
     """A single run's first lines: its figures, acceptance first."""
     r = (src.runs or [{}])[0]
     bits = [f"accept length {_fmt(r.get('accept_length'), 3)}", f"accept rate {_fmt(r.get('accept_rate'), 3)}",
-            f"{_fmt(r.get('output_tok_s'), 1)} tok/s", f"TTFT p50 {_fmt(stat(r, 'ttft_ms', 'p50'), 2)} ms",
+            f"{_fmt(output_tok_s(r), 1)} tok/s", f"TTFT p50 {_fmt(stat(r, 'ttft_ms', 'p50'), 2)} ms",
             f"TPOT p50 {_fmt(stat(r, 'tpot_ms', 'p50'), 2)} ms", f"E2E p50 {_fmt(stat(r, 'e2e_ms', 'p50'), 2)} ms"]
     return [f'<p class="verdict">{esc(src.name)} ({esc(settings_text(r.get("effective")))}): {esc(", ".join(bits))}.</p>']
 
@@ -262,7 +263,7 @@ def tune_section(src: Source) -> list[str]:
         out += ["<h3>Measured settings</h3>", table(
             ["source", "launch", "concurrency", "settings", "tok/s", "accept length"],
             [[m.get("source"), _fmt(m.get("launch")), _fmt(m.get("concurrency")), _settings_of(m.get("settings")),
-              _fmt(m.get("output_tok_s"), 1), _fmt(m.get("accept_length"), 3)] for m in measured], left=4)]
+              _fmt(output_tok_s(m), 1), _fmt(m.get("accept_length"), 3)] for m in measured], left=4)]
     if t.get("advice_text"):
         out += ["<h3>Advice</h3>", f"<pre>{esc(t['advice_text'])}</pre>"]
     if isinstance(t.get("comparison"), Mapping) and t["comparison"].get("a") is not None:

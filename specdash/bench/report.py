@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from specdash.bench.compare import CSV_COLUMNS
+from specdash.results import OUTPUT_TOK_S, output_tok_s
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -235,7 +236,7 @@ SUMMARY_COLUMNS = (
     "requests",
     "output_tokens",
     "duration_s",
-    "output_tok_s",
+    OUTPUT_TOK_S,
     *(f"{m}_{s}" for m in ("ttft_ms", "tpot_ms", "itl_ms") for s in ("mean", "p50", "p90", "p99")),
     "accept_length",
     "accept_rate",
@@ -252,8 +253,9 @@ def summary_rows(run_summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     for run in runs or []:
         eff = run.get("effective") or {}
         row: dict[str, Any] = {k: run.get(k) for k in ("profile", "simulated", "sglang_version", "requests",
-                                                         "output_tokens", "duration_s", "output_tok_s",
-                                                         "accept_length", "accept_rate", "server_accept_length")}
+                                                         "output_tokens", "duration_s")}
+        row[OUTPUT_TOK_S] = output_tok_s(run)
+        row.update({k: run.get(k) for k in ("accept_length", "accept_rate", "server_accept_length")})
         row.update({k: eff.get(k) for k in ("speculative_algorithm", "speculative_num_steps",
                                             "speculative_eagle_topk", "speculative_num_draft_tokens")})
         for m in ("ttft_ms", "tpot_ms", "itl_ms"):

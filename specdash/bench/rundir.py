@@ -31,6 +31,7 @@ from pathlib import Path
 
 from specdash import __version__
 from specdash.profile import safe_name
+from specdash.results import OUTPUT_TOK_S, output_tok_s
 from specdash.sglang.records import record_problem
 
 #: ``requests.csv`` columns, in order.  Times in ms; ``accept_length`` = completion_tokens ÷
@@ -171,7 +172,7 @@ RUN_TYPES = {
     "requests": lambda v: type(v) is int and v >= 0, "output_tokens": lambda v: type(v) is int and v >= 0,
     "failed_requests": _opt(lambda v: type(v) is int and v >= 0), "sweep_point": _opt(lambda v: type(v) is int),
     "concurrency": _opt(lambda v: type(v) is int), "request_rate": _opt(lambda v: _num(v) or v == "inf"),
-    **{k: _opt(_num) for k in ("output_tok_s", "duration_s", "accept_length", "accept_rate", "server_accept_length",
+    **{k: _opt(_num) for k in (OUTPUT_TOK_S, "duration_s", "accept_length", "accept_rate", "server_accept_length",
                                "achieved_request_rate", "request_throughput", "goodput", "goodput_fraction",
                                "burstiness")},
     **{k: _opt(_dict_of(_opt(_num))) for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "goodput_slo")},
@@ -558,7 +559,7 @@ def find_baseline_run(out_dir: Path, name: str, *, suite: str | None = None, max
             continue
         manifest: dict | None = None
         for run in data.get("runs", []):
-            if run.get("profile") != name or not run.get("output_tok_s") or run.get("partial"):
+            if run.get("profile") != name or not output_tok_s(run) or run.get("partial"):
                 continue  # a partial RUN (the server died or stalled mid-load) is no baseline
             ok = True
             for key, val in want.items():

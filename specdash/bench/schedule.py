@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from specdash.profile import preset_path, profile_variant
+from specdash.results import output_tok_s
 
 #: The high end of the default verification sweep (at least 4 × the suite's concurrency).
 HIGH_CONCURRENCY = 16
@@ -311,8 +312,8 @@ async def schedule_and_verify(profile, suite, measurements, best, baseline, *, v
                "pairs": cmp.get("pairs"), "static_tok_s": (ov.get("a") or {}).get("tok_s"),
                "adaptive_tok_s": (ov.get("b") or {}).get("tok_s"), "compare_dir": str(cdir.path),
                "predicted_gain": pr["gain"],
-               "static_total_tok_s": (st_at.get(c) or {}).get("output_tok_s"),
-               "adaptive_total_tok_s": (ad_at.get(c) or {}).get("output_tok_s"),
+               "static_total_tok_s": output_tok_s(st_at.get(c) or {}),
+               "adaptive_total_tok_s": output_tok_s(ad_at.get(c) or {}),
                "switches": ((ad_at.get(c) or {}).get("adaptive") or {}).get("switches")}
         out["verification"].append(row)
         say(f"tune: adaptive vs static at concurrency {c}: ×{row['speedup'] or 0:.3f} "

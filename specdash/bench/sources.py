@@ -20,6 +20,7 @@ from typing import Any
 
 from specdash.bench.compare import build_comparison
 from specdash.bench.points import SWEEP_FILE
+from specdash.results import output_tok_s
 
 __all__ = ["ReportError", "Source", "is_point", "load_source", "read_gpu_samples", "sources_sweep_var",
            "sweep_speedups"]
@@ -155,9 +156,9 @@ def sweep_speedups(spec: Source, base: Source, var: str | None = None) -> list[d
         if b is None:
             continue
         cmp = build_comparison(base.records_at(x, var), spec.records_at(x, var), a_name=base.name, b_name=spec.name)
-        points.append({var: x, "output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s"),
-                       "speedup": cmp.get("speedup"), "ci95": cmp.get("ci95"), "verdict": cmp.get("verdict"),
-                       "pairs": cmp.get("pairs", 0)})
+        points.append(dict({var: x}, output_tok_s=output_tok_s(run), baseline_tok_s=output_tok_s(b),
+                           speedup=cmp.get("speedup"), ci95=cmp.get("ci95"), verdict=cmp.get("verdict"),
+                           pairs=cmp.get("pairs", 0)))
     return points
 
 

@@ -30,7 +30,7 @@ from specdash.bench.points import (
     sweep_var,
     throughput_ratio,
 )
-from specdash.results import SweepPoint, SweepReport
+from specdash.results import SweepPoint, SweepReport, output_tok_s
 
 
 async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[int]) -> SweepReport:
@@ -89,15 +89,15 @@ async def sweep_bench(profile, baseline, suite, opts, sweep: Sweep | Sequence[in
                                        and v < HELD_BACK_BELOW * float(x)),
                       served_fraction=kept, saturated=sorted(k for k, v in kept.items()
                                                              if v is not None and v < SATURATED_BELOW))
-        pt.update({"output_tok_s": run.get("output_tok_s"), "baseline_tok_s": b.get("output_tok_s") if b else None,
-                   "accept_length": run.get("accept_length"), "accept_by_position": run.get("accept_by_position"),
-                   "speedup": None, "ci95": None,
-                   "verdict": None, "pairs": 0, "throughput_ratio": None})
+        pt.update(output_tok_s=output_tok_s(run), baseline_tok_s=output_tok_s(b) if b else None,
+                  accept_length=run.get("accept_length"), accept_by_position=run.get("accept_by_position"),
+                  speedup=None, ci95=None,
+                  verdict=None, pairs=0, throughput_ratio=None)
         if b is not None:
             cmp = build_comparison(base_recs.get(x, []), recs.get(x, []), a_name=baseline.name, b_name=profile.name)
             pt.update(speedup=cmp.get("speedup"), ci95=cmp.get("ci95"), verdict=cmp.get("verdict"),
                       pairs=cmp.get("pairs", 0))
-            pt["throughput_ratio"] = throughput_ratio(pt["output_tok_s"], pt["baseline_tok_s"])
+            pt["throughput_ratio"] = throughput_ratio(output_tok_s(pt), pt["baseline_tok_s"])
         points.append(pt)
     if baseline is not None:
         be, be_ci, note = break_even(points, var)
@@ -177,7 +177,7 @@ def render_sweep(payload: dict[str, Any]) -> str:
              f"{f(p.get('baseline_achieved_request_rate'), 2):<7}    " if rate else f"  {p['concurrency']:>4}")
         tr = f"  {f(p.get('throughput_ratio'), 3):>11}" if rate else ""
         sat, held = p.get("saturated") or [], p.get("held_back") or []
-        out.append(f"{x}  {f(p['output_tok_s']):>7}  {f(p['baseline_tok_s']):>8}{tr}  "
+        out.append(f"{x}  {f(output_tok_s(p)):>7}  {f(p['baseline_tok_s']):>8}{tr}  "
                    f"{f(p['accept_length'], 2):>10}  {('×' + f(p['speedup'], 3)) if p['speedup'] else '—':>7}  "
                    f"[{f(ci[0], 3)}, {f(ci[1], 3)}]  {p.get('verdict') or '—'}"
                    + (f" (saturated: {', '.join(sat)})" if sat else "")

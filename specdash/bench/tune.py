@@ -44,6 +44,7 @@ from specdash.bench.launches import LaunchEntry, LaunchLog, by_purpose, time_lef
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
 from specdash.profile import build_launch, write_preset
 from specdash.profile.variants import baseline_of, variant
+from specdash.results import TuneMeasured, output_tok_s
 
 
 def save_preset(source, winner, out_dir: Path, settings, *, label: str | None = None) -> Path:
@@ -162,7 +163,7 @@ class _Row:
     extra: dict = field(default_factory=dict)
 
 
-def _row_json(r: _Row, fit=None) -> dict[str, Any]:
+def _row_json(r: _Row, fit=None) -> TuneMeasured:
     """A ``measured`` row of the tune report; with the final acceptance ``fit``, the setting's
     ``accept_by_position`` (measured, from its histogram: :mod:`specdash.sglang.positions`; None for a tier,
     whose rounds the pooled histogram does not separate) beside ``expected_accept_by_position`` (the
@@ -171,9 +172,10 @@ def _row_json(r: _Row, fit=None) -> dict[str, Any]:
 
     m = r.measurement
     st = m.settings
-    out = {"settings": st.to_json() if st else None, "output_tok_s": m.output_tok_s,
-           "accept_length": m.accept_length, "concurrency": m.concurrency, "source": m.source,
-           "launch": m.launch, "run_dir": r.run_dir, **r.extra}
+    out = TuneMeasured(settings=st.to_json() if st else None, output_tok_s=m.output_tok_s,
+                       accept_length=m.accept_length, concurrency=m.concurrency, source=m.source,
+                       launch=m.launch, run_dir=r.run_dir)
+    out.update(r.extra)  # windows, interval, for
     if fit is not None:
         from specdash.advisor import expected_accept_by_position
 
@@ -326,7 +328,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
 
         base_prof = decode_logged(base_prof)
     if baseline_run is not None:
-        say(f"tune: baseline from {baseline_run.get('run_dir')} ({baseline_run.get('output_tok_s'):.1f} tok/s, "
+        say(f"tune: baseline from {baseline_run.get('run_dir')} ({output_tok_s(baseline_run):.1f} tok/s, "
             "measured earlier; no baseline launch)")
         base_run, base_launch, later = baseline_run, None, opts
         base_recs = _read_records(baseline_run.get("run_dir"))
@@ -567,9 +569,9 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "max_launches": max_launches,
         "launch_cap_cut": cap_notes,
         "fast_explore": explorer.to_json(),
-        "baseline_reused": None if baseline_run is None else {
-            "run_dir": baseline_run.get("run_dir"), "output_tok_s": baseline_run.get("output_tok_s"),
-            "notes": list(baseline_notes)},
+        "baseline_reused": None if baseline_run is None else dict(
+            run_dir=baseline_run.get("run_dir"), output_tok_s=output_tok_s(baseline_run),
+            notes=list(baseline_notes)),
         "start": start.to_json(),
         "best": best.to_json(),
         "baseline_tok_s": baseline.output_tok_s,

@@ -5,6 +5,8 @@ tune panel print it)."""
 
 from __future__ import annotations
 
+from specdash.results import output_tok_s
+
 
 def _s(v, nd: int = 1) -> str:
     return "—" if v is None else f"{v:.{nd}f}"
@@ -67,7 +69,7 @@ def render_live(report: dict) -> str:
             iv = r.get("interval")
             ivs = f"[{iv[0]:.1f}, {iv[1]:.1f}]" if iv else "—"
             out.append(f"    {r['source']:<6}  {'#' + str(r['launch'] + 1) if r['launch'] is not None else '—':>6}  "
-                       f"{lab:<16}  {_s(r['output_tok_s']):>9}  {ivs:<19}  {_s(r['accept_length'], 2):>5}"
+                       f"{lab:<16}  {_s(output_tok_s(r)):>9}  {ivs:<19}  {_s(r['accept_length'], 2):>5}"
                        + (f"  ({r['for']})" if r.get("for") and c == main else ""))
     pos = [r for r in report.get("measured") or [] if r.get("settings") and r.get("expected_accept_by_position")]
     if pos:

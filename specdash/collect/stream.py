@@ -524,27 +524,27 @@ class RunStats:
         tokens = self._tokens
         dur = self.duration_s()
         ok = self.ok_count
-        return {
-            "requests": ok,
+        return RunFigures(
+            requests=ok,
             # failures not made good later (a resumed run re-sends them)
-            "failed_requests": self.failed_count(),
-            "output_tokens": tokens,
-            "duration_s": dur,
-            "output_tok_s": (tokens / dur) if dur else None,
-            "ttft_ms": column_distribution(self._ttft),
-            "tpot_ms": column_distribution(self._tpot),
-            "itl_ms": self._itl.distribution(),
-            "e2e_ms": column_distribution(self._e2e),
-            "request_throughput": (ok / dur) if dur else None,
-            "achieved_request_rate": self.send_rate(),
-            "accept_length": spec.accept_length,
-            "accept_rate": (spec.correct / (spec.verify_ct * proposed_per_round)
-                            if spec.verify_ct and proposed_per_round else None)
+            failed_requests=self.failed_count(),
+            output_tokens=tokens,
+            duration_s=dur,
+            output_tok_s=(tokens / dur) if dur else None,
+            ttft_ms=column_distribution(self._ttft),
+            tpot_ms=column_distribution(self._tpot),
+            itl_ms=self._itl.distribution(),
+            e2e_ms=column_distribution(self._e2e),
+            request_throughput=(ok / dur) if dur else None,
+            achieved_request_rate=self.send_rate(),
+            accept_length=spec.accept_length,
+            accept_rate=(spec.correct / (spec.verify_ct * proposed_per_round)
+                         if spec.verify_ct and proposed_per_round else None)
             if proposed_per_round is not None else spec.accept_rate,
-            "accept_histogram": list(spec.histogram) if spec.histogram is not None else None,
+            accept_histogram=list(spec.histogram) if spec.histogram is not None else None,
             **accept_fields(spec.histogram, steps, draft_tokens),
             **self.breakdowns(proposed_per_round),
-        }
+        )
 
     def breakdowns(self, proposed_per_round: float | None = None) -> dict:
         """``by_category`` and ``by_context``: the successful requests grouped by their suite category and

@@ -60,8 +60,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from specdash.results import Tier
 from specdash.sglang.adaptive import OVERLAP_REPORT_LAG_BATCHES, parse_adaptive_line
 from specdash.sglang.logs import DecodeSample, PrefillSample, parse_line, split_prefix
 
@@ -159,15 +159,15 @@ class TierStats:
     timed_s: float = 0.0
     timing: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """The RUN ``tiers`` entry: exactly ``speculative_num_steps``, ``speculative_num_draft_tokens``,
-        ``verify_rounds``, ``output_tokens``, ``accept_length``, ``accept_rate``, ``output_tok_s``,
-        ``share``."""
-        return {"speculative_num_steps": self.speculative_num_steps,
-                "speculative_num_draft_tokens": self.speculative_num_draft_tokens,
-                "verify_rounds": self.verify_rounds, "output_tokens": self.output_tokens,
-                "accept_length": self.accept_length, "accept_rate": self.accept_rate,
-                "output_tok_s": self.output_tok_s, "share": self.share}
+    def to_json(self) -> Tier:
+        """The RUN ``tiers`` entry (:class:`specdash.results.Tier`): exactly ``speculative_num_steps``,
+        ``speculative_num_draft_tokens``, ``verify_rounds``, ``output_tokens``, ``accept_length``,
+        ``accept_rate``, ``output_tok_s``, ``share``."""
+        return Tier(speculative_num_steps=self.speculative_num_steps,
+                    speculative_num_draft_tokens=self.speculative_num_draft_tokens,
+                    verify_rounds=self.verify_rounds, output_tokens=self.output_tokens,
+                    accept_length=self.accept_length, accept_rate=self.accept_rate,
+                    output_tok_s=self.output_tok_s, share=self.share)
 
 
 @dataclass

@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 from specdash.commands.errors import UsageError
+from specdash.results import output_tok_s
 
 #: Output lengths (tokens per request) further apart than this fraction make two sides not comparable.
 OUTPUT_LEN_TOLERANCE = 0.05
@@ -135,8 +136,8 @@ def compare_dirs(dir_a: str, dir_b: str, *, concurrency: int | None = None) -> d
                      "repeat) and are left out")
     cmp["notes"] = [*cmp.get("notes", []), *notes]
     if len(shared) > 1:
-        pts = [{var: p[var], "a_tok_s": p["baseline_tok_s"], "b_tok_s": p["output_tok_s"],
-                "throughput_ratio": throughput_ratio(p["output_tok_s"], p["baseline_tok_s"]),
+        pts = [{var: p[var], "a_tok_s": p["baseline_tok_s"], "b_tok_s": output_tok_s(p),
+                "throughput_ratio": throughput_ratio(output_tok_s(p), p["baseline_tok_s"]),
                 "speedup": p["speedup"], "ci95": p["ci95"], "verdict": p["verdict"], "pairs": p["pairs"]}
                for p in sweep_speedups(b, a, var) if p[var] in shared]
         be, be_ci, note = break_even(pts, var, subject=f"B ({b_name}) over A ({a_name})")
@@ -211,13 +212,13 @@ class Side:
 
     def summary(self) -> dict[str, Any]:
         r = self.run
-        return {"name": self.name, "tool": self.tool, "path": str(self.path), "output_tok_s": r.get("output_tok_s"),
-                "ttft_ms_p50": (r.get("ttft_ms") or {}).get("p50"), "tpot_ms_p50": (r.get("tpot_ms") or {}).get("p50"),
-                "itl_ms_p50": (r.get("itl_ms") or {}).get("p50"), "accept_length": r.get("accept_length"),
-                "accept_rate": r.get("accept_rate"), "accept_by_position": r.get("accept_by_position"),
-                "accept_by_position_source": r.get("accept_by_position_source"),
-                "concurrency": r.get("concurrency"), "output_tokens_per_request": self.output_len()[0],
-                "simulated": r.get("simulated")}
+        return dict(name=self.name, tool=self.tool, path=str(self.path), output_tok_s=output_tok_s(r),
+                    ttft_ms_p50=(r.get("ttft_ms") or {}).get("p50"), tpot_ms_p50=(r.get("tpot_ms") or {}).get("p50"),
+                    itl_ms_p50=(r.get("itl_ms") or {}).get("p50"), accept_length=r.get("accept_length"),
+                    accept_rate=r.get("accept_rate"), accept_by_position=r.get("accept_by_position"),
+                    accept_by_position_source=r.get("accept_by_position_source"),
+                    concurrency=r.get("concurrency"), output_tokens_per_request=self.output_len()[0],
+                    simulated=r.get("simulated"))
 
 
 def length_difference(a: Side, b: Side) -> str | None:
@@ -238,8 +239,8 @@ def compare_pair(a: Side, b: Side, *, concurrency: int | None = None) -> dict[st
 
     if a.source is not None and b.source is not None:
         return compare_dirs(a.path, b.path, concurrency=concurrency)
-    cmp = unpaired_comparison(a.name, a.request_tok_s(), a.run.get("output_tok_s"),
-                              b.name, b.request_tok_s(), b.run.get("output_tok_s"))
+    cmp = unpaired_comparison(a.name, a.request_tok_s(), output_tok_s(a.run),
+                              b.name, b.request_tok_s(), output_tok_s(b.run))
     reasons = [x for x in (length_difference(a, b),) if x]
     mark_not_comparable(cmp, reasons)
     notes = ["the sides come from different tools: their requests cannot be paired by prompt, and whether they "
@@ -262,7 +263,7 @@ def _side_overall(s: Side) -> dict[str, Any]:
     r = s.run
     tok = s.request_tok_s()
     gm = math.exp(sum(math.log(x) for x in tok) / len(tok)) if tok else None
-    return {"requests": r.get("requests"), "tok_s": gm if gm is not None else r.get("output_tok_s"),
+    return {"requests": r.get("requests"), "tok_s": gm if gm is not None else output_tok_s(r),
             "tpot_ms": (r.get("tpot_ms") or {}).get("mean"), "ttft_ms": (r.get("ttft_ms") or {}).get("mean"),
             "accept_length": r.get("accept_length"), "accept_rate": r.get("accept_rate"),
             "accept_histogram": r.get("accept_histogram"), "accept_by_position": r.get("accept_by_position"),
@@ -299,7 +300,7 @@ def _overlay(sides: list[Side]) -> dict[str, Any] | None:
         row: dict[str, Any] = {var: x}
         for s in sides:
             hit = [r for r in s.runs if r.get(var) == x]
-            row[s.name] = {"output_tok_s": hit[0].get("output_tok_s"), "accept_length": hit[0].get("accept_length")} \
+            row[s.name] = dict(output_tok_s=output_tok_s(hit[0]), accept_length=hit[0].get("accept_length")) \
                 if hit else None
         rows.append(row)
     return {"variable": var, "points": rows}
@@ -322,7 +323,7 @@ def render_many(payload: dict[str, Any]) -> str:
             lo, hi = c.get("ci95") or (None, None)
             vs = f"×{fmt(c.get('speedup'), 3)} [{fmt(lo, 3)}, {fmt(hi, 3)}] {c.get('verdict')}"
         pos = " ".join(fmt(r.get("rate"), 2) for r in s.get("accept_by_position") or []) or "—"
-        rows.append([s["name"] + (" (sim)" if s.get("simulated") else ""), s["tool"], fmt(s.get("output_tok_s")),
+        rows.append([s["name"] + (" (sim)" if s.get("simulated") else ""), s["tool"], fmt(output_tok_s(s)),
                      fmt(s.get("ttft_ms_p50"), 1), fmt(s.get("tpot_ms_p50"), 2), fmt(s.get("itl_ms_p50"), 2),
                      fmt(s.get("accept_length"), 2), fmt(s.get("accept_rate"), 3), pos, vs])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
@@ -345,6 +346,6 @@ def render_many(payload: dict[str, Any]) -> str:
             cells = []
             for n in names:
                 v = p.get(n)
-                cells.append((f"{fmt(v.get('output_tok_s'))} ({fmt(v.get('accept_length'), 2)})" if v else "—").rjust(24))
+                cells.append((f"{fmt(output_tok_s(v))} ({fmt(v.get('accept_length'), 2)})" if v else "—").rjust(24))
             out.append("  " + "  ".join([f"{p[ov['variable']]:>11g}", *cells]))
     return "\n".join(out)

@@ -5,6 +5,7 @@ whose post-launch verification failed).  Used by ``--bench``, ``tune``, ``report
 from __future__ import annotations
 
 from specdash.bench.stats import MIN_PAIRS
+from specdash.results import output_tok_s
 
 
 def fmt(v, nd=1, unit="") -> str:
@@ -47,7 +48,7 @@ def render_table(runs: list[dict]) -> str:
             r["profile"] + (f" ({', '.join(tags)})" if tags else ""),
             str(r["requests"]),
             str(r["output_tokens"]),
-            fmt(r.get("output_tok_s")),
+            fmt(output_tok_s(r)),
             fmt((r.get("ttft_ms") or {}).get("p50"), 1, " ms"),
             fmt((r.get("tpot_ms") or {}).get("p50"), 2, " ms"),
             fmt((r.get("itl_ms") or {}).get("p50"), 2, " ms"),
@@ -176,7 +177,7 @@ def render_tiers(run: dict) -> list[str]:
     head = ["steps", "draft tok", "share", "rounds", "accept len", "accept rate", "tok/s"]
     rows = [[str(t["speculative_num_steps"]), str(t["speculative_num_draft_tokens"]),
              fmt(100.0 * t["share"] if t.get("share") is not None else None, 1, " %"), str(t["verify_rounds"]),
-             fmt(t.get("accept_length"), 2), fmt(t.get("accept_rate"), 3), fmt(t.get("output_tok_s"))]
+             fmt(t.get("accept_length"), 2), fmt(t.get("accept_rate"), 3), fmt(output_tok_s(t))]
             for t in tiers]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     out.append("    " + "  ".join(h.ljust(w) for h, w in zip(head, widths)))

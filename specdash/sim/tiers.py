@@ -197,19 +197,19 @@ class TierTruth:
         out = []
         for steps in sorted(self.tiers):
             t = self.tiers[steps]
-            out.append({
-                "speculative_num_steps": t.steps,
-                "speculative_num_draft_tokens": t.draft_tokens,
-                "batches": t.batches,
-                "verify_rounds": t.verify_rounds,
-                "accepted_drafts": t.accepted_drafts,
-                "output_tokens": t.output_tokens,
-                "accept_length": (t.verify_rounds + t.accepted_drafts) / t.verify_rounds if t.verify_rounds else None,
-                "accept_rate": (t.accepted_drafts / (t.verify_rounds * t.steps)) if (t.verify_rounds and t.steps)
+            out.append(dict(
+                speculative_num_steps=t.steps,
+                speculative_num_draft_tokens=t.draft_tokens,
+                batches=t.batches,
+                verify_rounds=t.verify_rounds,
+                accepted_drafts=t.accepted_drafts,
+                output_tokens=t.output_tokens,
+                accept_length=(t.verify_rounds + t.accepted_drafts) / t.verify_rounds if t.verify_rounds else None,
+                accept_rate=(t.accepted_drafts / (t.verify_rounds * t.steps)) if (t.verify_rounds and t.steps)
                 else None,
-                "busy_s": t.busy_s,
-                "planned_s": t.planned_s,
-                "output_tok_s": t.output_tokens / t.busy_s if t.busy_s > 0 else None,
-                "share": t.verify_rounds / total if total else None,
-            })
+                busy_s=t.busy_s,
+                planned_s=t.planned_s,
+                output_tok_s=t.output_tokens / t.busy_s if t.busy_s > 0 else None,
+                share=t.verify_rounds / total if total else None,
+            ))
         return out

@@ -29,6 +29,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 from specdash.bench.rundir import find_baseline_run
 from specdash.collect.snapshot import empty_snapshot
 from specdash.launch import PreflightBlocked
+from specdash.results import output_tok_s
 from specdash.tui import keys
 from specdash.tui.advising import AdviceMixin
 from specdash.tui.config import DEMO_SUITE, TABS, AppConfig
@@ -244,7 +245,7 @@ class SpecdashApp(FlowsMixin, AdviceMixin, App[int]):
             s.baseline_tok_s = None
             self._baseline_label = f"no matching baseline run (suite {suite}, concurrency {s.load.concurrency})"
         else:
-            s.baseline_tok_s = float(run["output_tok_s"])
+            s.baseline_tok_s = float(output_tok_s(run))  # a baseline run has one (find_baseline_run)
             self._baseline_label = (f"({cfg.baseline}: suite {run.get('suite', suite)}, "
                                     f"concurrency {run.get('concurrency', s.load.concurrency)})")
         self._drawn.clear()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from specdash.results import output_tok_s
 from specdash.sglang.effective import SpecSettings
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ class SessionAdviceMixin:
             return
         info = self.collector.snapshot().server_info
         self.measurements[self._launch_no] = (_effective(info), dict(run), self.load.concurrency)
-        if Settings.from_effective(info) is None and run.get("output_tok_s"):
-            self.baseline_tok_s = float(run["output_tok_s"])
+        if Settings.from_effective(info) is None and output_tok_s(run):
+            self.baseline_tok_s = float(output_tok_s(run))
 
     def measurement_list(self) -> list[Measurement]:
         """Advisor :class:`~specdash.advisor.Measurement` s: one per measured launch, the live

@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from specdash.results import output_tok_s
 from specdash.tui.format import DASH, PlainTable, effective_line, num
 from specdash.tui.session import ServerState
 from specdash.tui.state import ViewState
@@ -49,7 +50,7 @@ def sweep_text(sweep: dict) -> Text:
         sp, ci = p.get("speedup"), p.get("ci95") or [None, None]
         x = point_label(var, p.get(var))
         if sp is None:
-            parts.append(f"{x}: {num(p.get('output_tok_s'), 0)} tok/s")
+            parts.append(f"{x}: {num(output_tok_s(p), 0)} tok/s")
         else:
             parts.append(f"{x}: ×{sp:.2f} [{num(ci[0], 2)}, {num(ci[1], 2)}]")
     t.append("  " + "  ·  ".join(parts) + "\n")

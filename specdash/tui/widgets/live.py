@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
+from specdash.results import output_tok_s
 from specdash.tui.format import ACCEPT_DEFINITIONS, DASH, PlainTable, dist, num, pct
 from specdash.tui.state import ViewState
 from specdash.tui.widgets.charts import HistogramChart, Series, TimeChart
@@ -38,7 +39,7 @@ def live_numbers(view: ViewState) -> dict[str, str]:
     queued = m.queued if m and m.queued is not None else (d.queued if d else None)
     return {
         "server_tok_s": num(m.tok_s if m else None, 0),
-        "run_tok_s": num(run.get("output_tok_s"), 0),
+        "run_tok_s": num(output_tok_s(run), 0),
         "request_tok_s": num(statistics.median(reqs) if reqs else None, 1),
         "ttft": dist(run.get("ttft_ms"), "p50", 0),
         "ttft_p90": dist(run.get("ttft_ms"), "p90", 0),
@@ -134,7 +135,7 @@ def compact_numbers(view: ViewState) -> Text:
     laid out differently by Rich 14 and 15)."""
     n = live_numbers(view)
     base = view.baseline_tok_s
-    run_tok = view.snapshot.run.get("output_tok_s")
+    run_tok = output_tok_s(view.snapshot.run)
     speed = f" ×{run_tok / base:.2f}" if base and run_tok else ""
     acc = "bold red" if view.collapsed else "bold cyan"
     widths = (9, 10, 11, 14, 11, 12)
@@ -174,7 +175,7 @@ class StatTiles(Static):
             return
         n = live_numbers(view)
         base = view.baseline_tok_s
-        run_tok = view.snapshot.run.get("output_tok_s")
+        run_tok = output_tok_s(view.snapshot.run)
         label = view.baseline_label
         speed = f"×{run_tok / base:.2f} vs baseline {base:.0f} {label}".strip() if base and run_tok else (
             f"baseline {base:.0f} tok/s {label}".strip() if base else (label or "no baseline run known"))
