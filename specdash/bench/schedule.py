@@ -442,3 +442,19 @@ def adaptive_preset(profile, sched: dict[str, Any], preset_dir: Path):
     label = (f"EAGLE3 adaptive ({sched['format']} config {cfg_path.name}, launch steps {steps} / topk 1 / draft "
              f"tokens {steps + 1})")
     return prof, cfg_path, label
+
+
+def recommendation(best, sched: dict | None, pays: bool | None, concurrency: int) -> dict[str, Any]:
+    """What to launch, per load range (the report's ``recommendation``): ``{"ranges": [{"from", "to",
+    "launch": "static" | "adaptive" | "none", "settings", "basis"}], "text"}`` — the static pick at the
+    tune's concurrency and up, unless the adaptive schedule's verification (or prediction) says
+    otherwise for higher loads (:func:`load_ranges`)."""
+    if pays is False:
+        return {"ranges": [{"from": concurrency, "to": None, "launch": "none", "settings": None,
+                            "basis": "measured"}],
+                "text": "serve without speculation: it does not pay with this draft (see the advice)"}
+    if sched and sched.get("load_ranges"):
+        return {"ranges": sched["load_ranges"], "text": sched.get("verdict") or ""}
+    return {"ranges": [{"from": concurrency, "to": None, "launch": "static", "settings": best.to_json(),
+                        "basis": "measured"}],
+            "text": f"{best.label()} (measured at concurrency {concurrency}; other loads were not measured)"}

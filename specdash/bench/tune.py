@@ -33,7 +33,6 @@ through the ``progress`` callback.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +41,7 @@ from typing import Any
 
 from specdash.bench.launches import LaunchEntry, LaunchLog, by_purpose, time_left, time_summary
 from specdash.bench.rundir import RunDir, atomic_write_json, utc_stamp
+from specdash.bench.schedule import recommendation
 from specdash.profile import build_launch, write_preset
 from specdash.profile.variants import baseline_of, variant
 from specdash.results import TuneMeasured, output_tok_s
@@ -186,22 +186,11 @@ def _row_json(r: _Row, fit=None) -> TuneMeasured:
 
 
 def _read_records(run_dir: str | None) -> list[dict] | None:
-    """The request records of a run directory (``requests.jsonl``), or None when unreadable."""
-    if not run_dir:
+    """The request records of a run directory (``requests.jsonl``, :meth:`RunDir.read_requests`), or None
+    when it has none."""
+    if not run_dir or not (Path(run_dir) / "requests.jsonl").is_file():
         return None
-    try:
-        text = (Path(run_dir) / "requests.jsonl").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    out = []
-    for ln in text.splitlines():
-        try:
-            rec = json.loads(ln)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+    return RunDir(Path(run_dir), checkpoint=False).read_requests()
 
 
 def _interval(m) -> list[float] | None:
@@ -239,22 +228,6 @@ def _final_comparison(records_of: dict, start, best, profile, opts, say) -> dict
     cmp["compare_dir"] = str(cdir.path)
     cmp["from_exploration"] = True
     return cmp
-
-
-def _recommendation(best, sched: dict | None, pays: bool | None, concurrency: int) -> dict[str, Any]:
-    """What to launch, per load range (the report's ``recommendation``): ``{"ranges": [{"from", "to",
-    "launch": "static" | "adaptive" | "none", "settings", "basis"}], "text"}`` — the static pick at the
-    tune's concurrency and up, unless the adaptive schedule's verification (or prediction) says
-    otherwise for higher loads (:func:`specdash.bench.schedule.load_ranges`)."""
-    if pays is False:
-        return {"ranges": [{"from": concurrency, "to": None, "launch": "none", "settings": None,
-                            "basis": "measured"}],
-                "text": "serve without speculation: it does not pay with this draft (see the advice)"}
-    if sched and sched.get("load_ranges"):
-        return {"ranges": sched["load_ranges"], "text": sched.get("verdict") or ""}
-    return {"ranges": [{"from": concurrency, "to": None, "launch": "static", "settings": best.to_json(),
-                        "basis": "measured"}],
-            "text": f"{best.label()} (measured at concurrency {concurrency}; other loads were not measured)"}
 
 
 async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[str], None] | None = None,
@@ -582,7 +555,7 @@ async def tune(profile, suite, *, budget: int, out: Path, progress: Callable[[st
         "comparison": cmp,
         "final_ab": cmp is not None,
         "adaptive_schedule": sched_report,
-        "recommendation": _recommendation(best, sched_report, advice.pays, explorer.concurrency),
+        "recommendation": recommendation(best, sched_report, advice.pays, explorer.concurrency),
         "preset": str(preset) if preset else None,
         "preset_not_saved": not_saved,
         "tune_dir": str(tdir.path),
