@@ -16,6 +16,7 @@ from specdash.bench.external import ExternalFormatError, load_external, unpaired
 from specdash.bench.load import request_shape
 from specdash.cli import main
 from specdash.profile import parse_suite
+from specdash.results import ExternalRun
 
 
 def _suite(name="s", texts=("a b c", "d e f"), **kw):
@@ -71,6 +72,7 @@ def test_vllm_result_file(tmp_path):
     side = load_external(f)
     r = side.run
     assert side.tool == "vllm bench serve" and side.name == "vllm-base"
+    assert set(r) == set(ExternalRun.__required_keys__)  # the declared shape, nothing beside it
     assert (r["output_tok_s"], r["requests"], r["duration_s"], r["concurrency"]) == (64.0, 4, 8.0, 2)
     assert r["ttft_ms"] == {"mean": 30.0, "p50": 29.0, "p99": 35.0}
     assert r["mean_output_tokens"] == 128.0 and r["accept_rate"] == 0.5 and r["accept_length"] == 2.5
@@ -112,6 +114,7 @@ def test_aiperf_export(tmp_path):
     side = load_external(d)
     r = side.run
     assert side.tool == "aiperf" and side.name == "llama-8b"
+    assert set(r) == set(ExternalRun.__required_keys__) | {"asked_output_tokens"}
     assert (r["output_tok_s"], r["requests"], r["concurrency"], r["asked_output_tokens"]) == (70.0, 4, 2, 128)
     assert r["tpot_ms"] == {"mean": 14.0, "p50": 13.5}  # AIPerf's ITL is SGLang's / vLLM's TPOT
     assert r["accept_histogram"] == [10, 20, 0, 30]

@@ -22,6 +22,7 @@ from specdash.results import (
     SweepPoint,
     SweepReport,
     Tier,
+    TuneMeasured,
     TuneReport,
 )
 from specdash.sglang.effective import SpecSettings
@@ -121,3 +122,5 @@ def test_a_tune_report_has_exactly_the_declared_keys(tmp_path):
                               preset_dir=tmp_path / "presets"))
     assert set(report) == _keys(TuneReport), set(report) ^ _keys(TuneReport)
     assert {r["source"] for r in report["measured"]} == {"launch"}
+    for row in report["measured"]:  # every row within the declared TuneMeasured, its required keys all there
+        assert set(TuneMeasured.__required_keys__) <= set(row) <= _keys(TuneMeasured), set(row) ^ _keys(TuneMeasured)
