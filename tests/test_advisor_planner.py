@@ -113,3 +113,26 @@ def test_exploration_gain_is_what_one_more_launch_is_expected_to_buy():
     done = TunePlanner(healthy.start, 6, baseline=healthy.baseline_tok_s(), candidates=small, live_margin=0.01)
     every = [healthy.measure(s, rng) for s in small]
     assert done.exploration_gain(every) == 0.0
+
+
+def test_the_planners_fit_reads_only_the_tunes_concurrency():
+    """A live tune's first launch also measures the chain tiers at the schedule's high concurrency; those rounds
+    (16 requests' tokens a verify) must not move the concurrency-1 predictions the exploration rests on — they made
+    wide trees look dear and sent the small-fast-decay live tune through narrow ones first (`_fit_input`)."""
+    from dataclasses import replace
+
+    from tests.test_advisor import SCENARIOS
+
+    healthy = next(o for o in SCENARIOS if o.name == "healthy")
+    rng = np.random.default_rng(5)
+    at_c1 = [healthy.measure(healthy.start, rng), healthy.measure(Settings(7, 1, 8), rng)]
+    at_c16 = [replace(m, concurrency=16, output_tok_s=m.output_tok_s * 3.1) for m in at_c1]
+
+    def preds(ms):
+        p = TunePlanner(healthy.start, 6, baseline=healthy.baseline_tok_s(), live_margin=0.01)
+        nxt = p.next_settings(ms)
+        return nxt, {q.settings: round(q.tok_s, 6) for q in p.last_advice.predictions}
+
+    alone, with_high = preds(at_c1), preds(at_c1 + at_c16)
+    assert alone == with_high
+    assert len(alone[1]) > 10  # predictions were made (a real fit), not an empty advice

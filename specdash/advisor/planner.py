@@ -303,6 +303,19 @@ class TunePlanner:
                 acc[m.settings] = acc.get(m.settings, 0.0) + 1.0 / max(rel, 1e-6) ** 2
         return {s: v ** -0.5 for s, v in acc.items()}
 
+    def _fit_input(self, measurements: Sequence[Measurement]) -> list[Measurement]:
+        """The measurements the planner's fit reads: those at the tune's concurrency (and every one without
+        speculation), when any speculative one is there; else all.  Rounds at another load (a live tune's
+        chain tiers at the schedule's high concurrency, the schedule's A/B) carry that load's verify cost: in
+        the cost model's one fit they made wide trees look dear at the tune's own concurrency (small-fast-decay:
+        the first tree went to 3/2/6, predicted 596 tok/s against 744; 3/8/20, 993, was not a candidate), so
+        they inform the adaptive schedule's fit only."""
+        conc = self._conc(measurements)
+        if conc is None:
+            return list(measurements)
+        keep = [m for m in measurements if m.settings is None or max(1, int(m.concurrency)) == conc]
+        return keep if any(m.settings is not None for m in keep) else list(measurements)
+
     def _conc(self, measurements: Sequence[Measurement]) -> int | None:
         if self.concurrency is not None:
             return self.concurrency
@@ -328,7 +341,7 @@ class TunePlanner:
         ``spread`` their intervals also narrow near measured settings (without it they keep the
         model's widths)."""
         measured = self._measured(measurements)
-        adv = advise(measurements, self.baseline, current=self.start if self.start in measured else None,
+        adv = advise(self._fit_input(measurements), self.baseline, current=self.start if self.start in measured else None,
                      candidates=self.candidates, top=1, seed=self.seed)
         self.last_advice = adv
         open_preds = [p for p in adv.predictions if p.settings not in measured]
@@ -352,7 +365,7 @@ class TunePlanner:
             return {}
         if adv is None:
             try:
-                adv = advise(measurements, self.baseline, current=self.start, candidates=list(measured), top=1,
+                adv = advise(self._fit_input(measurements), self.baseline, current=self.start, candidates=list(measured), top=1,
                              seed=self.seed)
             except ValueError:
                 return measured
