@@ -341,8 +341,9 @@ class TunePlanner:
         ``spread`` their intervals also narrow near measured settings (without it they keep the
         model's widths)."""
         measured = self._measured(measurements)
-        adv = advise(self._fit_input(measurements), self.baseline, current=self.start if self.start in measured else None,
-                     candidates=self.candidates, top=1, seed=self.seed)
+        adv = advise(self._fit_input(measurements), self.baseline,
+                     current=self.start if self.start in measured else None, candidates=self.candidates, top=1,
+                     seed=self.seed)
         self.last_advice = adv
         open_preds = [p for p in adv.predictions if p.settings not in measured]
         pred = {p.settings: p.tok_s for p in adv.predictions}
@@ -365,8 +366,8 @@ class TunePlanner:
             return {}
         if adv is None:
             try:
-                adv = advise(self._fit_input(measurements), self.baseline, current=self.start, candidates=list(measured), top=1,
-                             seed=self.seed)
+                adv = advise(self._fit_input(measurements), self.baseline, current=self.start,
+                             candidates=list(measured), top=1, seed=self.seed)
             except ValueError:
                 return measured
         pred = {p.settings: p.tok_s for p in adv.predictions}
