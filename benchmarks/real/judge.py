@@ -187,10 +187,10 @@ def _ci(lo: float, hi: float) -> list[float] | None:
 def _parse_run_args(ap, args) -> None:
     """``--server``, ``--concurrency`` and ``--burst`` read and checked (``ap.error``: exit 2 with the reason):
     ``args.servers`` [(name, url, pgid | None)], ``args.concs``, ``args.bursts``."""
+    import httpx
+
     servers = []
     for spec in args.server:
-        import httpx
-
         name, sep, rest = spec.partition("=")
         url, pg = rest, None
         head, sep2, tail = rest.rpartition("=")
@@ -258,8 +258,7 @@ def summarize(paths: list[str]) -> dict:
         # a burst in which a request failed does not count (its tok/s would be the survivors'), and its block is
         # then incomplete
         counted = [r for r in rc if r.get("tok_s") and r.get("ok", 0) == r.get("requests", 0)]
-        failed = sorted({r["server"] for r in rc} - {r["server"] for r in counted} |
-                        {r["server"] for r in rc if r.get("ok", 0) < r.get("requests", 0)})
+        failed = sorted({r["server"] for r in rc if not (r.get("tok_s") and r.get("ok", 0) == r.get("requests", 0))})
         blocks: dict[str, dict[str, float]] = {}
         for r in counted:
             blocks.setdefault(r["block"], {})[r["server"]] = math.log(r["tok_s"])

@@ -434,12 +434,7 @@ class TunePlanner:
     def _next_live(self, measurements: Sequence[Measurement], last: bool = False) -> Settings | None:
         """:meth:`next_settings` under ``live_margin`` (class docstring); ``last``: the tune can afford one
         more launch only (the pick is then pure exploit)."""
-        adv, _, open_preds = self._open(measurements)
-        scores = self._scores(measurements, adv)
-        inc = max(scores, key=scores.get)
-        best_meas = scores[inc]
-        margin = max(self.live_margin, self._noise(measurements).get(inc) or 0.0)
-        can = [p for p in open_preds if p.hi >= best_meas * (1.0 + margin)]
+        inc, best_meas, margin, can = self._beatable(measurements)
         if not can:
             self.reason = (f"no unmeasured setting can beat the best measured ({inc.label()}, {best_meas:.1f} tok/s) "
                            f"by more than its interval (+{margin:.1%}; upper interval ends)")
@@ -467,20 +462,24 @@ class TunePlanner:
                        f"{'exploit' if kappa == 0 else 'optimistic' if kappa < 1 else 'upper-end'} pick)")
         return pick.settings
 
+    def _beatable(self, measurements: Sequence[Measurement]) -> tuple[Settings, float, float, list[Prediction]]:
+        """``(incumbent, its score, margin, candidates)``: the best measured setting by :meth:`_scores`, the
+        share it must be beaten by (``live_margin`` or its own relative standard error, the larger), and the
+        unmeasured predictions whose upper interval end beats it by that much."""
+        adv, _, open_preds = self._open(measurements)
+        scores = self._scores(measurements, adv)
+        inc = max(scores, key=scores.get)
+        best_meas = scores[inc]
+        margin = max(self.live_margin or 0.0, self._noise(measurements).get(inc) or 0.0)
+        return inc, best_meas, margin, [p for p in open_preds if p.hi >= best_meas * (1.0 + margin)]
+
     def exploration_gain(self, measurements: Sequence[Measurement]) -> float:
         """The largest expected improvement (:func:`expected_gain`) of one more launch, as a share of the best
         measured setting's score (0.0 when nothing unmeasured can beat it by more than its interval)."""
         try:
-            adv, _, open_preds = self._open(measurements)
-        except ValueError:
+            _, best_meas, _, can = self._beatable(measurements)
+        except ValueError:  # no fit, or nothing measured
             return 0.0
-        scores = self._scores(measurements, adv)
-        if not scores or not open_preds:
-            return 0.0
-        inc = max(scores, key=scores.get)
-        best_meas = scores[inc]
-        margin = max(self.live_margin or 0.0, self._noise(measurements).get(inc) or 0.0)
-        can = [p for p in open_preds if p.hi >= best_meas * (1.0 + margin)]
         return max((expected_gain(p, best_meas) for p in can), default=0.0) / best_meas
 
     def chain_tiers(self, measurements: Sequence[Measurement], *, max_tiers: int = 3) -> list[int]:
